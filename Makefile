@@ -1,0 +1,40 @@
+# Entry points. STACK defaults to the local `dev` stack.
+STACK ?= dev
+PY := venv/bin/python
+
+.PHONY: help setup demo test lint check render preview up clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+setup: ## venv, Pulumi CLI, language host, Kubernetes provider (idempotent; exit 3 = engine partial)
+	@engine/bootstrap || [ $$? -eq 3 ]
+
+demo: setup ## the main job on STACK: preview with the policy pack, then `up` in render mode
+	@if grep -q ': missing:' .engine/status; then \
+	  echo "== the Pulumi engine is incomplete on this machine (see .engine/status); running the credential-free path"; \
+	  $(PY) -m nodefleet check --stack $(STACK) && $(PY) -m nodefleet render --stack $(STACK); \
+	else \
+	  engine/run $(STACK) preview --policy-pack policies && engine/run $(STACK) up --yes --policy-pack policies; \
+	fi
+
+test: setup ## every test, engine tests included
+	$(PY) -m pytest
+
+lint: setup ## ruff and mypy (strict on the domain package)
+	$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(PY) -m mypy
+
+check: setup ## credential-free check of STACK: program under the mock runtime + the policy pack
+	$(PY) -m nodefleet check --stack $(STACK)
+
+render: setup ## write STACK's manifests from the mock runtime to its render directory
+	$(PY) -m nodefleet render --stack $(STACK)
+
+preview: setup ## pulumi preview --policy-pack policies on STACK
+	engine/run $(STACK) preview --policy-pack policies
+
+up: setup ## pulumi up on STACK (render mode writes manifests; apply mode needs a cluster)
+	engine/run $(STACK) up --policy-pack policies
+
+clean: ## remove rendered manifests (the engine, venv and local state stay)
+	rm -rf rendered

@@ -1,0 +1,14 @@
+"""nodefleet: where this stack's OpenShift nodes come from."""
+
+from pathlib import Path
+
+import pulumi
+
+from components.fleet import build_fleet, load_stack_fleet
+
+fleet = load_stack_fleet(Path(__file__).parent)
+clusters = build_fleet(fleet)
+
+pulumi.export("clusters", sorted(clusters))
+pulumi.export("outputMode", fleet.config.output.mode)
+pulumi.export("renderDirectory", fleet.render_directory if fleet.config.output.mode == "render" else None)

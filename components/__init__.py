@@ -1,0 +1,1 @@
+"""Thin Pulumi components over nodefleet's pure renderers."""

@@ -1,0 +1,181 @@
+"""Evaluates the policy pack's own policy objects the way the CLI's analyzer does, without the CLI.
+
+Inputs are wrapped in pulumi-policy's unknown-checking proxy; reading a value unknown during preview yields
+an advisory "cannot verify" result instead of a violation or a crash, as in ``pulumi preview``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyCustomTimeouts,
+    PolicyProviderResource,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+
+from harness.mockrun import MockRun, Registration
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy: str
+    level: str  # "mandatory" | "advisory"
+    resource: str  # URN, or "" for a stack-level finding without one
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "policy": self.policy,
+            "level": self.level,
+            "resource": self.resource,
+            "message": self.message,
+        }
+
+
+def level_of(
+    policy: Policy,
+    config: Mapping[str, Any] | None = None,
+    default: EnforcementLevel = EnforcementLevel.MANDATORY,
+) -> EnforcementLevel:
+    """Effective level, in the CLI's order: policy-pack config, then the policy's own, then the pack default."""
+    cfg = (config or {}).get(policy.name, (config or {}).get("all"))
+    if isinstance(cfg, str):
+        return EnforcementLevel(cfg)
+    if isinstance(cfg, Mapping) and "enforcementLevel" in cfg:
+        return EnforcementLevel(cfg["enforcementLevel"])
+    return policy.enforcement_level or default
+
+
+def _policy_config(policy: Policy, config: Mapping[str, Any] | None) -> dict[str, Any]:
+    cfg = (config or {}).get(policy.name)
+    values = {k: v for k, v in cfg.items() if k != "enforcementLevel"} if isinstance(cfg, Mapping) else {}
+    schema = getattr(policy, "config_schema", None)
+    for key, prop in (schema.properties if schema else {}).items():
+        if key not in values and "default" in prop:
+            values[key] = prop["default"]
+    return values
+
+
+def _await(result: Any) -> None:
+    if inspect.isawaitable(result):
+        asyncio.new_event_loop().run_until_complete(result)
+
+
+def _options(ignore_changes: Iterable[str] = (), parent: str | None = None) -> PolicyResourceOptions:
+    return PolicyResourceOptions(
+        False, list(ignore_changes), None, [], PolicyCustomTimeouts(0, 0, 0), [], parent
+    )
+
+
+def evaluate_resource(
+    policy: ResourceValidationPolicy,
+    resource_type: str,
+    props: Mapping[str, Any],
+    *,
+    urn: str = "",
+    name: str = "",
+    ignore_changes: Iterable[str] = (),
+    provider: PolicyProviderResource | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> list[Violation]:
+    level = level_of(policy, config)
+    if level == EnforcementLevel.DISABLED:
+        return []
+    messages: list[str] = []
+    args = ResourceValidationArgs(
+        resource_type,
+        unknown_checking_proxy(dict(props)),
+        urn,
+        name,
+        _options(ignore_changes),
+        provider,
+        _policy_config(policy, config),
+    )
+
+    def report(message: str, _urn: str | None = None) -> None:
+        messages.append(message)
+
+    try:
+        _await(policy.validate(args, report))
+    except UnknownValueError as e:
+        return [Violation(policy.name, "advisory", urn, f"cannot verify during preview: {e}")]
+    lvl = "advisory" if level == EnforcementLevel.ADVISORY else "mandatory"
+    return [Violation(policy.name, lvl, urn, m) for m in messages]
+
+
+def evaluate_stack(
+    policy: StackValidationPolicy, resources: list[PolicyResource], config: Mapping[str, Any] | None = None
+) -> list[Violation]:
+    level = level_of(policy, config)
+    if level == EnforcementLevel.DISABLED:
+        return []
+    found: list[tuple[str, str | None]] = []
+    args = StackValidationArgs(resources, _policy_config(policy, config))
+
+    def report(message: str, urn: str | None = None) -> None:
+        found.append((message, urn))
+
+    try:
+        _await(policy.validate(args, report))
+    except UnknownValueError as e:
+        return [Violation(policy.name, "advisory", "", f"cannot verify during preview: {e}")]
+    lvl = "advisory" if level == EnforcementLevel.ADVISORY else "mandatory"
+    return [Violation(policy.name, lvl, urn or "", m) for m, urn in found]
+
+
+def _provider(run: MockRun, reg: Registration) -> PolicyProviderResource | None:
+    p = run.provider_of(reg)
+    return PolicyProviderResource(p.type, p.inputs, p.urn, p.name) if p else None
+
+
+def evaluate_run(
+    run: MockRun, policies: Iterable[Policy], config: Mapping[str, Any] | None = None
+) -> list[Violation]:
+    """Every policy over every registration of a mock run, resource policies first, then stack policies."""
+    policies = list(policies)
+    out: list[Violation] = []
+    for reg in run.registrations:
+        for policy in policies:
+            if isinstance(policy, ResourceValidationPolicy):
+                out += evaluate_resource(
+                    policy,
+                    reg.type,
+                    reg.inputs,
+                    urn=reg.urn,
+                    name=reg.name,
+                    ignore_changes=reg.ignore_changes,
+                    provider=_provider(run, reg),
+                    config=config,
+                )
+    stack_policies = [p for p in policies if isinstance(p, StackValidationPolicy)]
+    if stack_policies:
+        resources = [
+            PolicyResource(
+                r.type,
+                r.inputs,
+                r.urn,
+                r.name,
+                _options(r.ignore_changes, r.parent),
+                _provider(run, r),
+                None,
+                [],
+                {},
+            )
+            for r in run.registrations
+        ]
+        for policy in stack_policies:
+            out += evaluate_stack(policy, resources, config)
+    return out

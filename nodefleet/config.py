@@ -1,0 +1,389 @@
+"""The typed configuration of one fleet stack: validated once, with every default in this module.
+
+A stack file holds a single structured value, ``nodefleet:fleet``. ``load_fleet`` turns it into a
+``Fleet``: pydantic validates shapes and types, then the cross-references (pools, catalogs, regions,
+streams) are checked against the real boot image catalogs. Everything that cannot be built is rejected
+here, with one message naming the stack file, the field path and the fix. Skew limits and labeling rules
+are deliberately *not* checked here: a cluster upgraded while its MachineSets kept old boot images is a
+valid configuration, and the policy pack reports it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from nodefleet.catalog import BootImage, BootImageCatalog, CatalogError, normalize_arch
+from nodefleet.versions import OCPVersion, VersionError, parse_ocp
+
+CONFIG_KEY = "nodefleet:fleet"
+
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_BUILTIN_POOLS = ("worker",)
+_RESERVED_POOLS = ("master", "worker", "arbiter")
+
+
+class _Model(BaseModel):
+    """Base for every config object: camelCase keys in YAML, unknown keys rejected, immutable."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, strict=False
+    )
+
+
+class OutputSettings(_Model):
+    """Where Kubernetes objects go: a cluster (``apply``) or a directory of manifests (``render``)."""
+
+    mode: Literal["apply", "render"] = Field(
+        "render",
+        description="`render` writes manifests for Argo CD / Flux through the Kubernetes provider's "
+        "renderYamlToDirectory; `apply` talks to the cluster in the ambient kubeconfig.",
+    )
+    directory: str = Field(
+        "rendered/{stack}",
+        description="Render directory, relative to the project; `{stack}` is replaced by the stack name.",
+    )
+    kubeconfig: str | None = Field(
+        None, description="apply mode only: kubeconfig path (default: $KUBECONFIG / ~/.kube/config)."
+    )
+
+    @model_validator(mode="after")
+    def _kubeconfig_only_in_apply(self) -> OutputSettings:
+        if self.mode == "render" and self.kubeconfig:
+            raise ValueError(
+                "kubeconfig is set but mode is render; the provider refuses a kubeconfig in render mode. "
+                "Remove kubeconfig or set mode: apply"
+            )
+        return self
+
+
+class BootImageManagement(_Model):
+    """The cluster's MCO boot image management (``MachineConfiguration.spec.managedBootImages``)."""
+
+    mode: Literal["All", "Partial", "None"] = Field(
+        "Partial",
+        description="All: every MachineSet is updated by the MCO boot image controller; Partial: only "
+        "MachineSets with `bootImage: managed` (they carry the selector label); None: nodefleet pins all.",
+    )
+    label: str = Field(
+        "nodefleet.io/boot-image-updates",
+        description="Partial mode: label key put on enrolled MachineSets and used in the selector.",
+    )
+    value: str = Field("mco", description="Partial mode: value of that label.")
+
+
+class ManualRecord(_Model):
+    """An explicit Manual skew record; normally nodefleet computes it from the oldest boot image."""
+
+    ocp_version: str | None = None
+    rhcos_version: str | None = None
+
+
+class SkewEnforcement(_Model):
+    """The cluster's boot image skew enforcement (``spec.bootImageSkewEnforcement``)."""
+
+    mode: Literal["Automatic", "Manual", "None"] = Field(
+        "Manual",
+        description="Automatic: leave the stanza out so the MCO self-selects (requires bootImageManagement "
+        "All); Manual: record the oldest declared boot image; None: opt out (the MCO raises an alert).",
+    )
+
+
+class CustomPool(_Model):
+    """A custom MachineConfigPool that inherits from worker and has its own nodes."""
+
+    name: Annotated[str, Field(pattern=_DNS_LABEL, max_length=50)]
+    os_image_stream: Literal["rhel-9", "rhel-10"] | None = Field(
+        None, description="MachineConfigPool.spec.osImageStream; empty inherits the worker pool's stream."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _not_builtin(cls, v: str) -> str:
+        if v in _RESERVED_POOLS:
+            raise ValueError(f"'{v}' is a built-in pool; declare only custom pools here")
+        return v
+
+
+class MachineSetSpec(_Model):
+    """One MachineSet: a zone, an instance type, a pool, and who owns its boot image."""
+
+    name: Annotated[str, Field(pattern=_DNS_LABEL, max_length=30)] = Field(
+        description="Short role name; the object is named `<infraId>-<name>-<zone>`."
+    )
+    zone: Annotated[str, Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$")] = Field(
+        description="Availability zone, e.g. us-east-1a."
+    )
+    instance_type: Annotated[str, Field(pattern=r"^[a-z0-9-]+\.[a-z0-9]+$")] = "m6i.xlarge"
+    replicas: Annotated[int, Field(ge=0, le=500)] = 1
+    pool: str = Field("worker", description="`worker` or the name of a declared custom pool.")
+    architecture: Literal["amd64", "arm64", "x86_64", "aarch64"] = "amd64"
+    stream: Literal["rhel-9", "rhel-10"] | None = Field(
+        None, description="OS stream; default: the pool's osImageStream, else rhel-9."
+    )
+    boot_image: Literal["managed", "pinned"] = Field(
+        "managed",
+        description="managed: enrolled in the MCO boot image controller, initial AMI from the catalog and "
+        "then left to the controller; pinned: nodefleet sets the AMI from the catalog on every run.",
+    )
+    root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = 120
+
+
+class StandaloneCluster(_Model):
+    """A self-managed (IPI) OpenShift cluster whose workers come from MachineSets."""
+
+    kind: Literal["standalone"] = "standalone"
+    name: Annotated[str, Field(pattern=_DNS_LABEL, max_length=40)]
+    infra_id: Annotated[str, Field(pattern=_DNS_LABEL, max_length=27)] = Field(
+        description="Infrastructure ID (`oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`)."
+    )
+    region: Annotated[str, Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")]
+    release: str = Field(description="The cluster's current OCP release, e.g. 4.22.3 or 5.0.0-ec.2.")
+    catalog: str = Field(
+        description="Boot image catalog: a coreos-bootimages ConfigMap export or a stream JSON, relative to "
+        "the project."
+    )
+    boot_image_management: BootImageManagement = BootImageManagement()
+    skew_enforcement: SkewEnforcement = SkewEnforcement()
+    pools: list[CustomPool] = []
+    machine_sets: list[MachineSetSpec] = Field(min_length=1)
+
+    @field_validator("release")
+    @classmethod
+    def _release_parses(cls, v: str) -> str:
+        try:
+            parse_ocp(v)
+        except VersionError as e:
+            raise ValueError(str(e)) from None
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> StandaloneCluster:
+        pools = {p.name for p in self.pools}
+        if len(pools) != len(self.pools):
+            raise ValueError("pools: two pools share a name; pool names must be unique")
+        seen: set[str] = set()
+        for i, ms in enumerate(self.machine_sets):
+            where = f"machineSets[{i}]"
+            if ms.pool not in pools and ms.pool not in _BUILTIN_POOLS:
+                known = ", ".join(sorted({*pools, *_BUILTIN_POOLS}))
+                raise ValueError(
+                    f"{where}.pool: '{ms.pool}' is not a declared pool (known: {known}); add it under pools "
+                    "or use one of those"
+                )
+            if not ms.zone.startswith(self.region):
+                raise ValueError(f"{where}.zone: '{ms.zone}' is not in the cluster's region '{self.region}'")
+            full = machine_set_name(self, ms)
+            if full in seen:
+                raise ValueError(f"{where}: a second MachineSet is named '{full}'; change name or zone")
+            seen.add(full)
+            mode = self.boot_image_management.mode
+            if mode == "All" and ms.boot_image == "pinned":
+                raise ValueError(
+                    f"{where}.bootImage: 'pinned' contradicts bootImageManagement.mode All, which enrolls "
+                    "every MachineSet in the MCO boot image controller; use mode Partial or bootImage managed"
+                )
+            if ms.boot_image == "managed" and self.stream_of(ms) != "rhel-9":
+                raise ValueError(
+                    f"{where}.bootImage: 'managed' is only possible on the rhel-9 stream (this MachineSet boots "
+                    f"{self.stream_of(ms)}); the MCO boot image controller skips every other stream, so its AMI "
+                    "would never move. Set bootImage: pinned"
+                )
+            if mode == "None" and ms.boot_image == "managed":
+                raise ValueError(
+                    f"{where}.bootImage: 'managed' needs bootImageManagement.mode All or Partial (it is None); "
+                    "change the mode or pin this MachineSet"
+                )
+        if self.skew_enforcement.mode == "Automatic" and self.boot_image_management.mode != "All":
+            raise ValueError(
+                "skewEnforcement.mode: Automatic is chosen by the MCO only when every MachineSet is enrolled "
+                "(bootImageManagement.mode All), and while it is Automatic the API rejects leaving All. Set "
+                "skewEnforcement.mode: Manual (or None), apply, then change bootImageManagement.mode"
+            )
+        return self
+
+    @property
+    def ocp(self) -> OCPVersion:
+        return parse_ocp(self.release)
+
+    def pool(self, name: str) -> CustomPool | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+    def stream_of(self, ms: MachineSetSpec) -> str:
+        """The OS stream a MachineSet boots: its own, else its pool's, else the rhel-9 default."""
+        if ms.stream:
+            return ms.stream
+        pool = self.pool(ms.pool)
+        return (pool.os_image_stream if pool else None) or "rhel-9"
+
+
+def machine_set_name(cluster: StandaloneCluster, ms: MachineSetSpec) -> str:
+    return f"{cluster.infra_id}-{ms.name}-{ms.zone}"
+
+
+class FleetConfig(_Model):
+    """The whole ``nodefleet:fleet`` value of one stack."""
+
+    output: OutputSettings = OutputSettings()
+    clusters: list[StandaloneCluster] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_clusters(self) -> FleetConfig:
+        names = [c.name for c in self.clusters]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"clusters: names must be unique, repeated: {', '.join(sorted(dup))}")
+        return self
+
+
+@dataclass(frozen=True)
+class ResolvedMachineSet:
+    """A MachineSet with its boot image resolved from the cluster's catalog."""
+
+    spec: MachineSetSpec
+    name: str
+    stream: str
+    boot_image: BootImage
+
+
+@dataclass(frozen=True)
+class ResolvedCluster:
+    config: StandaloneCluster
+    catalog: BootImageCatalog
+    machine_sets: tuple[ResolvedMachineSet, ...]
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """A validated stack: the config plus everything resolved from the catalogs."""
+
+    stack: str
+    config: FleetConfig
+    clusters: tuple[ResolvedCluster, ...]
+
+    @property
+    def render_directory(self) -> str:
+        return self.config.output.directory.replace("{stack}", self.stack)
+
+
+class ConfigError(ValueError):
+    """Invalid stack configuration: the message names the stack file, the field and the fix."""
+
+
+def stack_file(stack: str) -> str:
+    return f"stacks/Pulumi.{stack}.yaml"
+
+
+def load_fleet(raw: Any, stack: str, project_dir: Path, source: str | None = None) -> Fleet:
+    """Validate the ``nodefleet:fleet`` value of ``stack`` and resolve every boot image.
+
+    ``source`` names the file the value came from in messages (default: the stack file).
+    Raises ``ConfigError`` with every problem found, one per line.
+    """
+    where = source or stack_file(stack)
+    if raw is None:
+        raise ConfigError(
+            f"{where}: no '{CONFIG_KEY}' value. Add one under `config:` (see README, 'Stack configuration')."
+        )
+    try:
+        config = FleetConfig.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError("\n".join(_describe(where, err) for err in e.errors())) from None
+    return Fleet(
+        stack=stack,
+        config=config,
+        clusters=tuple(_resolve(where, c, i, project_dir) for i, c in enumerate(config.clusters)),
+    )
+
+
+def _resolve(where: str, cluster: StandaloneCluster, index: int, project_dir: Path) -> ResolvedCluster:
+    base = f"{CONFIG_KEY}.clusters[{index}]"
+    try:
+        catalog = _catalog(project_dir / cluster.catalog, cluster.catalog)
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{where}: {base}.catalog: file '{cluster.catalog}' does not exist (looked in {project_dir}). "
+            "Export one with `oc -n openshift-machine-config-operator get configmap coreos-bootimages -o yaml` "
+            "and point catalog at it."
+        ) from None
+    except CatalogError as e:
+        raise ConfigError(f"{where}: {base}.catalog: {e}") from None
+    resolved = []
+    for i, ms in enumerate(cluster.machine_sets):
+        stream = cluster.stream_of(ms)
+        try:
+            image = catalog.resolve(cluster.region, normalize_arch(ms.architecture), stream)
+        except CatalogError as e:
+            raise ConfigError(f"{where}: {base}.machineSets[{i}]: {e}") from None
+        resolved.append(ResolvedMachineSet(ms, machine_set_name(cluster, ms), stream, image))
+    return ResolvedCluster(cluster, catalog, tuple(resolved))
+
+
+@functools.lru_cache(maxsize=64)
+def _catalog(path: Path, name: str) -> BootImageCatalog:
+    """Catalogs are shared by many clusters of a fleet: each file is parsed once per process."""
+    return BootImageCatalog.from_text(path.read_text(), source_name=name)
+
+
+def _describe(where: str, err: Mapping[str, Any]) -> str:
+    loc: Sequence[str | int] = [p for p in err["loc"] if not _is_union_tag(p)]
+    path = CONFIG_KEY + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        bad = str(loc[-1])
+        known = _known_keys(loc[:-1])
+        hint = difflib.get_close_matches(bad, known, n=1)
+        fix = f"did you mean '{hint[0]}'?" if hint else f"known keys here: {', '.join(known)}"
+        return f"{where}: {path}: unknown key '{bad}'; {fix}"
+    if kind == "missing":
+        return f"{where}: {path}: required but missing; add it (see README, 'Stack configuration')"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    # Cross-field checks name their own sub-path first ("machineSets[1].pool: ..."): join it to the path.
+    sub = re.match(r"^([a-z][A-Za-z]*(?:\[\d+\])?(?:\.[a-z][A-Za-z]*(?:\[\d+\])?)*): (.*)$", msg, re.S)
+    if sub:
+        path, msg = f"{path}.{sub.group(1)}", sub.group(2)
+    value = err.get("input")
+    shown = f" (got {value!r})" if isinstance(value, str | int | float | bool) else ""
+    return f"{where}: {path}: {msg}{shown}"
+
+
+def _is_union_tag(part: object) -> bool:
+    return isinstance(part, str) and re.fullmatch(r"(standalone|function-after\[.*\])", part) is not None
+
+
+def _known_keys(loc: Sequence[str | int]) -> list[str]:
+    """The camelCase keys the model at ``loc`` accepts, for did-you-mean hints."""
+    model: Any = FleetConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(_snake(part))
+        if field is None:
+            return []
+        model = _model_of(field.annotation)
+        if model is None:
+            return []
+    return sorted((f.alias or n) for n, f in model.model_fields.items())
+
+
+def _model_of(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) is not None:
+        for arg in get_args(annotation):
+            found = _model_of(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _snake(camel: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", camel).lower()

@@ -1,0 +1,1 @@
+"""nodefleet's CrossGuard rules. Only ``policies/__main__.py`` builds the PolicyPack (it never returns)."""

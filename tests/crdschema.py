@@ -1,0 +1,40 @@
+"""Validates manifests against the real CustomResourceDefinitions in ../shared/data/crds."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import jsonschema
+import yaml
+
+from tests.conftest import SHARED_DATA
+
+
+def _strip(schema: Any) -> Any:
+    """OpenAPI v3 to JSON Schema: drop the Kubernetes extensions (CEL rules are not checked here)."""
+    if isinstance(schema, dict):
+        out = {k: _strip(v) for k, v in schema.items() if not k.startswith("x-kubernetes-")}
+        if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
+            out.setdefault("type", "object")
+        return out
+    if isinstance(schema, list):
+        return [_strip(v) for v in schema]
+    return schema
+
+
+@cache
+def _schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    found = {}
+    for path in sorted((SHARED_DATA / "crds").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+        for version in crd["spec"]["versions"]:
+            found[(f"{group}/{version['name']}", kind)] = _strip(version["schema"]["openAPIV3Schema"])
+    return found
+
+
+def validate_manifest(manifest: dict[str, Any]) -> None:
+    """Raise ``jsonschema.ValidationError`` if ``manifest`` does not fit its CRD; KeyError if no CRD."""
+    schema = _schemas()[(manifest["apiVersion"], manifest["kind"])]
+    jsonschema.validate(manifest, schema)

@@ -1,0 +1,153 @@
+"""The real Pulumi CLI built by engine/bootstrap, with the project's offline defaults.
+
+Every CLI call runs in a network namespace with no network (``unshare -n``), so passing means the command
+needed nothing from the network: no update check, no plugin download, no cloud backend.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT
+
+pytestmark = pytest.mark.engine
+
+ENGINE = PROJECT / ".engine"
+CLI = ENGINE / "bin" / "pulumi"
+
+
+def _pinned(package: str) -> str:
+    for line in (PROJECT / "requirements.txt").read_text().splitlines():
+        if line.startswith(f"{package}=="):
+            return line.split("==", 1)[1].strip()
+    raise AssertionError(f"{package} is not pinned in requirements.txt")
+
+
+def _offline_prefix() -> list[str]:
+    for prefix in (["unshare", "-n"], ["unshare", "-rn"]):
+        if shutil.which(prefix[0]) and subprocess.run([*prefix, "true"], capture_output=True).returncode == 0:
+            return prefix
+    raise AssertionError("cannot create a network namespace (unshare -n / -rn); the offline check needs one")
+
+
+@pytest.fixture(scope="module")
+def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Pulumi.yaml and the stack files in a scratch folder, so `stack init` never edits the checkout."""
+    assert CLI.exists(), "run `make setup` first: .engine/bin/pulumi is missing"
+    root = tmp_path_factory.mktemp("project")
+    shutil.copy(PROJECT / "Pulumi.yaml", root)
+    shutil.copytree(PROJECT / "stacks", root / "stacks")
+    (root / "state").mkdir()
+    return root
+
+
+def _pulumi(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": f"{CLI.parent}:/usr/bin:/bin",
+        "HOME": str(root),
+        "PULUMI_HOME": str(root / "home"),
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        "PULUMI_BACKEND_URL": f"file://{root / 'state'}",
+        "PULUMI_CONFIG_PASSPHRASE": "nodefleet-local",
+    }
+    return subprocess.run(
+        [*_offline_prefix(), str(CLI), *args, "--non-interactive"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_cli_matches_the_pinned_sdk() -> None:
+    out = subprocess.run([str(CLI), "version"], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == f"v{_pinned('pulumi')}"
+    assert version("pulumi") == _pinned("pulumi")
+
+
+def test_local_backend_and_passphrase_work_offline(project_copy: Path) -> None:
+    created = _pulumi(project_copy, "stack", "init", "dev", "--secrets-provider", "passphrase")
+    assert created.returncode == 0, created.stderr
+    listed = _pulumi(project_copy, "stack", "ls", "--json")
+    assert [s["name"] for s in json.loads(listed.stdout)] == ["dev"]
+
+
+def test_cli_reads_the_structured_stack_config(project_copy: Path) -> None:
+    _pulumi(project_copy, "stack", "init", "rhel10", "--secrets-provider", "passphrase")
+    got = _pulumi(
+        project_copy,
+        "config",
+        "get",
+        "--path",
+        "nodefleet:fleet.clusters[0].pools[0].osImageStream",
+        "--stack",
+        "rhel10",
+    )
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip() == "rhel-10"
+
+
+def test_secrets_round_trip_with_the_local_passphrase(project_copy: Path) -> None:
+    _pulumi(project_copy, "stack", "init", "secrets", "--secrets-provider", "passphrase")
+    assert (
+        _pulumi(project_copy, "config", "set", "--secret", "token", "s3cr3t", "--stack", "secrets").returncode
+        == 0
+    )
+    stack_file = (project_copy / "stacks" / "Pulumi.secrets.yaml").read_text()
+    assert "s3cr3t" not in stack_file and "secure:" in stack_file
+    shown = _pulumi(project_copy, "config", "get", "token", "--stack", "secrets")
+    assert shown.stdout.strip() == "s3cr3t"
+
+
+def test_bootstrap_reports_every_engine_part() -> None:
+    status = dict(line.split(": ", 1) for line in (ENGINE / "status").read_text().splitlines())
+    assert set(status) == {"venv", "pulumi", "pulumi-language-python", "kubernetes"}
+    assert status["pulumi"] == f"ok v{_pinned('pulumi')}"
+    for part, state in status.items():
+        assert state.startswith(("ok", "missing: ")), (part, state)
+
+
+def test_offline_defaults_are_exported() -> None:
+    env = (ENGINE / "env").read_text()
+    for line in (
+        "PULUMI_SKIP_UPDATE_CHECK=true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true",
+        "PULUMI_BACKEND_URL=",
+        "PULUMI_CONFIG_PASSPHRASE=",
+    ):
+        assert line in env
+
+
+def test_engine_run_explains_a_missing_part_instead_of_downloading() -> None:
+    status = (ENGINE / "status").read_text()
+    result = subprocess.run(
+        [str(PROJECT / "engine" / "run"), "dev", "preview", "--policy-pack", "policies"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ},
+    )
+    if ": missing:" in status:
+        assert result.returncode == 3
+        assert "the Pulumi engine on this machine is incomplete" in result.stderr
+        assert "make check STACK=dev" in result.stderr
+    else:
+        assert result.returncode == 0, result.stderr
+        assert "boot-image-ownership" not in result.stdout
+
+
+def test_unknown_stack_is_a_clear_error() -> None:
+    result = subprocess.run(
+        [str(PROJECT / "engine" / "run"), "prod", "preview"], capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert "stack 'prod' has no file stacks/Pulumi.prod.yaml" in result.stderr and "dev" in result.stderr
