@@ -6,9 +6,9 @@ import pulumi
 
 from components.fleet import build_fleet, load_stack_fleet
 
-fleet = load_stack_fleet(Path(__file__).parent)
-clusters = build_fleet(fleet)
+fleet, secrets = load_stack_fleet(Path(__file__).parent)
+clusters = build_fleet(fleet, secrets)
 
-pulumi.export("clusters", sorted(clusters))
+pulumi.export("clusters", sorted(c.config.name for c in fleet.clusters))
 pulumi.export("outputMode", fleet.config.output.mode)
 pulumi.export("renderDirectory", fleet.render_directory if fleet.config.output.mode == "render" else None)

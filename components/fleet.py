@@ -2,29 +2,85 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pulumi
 
+from components.hosted import HostedClusterArgs, HostedClusterNodes
+from components.karpenter import SelfManagedKarpenter, SelfManagedKarpenterArgs
 from components.kubernetes import cluster_provider
 from components.standalone import StandaloneCluster, StandaloneClusterArgs
-from nodefleet.config import ConfigError, Fleet, load_fleet
+from nodefleet.config import ConfigError, Fleet, ResolvedCluster, load_fleet, stack_file
 
 
-def load_stack_fleet(project_dir: Path) -> Fleet:
-    """This stack's validated ``nodefleet:fleet``; invalid config stops before anything is registered."""
-    raw = pulumi.Config("nodefleet").get_object("fleet")
+@dataclass
+class StackSecrets:
+    """Stack secrets the fleet needs, read before anything is registered so a missing one stops cleanly."""
+
+    values: dict[str, pulumi.Output[str]] = field(default_factory=dict)
+
+    def get(self, key: str) -> pulumi.Output[str]:
+        return self.values[key]
+
+
+def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
+    """This stack's validated ``nodefleet:fleet`` and secrets; invalid config stops before any registration."""
+    config = pulumi.Config("nodefleet")
+    stack = pulumi.get_stack()
     try:
-        return load_fleet(raw, pulumi.get_stack(), project_dir)
+        fleet = load_fleet(config.get_object("fleet"), stack, project_dir)
     except ConfigError as e:
         # RunError prints the message alone, without a Python traceback.
         raise pulumi.RunError(str(e)) from None
+    secrets = StackSecrets()
+    for key, why in fleet.secret_keys():
+        value = config.get_secret(key)
+        if value is None:
+            raise pulumi.RunError(
+                f"{stack_file(stack)}: nodefleet:{key} is not set ({why}). Set it with "
+                f"`pulumi config set --secret nodefleet:{key} --stack {stack} < <file>`."
+            )
+        secrets.values[key] = value
+    return fleet, secrets
 
 
-def build_fleet(fleet: Fleet) -> dict[str, StandaloneCluster]:
-    built = {}
+def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.ComponentResource]:
+    built: dict[str, pulumi.ComponentResource] = {}
+    output = fleet.config.output
     for resolved in fleet.clusters:
         name = resolved.config.name
-        provider = cluster_provider(name, fleet.stack, fleet.config.output)
-        built[name] = StandaloneCluster(name, StandaloneClusterArgs(resolved, provider))
+        if isinstance(resolved, ResolvedCluster):
+            provider = cluster_provider(name, fleet.stack, output)
+            built[name] = StandaloneCluster(name, StandaloneClusterArgs(resolved, provider))
+            karpenter = resolved.config.karpenter
+            if karpenter:
+                built[f"{name}-karpenter"] = SelfManagedKarpenter(
+                    f"{name}-karpenter",
+                    SelfManagedKarpenterArgs(
+                        resolved.config,
+                        resolved.karpenter_images,
+                        provider,
+                        secrets.get(karpenter.ca_bundle_key),
+                    ),
+                )
+            continue
+        hc = resolved.config
+        apply = output.mode == "apply"
+        built[name] = HostedClusterNodes(
+            name,
+            HostedClusterArgs(
+                cluster=hc,
+                management=cluster_provider(name, fleet.stack, output),
+                hosted=cluster_provider(
+                    f"{name}-hosted", fleet.stack, output, kubeconfig=hc.hosted_kubeconfig
+                ),
+                pull_secret=secrets.get(hc.pull_secret.from_config)
+                if apply and hc.pull_secret.from_config
+                else None,
+                ssh_public_key=secrets.get(hc.ssh_key.from_config)
+                if apply and hc.ssh_key and hc.ssh_key.from_config
+                else None,
+            ),
+        )
     return built

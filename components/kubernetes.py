@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -9,15 +11,32 @@ from nodefleet.config import OutputSettings
 
 
 def cluster_provider(
-    cluster: str, stack: str, output: OutputSettings, opts: pulumi.ResourceOptions | None = None
+    target: str,
+    stack: str,
+    output: OutputSettings,
+    kubeconfig: str | None = None,
+    opts: pulumi.ResourceOptions | None = None,
 ) -> k8s.Provider:
-    """One provider per cluster, so a fleet stack can address many clusters.
+    """One provider per target cluster (a standalone cluster, a management cluster, or a hosted cluster).
 
-    In render mode every object is written under ``<directory>/<cluster>`` for Argo CD or Flux instead of
+    In render mode every object is written under ``<directory>/<target>`` for Argo CD or Flux instead of
     being applied; the policy pack forbids Secrets with data on such a provider, because the provider would
     write their values in plaintext.
     """
     if output.mode == "render":
-        directory = f"{output.directory.replace('{stack}', stack)}/{cluster}"
-        return k8s.Provider(f"{cluster}-k8s", render_yaml_to_directory=directory, opts=opts)
-    return k8s.Provider(f"{cluster}-k8s", kubeconfig=output.kubeconfig, opts=opts)
+        directory = f"{output.directory.replace('{stack}', stack)}/{target}"
+        return k8s.Provider(f"{target}-k8s", render_yaml_to_directory=directory, opts=opts)
+    return k8s.Provider(f"{target}-k8s", kubeconfig=kubeconfig or output.kubeconfig, opts=opts)
+
+
+def custom_resource(
+    name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
+    return k8s.apiextensions.CustomResource(
+        name,
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=manifest["metadata"],
+        spec=manifest["spec"],
+        opts=opts,
+    )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.kubernetes import custom_resource
 from nodefleet import kinds as k
 from nodefleet.config import ResolvedCluster, ResolvedMachineSet
 from nodefleet.manifests import render_boot_image_settings, render_machine_config_pool, render_machine_set
@@ -45,7 +45,7 @@ class StandaloneCluster(pulumi.ComponentResource):
     def _create_pool(
         self, name: str, pool: str, opts: pulumi.ResourceOptions
     ) -> k8s.apiextensions.CustomResource:
-        return _custom_resource(
+        return custom_resource(
             f"{name}-pool-{pool}", render_machine_config_pool(self._args.cluster.config, pool), opts
         )
 
@@ -57,7 +57,7 @@ class StandaloneCluster(pulumi.ComponentResource):
         # Once the MCO boot image controller owns the AMI, re-applying the catalog's AMI would fight it: the
         # controller patches it back and after 3 identical patches degrades, blocking minor upgrades.
         ignore = [k.AMI_PATH] if ms.spec.boot_image == "managed" else []
-        return _custom_resource(
+        return custom_resource(
             ms.name,
             manifest,
             pulumi.ResourceOptions.merge(
@@ -78,16 +78,3 @@ class StandaloneCluster(pulumi.ComponentResource):
             spec=manifest["spec"],
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=self.machine_sets)),
         )
-
-
-def _custom_resource(
-    name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions
-) -> k8s.apiextensions.CustomResource:
-    return k8s.apiextensions.CustomResource(
-        name,
-        api_version=manifest["apiVersion"],
-        kind=manifest["kind"],
-        metadata=manifest["metadata"],
-        spec=manifest["spec"],
-        opts=opts,
-    )

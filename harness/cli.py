@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from harness.mockrun import PROJECT_DIR, MockRun, run_program
+from harness.mockrun import PROJECT_DIR, MockRun, read_stack_config, run_program, stack_path
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_INVALID = 0, 1, 2
 
@@ -53,16 +53,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _load(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if args.stack:
-        path = PROJECT_DIR / "stacks" / f"Pulumi.{args.stack}.yaml"
-        stack = args.stack
-    else:
-        path = args.config_file
-        stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
-    if not path.exists():
-        known = sorted(p.name for p in (PROJECT_DIR / "stacks").glob("Pulumi.*.yaml"))
-        raise FileNotFoundError(f"{path}: no such stack file (stacks/ has: {', '.join(known)})")
-    config = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
-    return stack, config
+        return args.stack, read_stack_config(stack_path(args.stack))
+    path: Path = args.config_file
+    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
+    return stack, read_stack_config(path)
 
 
 def _run(args: argparse.Namespace) -> MockRun:
@@ -107,6 +101,12 @@ def _render(args: argparse.Namespace) -> int:
     written = 0
     for reg in run.registrations:
         if not reg.custom or not reg.type.startswith("kubernetes:"):
+            continue
+        if reg.type == "kubernetes:core/v1:Secret":
+            # Never written to disk: its values would be plaintext (see the no-plaintext-secrets policy).
+            print(
+                f"  skipped Secret {reg.inputs.get('metadata', {}).get('name', reg.name)} (values stay off disk)"
+            )
             continue
         provider = run.provider_of(reg)
         target = (

@@ -162,20 +162,31 @@ def evaluate_run(
                 )
     stack_policies = [p for p in policies if isinstance(p, StackValidationPolicy)]
     if stack_policies:
-        resources = [
-            PolicyResource(
-                r.type,
-                r.inputs,
-                r.urn,
-                r.name,
-                _options(r.ignore_changes, r.parent),
-                _provider(run, r),
-                None,
-                [],
-                {},
-            )
-            for r in run.registrations
-        ]
-        for policy in stack_policies:
-            out += evaluate_stack(policy, resources, config)
+        out += _evaluate_stack_policies(run, stack_policies, config)
+    return out
+
+
+def _evaluate_stack_policies(
+    run: MockRun, policies: list[StackValidationPolicy], config: Mapping[str, Any] | None
+) -> list[Violation]:
+    """Stack policies see every resource with its parent resolved to a PolicyResource, as in the analyzer."""
+    resources: dict[str, PolicyResource] = {}
+    for r in run.registrations:
+        resources[r.urn] = PolicyResource(
+            r.type,
+            unknown_checking_proxy(dict(r.inputs)),
+            r.urn,
+            r.name,
+            _options(r.ignore_changes, r.parent or None),
+            _provider(run, r),
+            None,
+            [],
+            {},
+        )
+    for r in run.registrations:
+        resources[r.urn].parent = resources.get(r.parent)
+        resources[r.urn].dependencies = [resources[d] for d in r.depends_on if d in resources]
+    out: list[Violation] = []
+    for policy in policies:
+        out += evaluate_stack(policy, list(resources.values()), config)
     return out

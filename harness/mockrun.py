@@ -11,9 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.runtime import mocks, settings
+from pulumi.runtime import mocks, rpc, settings
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
+# Stack secrets (`secure:` values) need the stack's secrets provider, which the mock runtime does not have. It
+# hands the program this marker instead: PEM-shaped, because CA bundles are the secrets nodefleet builds with,
+# and no policy reads a secret's value.
+SECRET_PLACEHOLDER = "-----BEGIN CERTIFICATE-----\n[stack secret, not decrypted by the mock runtime]\n-----END CERTIFICATE-----\n"
 
 
 @dataclass
@@ -29,6 +33,8 @@ class Registration:
     provider: str = ""
     ignore_changes: list[str] = field(default_factory=list)
     depends_on: list[str] = field(default_factory=list)
+    #: Top-level input names whose value is (or contains) a Pulumi secret; the values above are unwrapped.
+    secret_inputs: list[str] = field(default_factory=list)
 
 
 class _EchoMocks(mocks.Mocks):
@@ -49,20 +55,45 @@ class _RecordingMonitor(mocks.MockMonitor):
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != "pulumi:pulumi:Stack":
+            state = self.resources[response.urn].state
             self.registrations.append(
                 Registration(
                     type=request.type,
                     name=request.name,
                     urn=response.urn,
                     custom=bool(request.custom),
-                    inputs=self.resources[response.urn].state,
+                    inputs={key: _unwrap(value) for key, value in state.items()},
                     parent=request.parent,
                     provider=request.provider,
                     ignore_changes=list(request.ignoreChanges),
                     depends_on=list(request.dependencies),
+                    secret_inputs=sorted(key for key, value in state.items() if _has_secret(value)),
                 )
             )
         return response
+
+
+def _is_secret(value: Any) -> bool:
+    return isinstance(value, dict) and value.get(rpc._special_sig_key) == rpc._special_secret_sig
+
+
+def _has_secret(value: Any) -> bool:
+    if _is_secret(value):
+        return True
+    if isinstance(value, dict):
+        return any(_has_secret(v) for v in value.values())
+    return isinstance(value, list) and any(_has_secret(v) for v in value)
+
+
+def _unwrap(value: Any) -> Any:
+    """Secret values as plain values, the way a policy sees them after the engine decrypts them."""
+    if _is_secret(value):
+        return _unwrap(value.get("value"))
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unwrap(v) for v in value]
+    return value
 
 
 @dataclass
@@ -81,19 +112,27 @@ class MockRun:
         return self.by_urn(reg.provider.rsplit("::", 1)[0]) if reg.provider else None
 
 
-def read_stack_config(stack: str, project_dir: Path = PROJECT_DIR) -> dict[str, Any]:
-    """The ``config:`` block of ``stacks/Pulumi.<stack>.yaml``, as the CLI would hand it to the program."""
-    import yaml
-
+def stack_path(stack: str, project_dir: Path = PROJECT_DIR) -> Path:
     path = project_dir / "stacks" / f"Pulumi.{stack}.yaml"
     if not path.exists():
         known = sorted(
             p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in path.parent.glob("Pulumi.*.yaml")
         )
-        raise FileNotFoundError(
-            f"stack '{stack}' has no file {path.relative_to(project_dir)}; stacks: {', '.join(known)}"
-        )
-    return (yaml.safe_load(path.read_text()) or {}).get("config") or {}
+        raise FileNotFoundError(f"stack '{stack}' has no file stacks/{path.name}; stacks: {', '.join(known)}")
+    return path
+
+
+def read_stack_config(path: Path) -> dict[str, Any]:
+    """The ``config:`` block of a stack file, as the CLI would hand it to the program."""
+    import yaml
+
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such stack file")
+    config = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
+    return {
+        key: SECRET_PLACEHOLDER if isinstance(v, dict) and set(v) == {"secure"} else v
+        for key, v in config.items()
+    }
 
 
 def run_program(
@@ -107,7 +146,7 @@ def run_program(
 
     Raises whatever the program raises, e.g. ``pulumi.RunError`` for invalid configuration.
     """
-    values = read_stack_config(stack, project_dir) if config is None else config
+    values = read_stack_config(stack_path(stack, project_dir)) if config is None else config
     monitor = _RecordingMonitor()
     asyncio.set_event_loop(asyncio.new_event_loop())
     settings.reset_options(project="nodefleet", stack=stack, preview=preview)

@@ -18,28 +18,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from nodefleet.catalog import BootImage, BootImageCatalog, CatalogError, normalize_arch
-from nodefleet.versions import OCPVersion, VersionError, parse_ocp
+from nodefleet.config_hosted import HostedCluster
+from nodefleet.config_karpenter import SelfManagedKarpenter
+from nodefleet.modelbase import DNS_LABEL, REGION, ZONE, ConfigModel, OCPRelease
+from nodefleet.versions import OCPVersion, parse_ocp
 
 CONFIG_KEY = "nodefleet:fleet"
 
-_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _BUILTIN_POOLS = ("worker",)
 _RESERVED_POOLS = ("master", "worker", "arbiter")
 
 
-class _Model(BaseModel):
-    """Base for every config object: camelCase keys in YAML, unknown keys rejected, immutable."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, strict=False
-    )
-
-
-class OutputSettings(_Model):
+class OutputSettings(ConfigModel):
     """Where Kubernetes objects go: a cluster (``apply``) or a directory of manifests (``render``)."""
 
     mode: Literal["apply", "render"] = Field(
@@ -65,7 +58,7 @@ class OutputSettings(_Model):
         return self
 
 
-class BootImageManagement(_Model):
+class BootImageManagement(ConfigModel):
     """The cluster's MCO boot image management (``MachineConfiguration.spec.managedBootImages``)."""
 
     mode: Literal["All", "Partial", "None"] = Field(
@@ -80,14 +73,7 @@ class BootImageManagement(_Model):
     value: str = Field("mco", description="Partial mode: value of that label.")
 
 
-class ManualRecord(_Model):
-    """An explicit Manual skew record; normally nodefleet computes it from the oldest boot image."""
-
-    ocp_version: str | None = None
-    rhcos_version: str | None = None
-
-
-class SkewEnforcement(_Model):
+class SkewEnforcement(ConfigModel):
     """The cluster's boot image skew enforcement (``spec.bootImageSkewEnforcement``)."""
 
     mode: Literal["Automatic", "Manual", "None"] = Field(
@@ -97,10 +83,10 @@ class SkewEnforcement(_Model):
     )
 
 
-class CustomPool(_Model):
+class CustomPool(ConfigModel):
     """A custom MachineConfigPool that inherits from worker and has its own nodes."""
 
-    name: Annotated[str, Field(pattern=_DNS_LABEL, max_length=50)]
+    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=50)]
     os_image_stream: Literal["rhel-9", "rhel-10"] | None = Field(
         None, description="MachineConfigPool.spec.osImageStream; empty inherits the worker pool's stream."
     )
@@ -113,15 +99,13 @@ class CustomPool(_Model):
         return v
 
 
-class MachineSetSpec(_Model):
+class MachineSetSpec(ConfigModel):
     """One MachineSet: a zone, an instance type, a pool, and who owns its boot image."""
 
-    name: Annotated[str, Field(pattern=_DNS_LABEL, max_length=30)] = Field(
+    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=30)] = Field(
         description="Short role name; the object is named `<infraId>-<name>-<zone>`."
     )
-    zone: Annotated[str, Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$")] = Field(
-        description="Availability zone, e.g. us-east-1a."
-    )
+    zone: Annotated[str, Field(pattern=ZONE)] = Field(description="Availability zone, e.g. us-east-1a.")
     instance_type: Annotated[str, Field(pattern=r"^[a-z0-9-]+\.[a-z0-9]+$")] = "m6i.xlarge"
     replicas: Annotated[int, Field(ge=0, le=500)] = 1
     pool: str = Field("worker", description="`worker` or the name of a declared custom pool.")
@@ -134,19 +118,19 @@ class MachineSetSpec(_Model):
         description="managed: enrolled in the MCO boot image controller, initial AMI from the catalog and "
         "then left to the controller; pinned: nodefleet sets the AMI from the catalog on every run.",
     )
-    root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = 120
+    root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
 
 
-class StandaloneCluster(_Model):
+class StandaloneCluster(ConfigModel):
     """A self-managed (IPI) OpenShift cluster whose workers come from MachineSets."""
 
     kind: Literal["standalone"] = "standalone"
-    name: Annotated[str, Field(pattern=_DNS_LABEL, max_length=40)]
-    infra_id: Annotated[str, Field(pattern=_DNS_LABEL, max_length=27)] = Field(
+    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=40)]
+    infra_id: Annotated[str, Field(pattern=DNS_LABEL, max_length=27)] = Field(
         description="Infrastructure ID (`oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`)."
     )
-    region: Annotated[str, Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")]
-    release: str = Field(description="The cluster's current OCP release, e.g. 4.22.3 or 5.0.0-ec.2.")
+    region: Annotated[str, Field(pattern=REGION)]
+    release: OCPRelease = Field(description="The cluster's current OCP release, e.g. 4.22.3 or 5.0.0-ec.2.")
     catalog: str = Field(
         description="Boot image catalog: a coreos-bootimages ConfigMap export or a stream JSON, relative to "
         "the project."
@@ -155,15 +139,10 @@ class StandaloneCluster(_Model):
     skew_enforcement: SkewEnforcement = SkewEnforcement()
     pools: list[CustomPool] = []
     machine_sets: list[MachineSetSpec] = Field(min_length=1)
-
-    @field_validator("release")
-    @classmethod
-    def _release_parses(cls, v: str) -> str:
-        try:
-            parse_ocp(v)
-        except VersionError as e:
-            raise ValueError(str(e)) from None
-        return v
+    karpenter: SelfManagedKarpenter | None = Field(
+        None,
+        description="Self-managed Karpenter on this cluster, its nodes booting through an S3 Ignition pointer.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> StandaloneCluster:
@@ -202,6 +181,10 @@ class StandaloneCluster(_Model):
                     f"{where}.bootImage: 'managed' needs bootImageManagement.mode All or Partial (it is None); "
                     "change the mode or pin this MachineSet"
                 )
+        if self.karpenter:
+            for i, nc in enumerate(self.karpenter.node_classes):
+                if nc.pool not in pools and nc.pool not in _BUILTIN_POOLS:
+                    raise ValueError(f"karpenter.nodeClasses[{i}].pool: '{nc.pool}' is not a declared pool")
         if self.skew_enforcement.mode == "Automatic" and self.boot_image_management.mode != "All":
             raise ValueError(
                 "skewEnforcement.mode: Automatic is chosen by the MCO only when every MachineSet is enrolled "
@@ -229,11 +212,24 @@ def machine_set_name(cluster: StandaloneCluster, ms: MachineSetSpec) -> str:
     return f"{cluster.infra_id}-{ms.name}-{ms.zone}"
 
 
-class FleetConfig(_Model):
+def _cluster_kind(value: Any) -> str:
+    kind = (
+        value.get("kind", "standalone") if isinstance(value, dict) else getattr(value, "kind", "standalone")
+    )
+    return kind if kind in ("standalone", "hosted") else "standalone"
+
+
+ClusterSpec = Annotated[
+    Annotated[StandaloneCluster, Tag("standalone")] | Annotated[HostedCluster, Tag("hosted")],
+    Discriminator(_cluster_kind),
+]
+
+
+class FleetConfig(ConfigModel):
     """The whole ``nodefleet:fleet`` value of one stack."""
 
     output: OutputSettings = OutputSettings()
-    clusters: list[StandaloneCluster] = Field(min_length=1)
+    clusters: list[ClusterSpec] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> FleetConfig:
@@ -241,6 +237,17 @@ class FleetConfig(_Model):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"clusters: names must be unique, repeated: {', '.join(sorted(dup))}")
+        for i, c in enumerate(self.clusters):
+            if (
+                isinstance(c, HostedCluster)
+                and c.auto_node
+                and self.output.mode == "apply"
+                and not c.hosted_kubeconfig
+            ):
+                raise ValueError(
+                    f"clusters[{i}].hostedKubeconfig: required in apply mode, because the AutoNode classes and "
+                    "pools live inside the hosted cluster; set it to the hosted cluster's kubeconfig path"
+                )
         return self
 
 
@@ -259,6 +266,15 @@ class ResolvedCluster:
     config: StandaloneCluster
     catalog: BootImageCatalog
     machine_sets: tuple[ResolvedMachineSet, ...]
+    #: Self-managed Karpenter node class name -> its boot image from the same catalog.
+    karpenter_images: Mapping[str, BootImage]
+
+
+@dataclass(frozen=True)
+class ResolvedHostedCluster:
+    """A hosted cluster: HyperShift picks node AMIs from the release payload, so nothing to resolve."""
+
+    config: HostedCluster
 
 
 @dataclass(frozen=True)
@@ -267,11 +283,33 @@ class Fleet:
 
     stack: str
     config: FleetConfig
-    clusters: tuple[ResolvedCluster, ...]
+    clusters: tuple[ResolvedCluster | ResolvedHostedCluster, ...]
 
     @property
     def render_directory(self) -> str:
         return self.config.output.directory.replace("{stack}", self.stack)
+
+    def secret_keys(self) -> list[tuple[str, str]]:
+        """Stack secrets (``nodefleet:<key>``) the program will read, each with the reason it needs it.
+
+        Pull secrets and SSH keys are written only in apply mode: in render mode they would land on disk.
+        """
+        keys: list[tuple[str, str]] = []
+        apply = self.config.output.mode == "apply"
+        for c in self.clusters:
+            if isinstance(c, ResolvedCluster):
+                if c.config.karpenter:
+                    keys.append(
+                        (c.config.karpenter.ca_bundle_key, f"MCS CA bundle of cluster {c.config.name}")
+                    )
+                continue
+            hc = c.config
+            for ref in (hc.pull_secret, hc.ssh_key):
+                if apply and ref and ref.from_config:
+                    keys.append(
+                        (ref.from_config, f"Secret {hc.namespace}/{ref.name} of hosted cluster {hc.name}")
+                    )
+        return list(dict.fromkeys(keys))
 
 
 class ConfigError(ValueError):
@@ -296,12 +334,20 @@ def load_fleet(raw: Any, stack: str, project_dir: Path, source: str | None = Non
     try:
         config = FleetConfig.model_validate(raw)
     except ValidationError as e:
-        raise ConfigError("\n".join(_describe(where, err) for err in e.errors())) from None
+        raise ConfigError("\n".join(_describe(where, err) for err in _without_echoes(e.errors()))) from None
     return Fleet(
         stack=stack,
         config=config,
-        clusters=tuple(_resolve(where, c, i, project_dir) for i, c in enumerate(config.clusters)),
+        clusters=tuple(_resolve_any(where, c, i, project_dir) for i, c in enumerate(config.clusters)),
     )
+
+
+def _resolve_any(
+    where: str, cluster: StandaloneCluster | HostedCluster, index: int, project_dir: Path
+) -> ResolvedCluster | ResolvedHostedCluster:
+    if isinstance(cluster, HostedCluster):
+        return ResolvedHostedCluster(cluster)
+    return _resolve(where, cluster, index, project_dir)
 
 
 def _resolve(where: str, cluster: StandaloneCluster, index: int, project_dir: Path) -> ResolvedCluster:
@@ -324,7 +370,15 @@ def _resolve(where: str, cluster: StandaloneCluster, index: int, project_dir: Pa
         except CatalogError as e:
             raise ConfigError(f"{where}: {base}.machineSets[{i}]: {e}") from None
         resolved.append(ResolvedMachineSet(ms, machine_set_name(cluster, ms), stream, image))
-    return ResolvedCluster(cluster, catalog, tuple(resolved))
+    karpenter_images = {}
+    for i, nc in enumerate(cluster.karpenter.node_classes if cluster.karpenter else []):
+        try:
+            karpenter_images[nc.name] = catalog.resolve(
+                cluster.region, normalize_arch(nc.architecture), nc.stream
+            )
+        except CatalogError as e:
+            raise ConfigError(f"{where}: {base}.karpenter.nodeClasses[{i}]: {e}") from None
+    return ResolvedCluster(cluster, catalog, tuple(resolved), karpenter_images)
 
 
 @functools.lru_cache(maxsize=64)
@@ -333,13 +387,25 @@ def _catalog(path: Path, name: str) -> BootImageCatalog:
     return BootImageCatalog.from_text(path.read_text(), source_name=name)
 
 
+def _without_echoes(errors: Sequence[Any]) -> list[Any]:
+    """Drop "X is missing" when the same object has a misspelled key whose hint is X: one mistake, one message."""
+    hinted = set()
+    for err in errors:
+        if err["type"] == "extra_forbidden":
+            loc = tuple(err["loc"])
+            hint = difflib.get_close_matches(str(loc[-1]), _known_keys(loc[:-1]), n=1)
+            if hint:
+                hinted.add((*loc[:-1], hint[0]))
+    return [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"]) in hinted)]
+
+
 def _describe(where: str, err: Mapping[str, Any]) -> str:
     loc: Sequence[str | int] = [p for p in err["loc"] if not _is_union_tag(p)]
     path = CONFIG_KEY + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
     kind = err["type"]
     if kind == "extra_forbidden":
         bad = str(loc[-1])
-        known = _known_keys(loc[:-1])
+        known = _known_keys(err["loc"][:-1])
         hint = difflib.get_close_matches(bad, known, n=1)
         fix = f"did you mean '{hint[0]}'?" if hint else f"known keys here: {', '.join(known)}"
         return f"{where}: {path}: unknown key '{bad}'; {fix}"
@@ -356,7 +422,12 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
 
 
 def _is_union_tag(part: object) -> bool:
-    return isinstance(part, str) and re.fullmatch(r"(standalone|function-after\[.*\])", part) is not None
+    return (
+        isinstance(part, str) and re.fullmatch(r"(standalone|hosted|function-after\[.*\])", part) is not None
+    )
+
+
+_UNION_MEMBERS: dict[str, type[BaseModel]] = {"standalone": StandaloneCluster, "hosted": HostedCluster}
 
 
 def _known_keys(loc: Sequence[str | int]) -> list[str]:
@@ -364,6 +435,9 @@ def _known_keys(loc: Sequence[str | int]) -> list[str]:
     model: Any = FleetConfig
     for part in loc:
         if isinstance(part, int):
+            continue
+        if part in _UNION_MEMBERS:
+            model = _UNION_MEMBERS[part]
             continue
         field = model.model_fields.get(_snake(part))
         if field is None:

@@ -29,7 +29,13 @@ class Kind:
 MACHINE_SET = Kind("machine.openshift.io/v1beta1", "MachineSet", namespaced=True)
 MACHINE_CONFIG_POOL = Kind("machineconfiguration.openshift.io/v1", "MachineConfigPool", namespaced=False)
 MACHINE_CONFIGURATION = Kind("operator.openshift.io/v1", "MachineConfiguration", namespaced=False)
-SECRET = Kind("v1", "Secret", namespaced=True)
+HOSTED_CLUSTER = Kind("hypershift.openshift.io/v1beta1", "HostedCluster", namespaced=True)
+HYPERSHIFT_NODE_POOL = Kind("hypershift.openshift.io/v1beta1", "NodePool", namespaced=True)
+OPENSHIFT_EC2_NODE_CLASS = Kind(
+    "karpenter.hypershift.openshift.io/v1", "OpenshiftEC2NodeClass", namespaced=False
+)
+KARPENTER_NODE_POOL = Kind("karpenter.sh/v1", "NodePool", namespaced=False)
+EC2_NODE_CLASS = Kind("karpenter.k8s.aws/v1", "EC2NodeClass", namespaced=False)
 
 MACHINE_API_NAMESPACE = "openshift-machine-api"
 
@@ -49,6 +55,19 @@ ANNOTATION_RHCOS = "nodefleet.io/boot-image-rhcos"  # RHCOS version of a pinned 
 ANNOTATION_STREAM = "nodefleet.io/boot-image-stream"
 ANNOTATION_RELEASE = "nodefleet.io/cluster-release"
 ANNOTATION_CATALOG = "nodefleet.io/boot-image-catalog"
+# On objects inside a hosted cluster (node classes, Karpenter NodePools): the HostedCluster they belong to,
+# as "<namespace>/<name>", so stack-level policies can pair them across providers.
+ANNOTATION_HOSTED_CLUSTER = "nodefleet.io/hosted-cluster"
+# How a Karpenter node class gets its userData: "autonode" (HyperShift generates it), "legacy-hypershift"
+# (HyperShift rewrites it; nodefleet ignores it), "s3-pointer" (nodefleet's stable Ignition pointer).
+ANNOTATION_USERDATA_MODE = "nodefleet.io/userdata-mode"
 
 # Property path Pulumi must leave alone once the MCO boot image controller owns the AMI.
 AMI_PATH = "spec.template.spec.providerSpec.value.ami"
+
+# Values of ANNOTATION_USERDATA_MODE.
+USERDATA_MODE_AUTONODE = "autonode"
+USERDATA_MODE_LEGACY = "legacy-hypershift"
+USERDATA_MODE_S3_POINTER = "s3-pointer"
+# HostedCluster annotation HyperShift copies into every generated EC2NodeClass's spec.instanceProfile.
+ANNOTATION_KARPENTER_INSTANCE_PROFILE = "hypershift.openshift.io/aws-karpenter-default-instance-profile"

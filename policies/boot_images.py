@@ -1,14 +1,27 @@
-"""Boot image ownership: who sets a MachineSet's AMI, and whether the MCO boot image controller can."""
+"""Boot images: who sets a MachineSet's AMI and whether the MCO boot image controller can (ownership), and
+whether the RHCOS version it boots is inside the skew its cluster supports (skew, advice)."""
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+)
 
 from nodefleet import kinds as k
+from nodefleet.catalog import BootImageCatalog, CatalogError, load_catalog
+from nodefleet.releases import parse_release_image
+from nodefleet.skew import DEFAULT_SKEW_POLICY, MCO_FLOOR_OCP, MCO_FLOOR_RHEL, SkewPolicy, evaluate_skew
+from nodefleet.versions import OCPVersion, RHCOSVersion, VersionError, parse_ocp, parse_rhcos, parse_rhel
 
 ReportViolation = Callable[[str, str | None], None]
 
@@ -16,7 +29,7 @@ _AMI_ID = re.compile(r"^ami-[0-9a-f]{8,17}$")
 _ARCH = re.compile(r"(^|,)kubernetes\.io/arch=(amd64|arm64|s390x|ppc64le)(,|$)")
 
 
-def _provider_spec(props: Mapping[str, Any]) -> Mapping[str, Any]:
+def provider_spec(props: Mapping[str, Any]) -> Mapping[str, Any]:
     spec = props.get("spec") or {}
     template = spec.get("template") or {}
     return ((template.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
@@ -29,7 +42,7 @@ def _validate_ownership(args: ResourceValidationArgs, report: ReportViolation) -
     meta = props.get("metadata") or {}
     name = meta.get("name") or args.name
     where = f"MachineSet '{name}'"
-    ami = _provider_spec(props).get("ami") or {}
+    ami = provider_spec(props).get("ami") or {}
     ami_id = ami.get("id")
     if not ami_id or set(ami) - {"id"}:
         report(
@@ -76,4 +89,258 @@ boot_image_ownership = ResourceValidationPolicy(
     description="A MachineSet's AMI is an id that exactly one owner sets: nodefleet from a catalog, or the MCO.",
     validate=_validate_ownership,
     enforcement_level=EnforcementLevel.MANDATORY,
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Boot image skew: the boot image's RHCOS version judged by nodefleet.skew.evaluate_skew
+# ---------------------------------------------------------------------------------------------------------
+
+#: The project root: catalog paths in policy config are relative to it.
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_CATALOG_DIR = PROJECT_ROOT / "catalogs"
+#: The OS stream of a boot image without a stream annotation or osstream label (what the MCO assumes).
+_DEFAULT_STREAM = "rhel-9"
+_FLOOR_RHEL = f"{MCO_FLOOR_RHEL[0]}.{MCO_FLOOR_RHEL[1]}"
+_FLOOR_OCP = str(MCO_FLOOR_OCP)
+_SKEW_TYPES = (k.MACHINE_SET.token, k.HYPERSHIFT_NODE_POOL.token)
+
+
+def default_catalogs() -> list[str]:
+    """Every file in the project's ``catalogs/`` folder, relative to the project root."""
+    if not _CATALOG_DIR.is_dir():
+        return []
+    return sorted(p.relative_to(PROJECT_ROOT).as_posix() for p in _CATALOG_DIR.iterdir() if p.is_file())
+
+
+#: JSON schema of the ``catalogs`` config property shared by every policy that looks AMIs up.
+CATALOGS_PROPERTY: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "string"},
+    "default": default_catalogs(),
+    "description": "Boot image catalogs (coreos-bootimages ConfigMap exports or stream JSON) to look AMIs "
+    "up in, relative to the project root. Default: every file in catalogs/.",
+}
+
+
+@functools.lru_cache(maxsize=128)
+def _load(path: str) -> BootImageCatalog | str:
+    """A catalog, or the reason it cannot be read (cached too: the pack runs once per preview)."""
+    try:
+        return load_catalog(path)
+    except CatalogError as exc:
+        return str(exc)
+
+
+def catalog_paths(config: Mapping[str, Any]) -> list[str]:
+    """Absolute paths of the catalogs a policy's ``catalogs`` config names (default: all in catalogs/)."""
+    configured = config.get("catalogs")
+    names = default_catalogs() if configured is None else [str(c) for c in configured]
+    return [str(PROJECT_ROOT / name) for name in names]
+
+
+@dataclass(frozen=True)
+class RHCOSLookup:
+    """The RHCOS version of a boot image, or why it cannot be established (``problem``)."""
+
+    version: RHCOSVersion | None
+    problem: str | None = None
+
+
+def boot_image_rhcos(annotations: Mapping[str, Any], ami: Any, catalogs: Sequence[str]) -> RHCOSLookup:
+    """RHCOS version of a boot image: the ``nodefleet.io/boot-image-rhcos`` annotation, else the catalogs.
+
+    ``ami`` is the AMI id (or None when the object references its AMI some other way). Shared by
+    boot-image-skew and skew-record so the two cannot disagree about which version a MachineSet boots.
+    """
+    recorded = annotations.get(k.ANNOTATION_RHCOS)
+    if recorded:
+        try:
+            return RHCOSLookup(parse_rhcos(str(recorded)))
+        except VersionError as exc:
+            return RHCOSLookup(
+                None,
+                f"its annotation {k.ANNOTATION_RHCOS} is invalid ({exc}); pin the AMI from a boot image "
+                "catalog so nodefleet records the catalog's version.",
+            )
+    if not isinstance(ami, str) or not ami:
+        return RHCOSLookup(
+            None,
+            f"it references its AMI by something other than an id and has no {k.ANNOTATION_RHCOS} "
+            "annotation; reference the AMI by id, pinned from a boot image catalog.",
+        )
+    errors: list[str] = []
+    for path in catalogs:
+        catalog = _load(path)
+        if isinstance(catalog, str):
+            errors.append(catalog)
+            continue
+        image = catalog.find_ami(ami)
+        if image is not None:
+            return RHCOSLookup(image.release)
+    searched = ", ".join(Path(p).name for p in catalogs) or "none configured"
+    unreadable = f" Unreadable catalogs: {' '.join(errors)}" if errors else ""
+    return RHCOSLookup(
+        None,
+        f"AMI '{ami}' has no {k.ANNOTATION_RHCOS} annotation and is in none of the boot image catalogs "
+        f"searched ({searched}), so its RHCOS version cannot be established. Pin the AMI from a boot image "
+        "catalog (the cluster's coreos-bootimages ConfigMap), or add the catalog that lists it to the "
+        f"policy's `catalogs` config.{unreadable}",
+    )
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _stream(meta: Mapping[str, Any]) -> str:
+    annotations, labels = _map(meta.get("annotations")), _map(meta.get("labels"))
+    return str(annotations.get(k.ANNOTATION_STREAM) or labels.get(k.LABEL_OS_STREAM) or _DEFAULT_STREAM)
+
+
+@dataclass(frozen=True)
+class _BootImageSubject:
+    """What boot-image-skew judges: one object's boot image, its node release and OS stream."""
+
+    where: str
+    kind: str
+    release: OCPVersion
+    stream: str
+    lookup: RHCOSLookup
+
+
+def _subject(args: ResourceValidationArgs, catalogs: Sequence[str]) -> _BootImageSubject | str | None:
+    """The object to judge, a problem message, or None when there is nothing to judge."""
+    props = args.props
+    meta = _map(props.get("metadata"))
+    annotations = _map(meta.get("annotations"))
+    name = meta.get("name") or args.name
+    if args.resource_type == k.MACHINE_SET.token:
+        where = f"MachineSet '{name}'"
+        release_text = annotations.get(k.ANNOTATION_RELEASE)
+        if not release_text:
+            return None  # hand-written: the cluster release is unknown
+        try:
+            release = parse_ocp(str(release_text))
+        except VersionError as exc:
+            return (
+                f"{where}: its annotation {k.ANNOTATION_RELEASE} is not an OCP version ({exc}); set it to the "
+                "cluster's release (x.y.z) so the boot image skew can be judged."
+            )
+        ami = _map(provider_spec(props).get("ami")).get("id")
+        return _BootImageSubject(
+            where, "MachineSet", release, _stream(meta), boot_image_rhcos(annotations, ami, catalogs)
+        )
+    if args.resource_type == k.HYPERSHIFT_NODE_POOL.token:
+        where = f"HyperShift NodePool '{name}'"
+        spec = _map(props.get("spec"))
+        ami = _map(_map(spec.get("platform")).get("aws")).get("ami")
+        if not ami:
+            return None  # the payload's default boot image: nothing to judge
+        image = _map(spec.get("release")).get("image")
+        try:
+            node_release = parse_release_image(str(image))
+        except VersionError:
+            return None  # no or a digest-only release image: the node release is unknown
+        return _BootImageSubject(
+            where, "NodePool", node_release, _stream(meta), boot_image_rhcos(annotations, ami, catalogs)
+        )
+    return None
+
+
+_NODEPOOL_HINT = (
+    " For a HyperShift NodePool, removing spec.platform.aws.ami lets HyperShift pick the boot image of the "
+    "NodePool's own release payload."
+)
+
+
+def _skew_findings(args: ResourceValidationArgs, policy: SkewPolicy) -> tuple[list[str], list[str]]:
+    """(error messages, warning messages) for one object; both empty when there is nothing to judge."""
+    subject = _subject(args, catalog_paths(args.get_config()))
+    if subject is None:
+        return [], []
+    if isinstance(subject, str):
+        return [subject], []
+    hint = _NODEPOOL_HINT if subject.kind == "NodePool" else ""
+    if subject.lookup.version is None:
+        return [f"{subject.where}: {subject.lookup.problem}{hint}"], []
+    findings = evaluate_skew(subject.lookup.version, subject.release, policy, subject.stream)
+    errors = [f"{subject.where}: {f.message}{hint}" for f in findings if f.level == "error"]
+    warnings = [f"{subject.where}: {f.message}" for f in findings if f.level == "warning"]
+    return errors, warnings
+
+
+def _skew_policy(config: Mapping[str, Any]) -> SkewPolicy:
+    """The SkewPolicy of the boot-image-skew config; raises ValueError naming the bad key."""
+    floor_rhel, floor_ocp = config.get("floorRhel", _FLOOR_RHEL), config.get("floorOcp", _FLOOR_OCP)
+    try:
+        rhel = parse_rhel(str(floor_rhel))
+    except VersionError as exc:
+        raise ValueError(f"boot-image-skew config floorRhel: {exc}") from None
+    try:
+        ocp = parse_ocp(str(floor_ocp))
+    except VersionError as exc:
+        raise ValueError(f"boot-image-skew config floorOcp: {exc}") from None
+    return SkewPolicy(floor_rhcos=rhel, floor_ocp=ocp, strict=bool(config.get("strict", False)))
+
+
+def _validate_skew(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in _SKEW_TYPES:
+        return
+    try:
+        policy = _skew_policy(args.get_config())
+    except ValueError as exc:
+        report(f"{exc}; fix the policy pack config (floorRhel is 'major.minor', floorOcp 'x.y.z').", None)
+        return
+    errors, _ = _skew_findings(args, policy)
+    for message in errors:
+        report(message, None)
+
+
+def _validate_advice(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in _SKEW_TYPES:
+        return
+    _, warnings = _skew_findings(args, DEFAULT_SKEW_POLICY)
+    for message in warnings:
+        report(message, None)
+
+
+boot_image_skew = ResourceValidationPolicy(
+    name="boot-image-skew",
+    description="Every MachineSet and HyperShift NodePool boot image has a known RHCOS version inside the "
+    "boot image skew its cluster release supports.",
+    validate=_validate_skew,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=PolicyConfigSchema(
+        properties={
+            "strict": {
+                "type": "boolean",
+                "default": False,
+                "description": "Also require the boot image's RHEL minor to be at least the payload's "
+                "(the enhancement's moving floor), not only the MCO's compiled-in floor.",
+            },
+            "floorRhel": {
+                "type": "string",
+                "pattern": r"^[0-9]+\.[0-9]+$",
+                "default": _FLOOR_RHEL,
+                "description": "RHEL major.minor floor of boot images (the MCO's own is 9.2).",
+            },
+            "floorOcp": {
+                "type": "string",
+                "pattern": r"^[0-9]+\.[0-9]+\.[0-9]+$",
+                "default": _FLOOR_OCP,
+                "description": "OCP floor of legacy-format boot images (the MCO's own is 4.13.0).",
+            },
+            "catalogs": CATALOGS_PROPERTY,
+        }
+    ),
+)
+
+boot_image_advice = ResourceValidationPolicy(
+    name="boot-image-advice",
+    description="Boot images that work but are not the best choice for their OS stream or release are "
+    "pointed out (e.g. a RHEL 9 boot image for a rhel-10 pool).",
+    validate=_validate_advice,
+    enforcement_level=EnforcementLevel.ADVISORY,
+    config_schema=PolicyConfigSchema(properties={"catalogs": CATALOGS_PROPERTY}),
 )

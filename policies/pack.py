@@ -4,9 +4,33 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policies.boot_images import boot_image_ownership
+from policies.boot_images import boot_image_advice, boot_image_ownership, boot_image_skew
+from policies.hosted import version_skew
+from policies.karpenter import (
+    drift_budget,
+    karpenter_autonode_classes,
+    karpenter_requirements,
+    karpenter_token_carry,
+    karpenter_userdata,
+)
+from policies.pools import custom_pool_early_labels, custom_pool_labeling
 from policies.secrets import no_plaintext_secrets
+from policies.skew_record import skew_record
 
 PACK_NAME = "nodefleet"
 
-POLICIES: list[Policy] = [boot_image_ownership, no_plaintext_secrets]
+POLICIES: list[Policy] = [
+    boot_image_ownership,
+    no_plaintext_secrets,
+    boot_image_skew,
+    boot_image_advice,
+    skew_record,
+    custom_pool_labeling,
+    custom_pool_early_labels,
+    version_skew,
+    karpenter_userdata,
+    karpenter_autonode_classes,
+    karpenter_token_carry,
+    karpenter_requirements,
+    drift_budget,
+]

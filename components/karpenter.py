@@ -1,0 +1,88 @@
+"""Self-managed Karpenter on a standalone cluster, with userData that never changes on a rotation.
+
+Each EC2NodeClass's userData is a stable Ignition pointer to an S3 object; the object holds the real pointer
+config (MCS URL and CA) and is rewritten in place when those rotate. The object key names only the
+drift-relevant inputs (release, node class, rendered config), so a real change moves the pointer, and with it
+the userData hash, exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.kubernetes import custom_resource
+from nodefleet import kinds as k
+from nodefleet.catalog import BootImage
+from nodefleet.config import StandaloneCluster
+from nodefleet.hosted import render_karpenter_node_pool
+from nodefleet.ignition import user_data
+from nodefleet.karpenter import (
+    node_read_policy,
+    object_key,
+    payload_config,
+    render_self_managed_ec2_node_class,
+)
+
+
+@dataclass(frozen=True)
+class SelfManagedKarpenterArgs:
+    cluster: StandaloneCluster
+    images: Mapping[str, BootImage]
+    provider: k8s.Provider
+    #: The MCS CA bundle (PEM), a stack secret: it rotates, so it lives in the S3 object, not in userData.
+    ca_bundle: pulumi.Output[str]
+
+
+class SelfManagedKarpenter(pulumi.ComponentResource):
+    def __init__(self, name: str, args: SelfManagedKarpenterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("nodefleet:karpenter:SelfManaged", name, None, opts)
+        cluster = args.cluster
+        karpenter = cluster.karpenter
+        assert karpenter is not None
+        aws_opts = pulumi.ResourceOptions(parent=self)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        self.read_policy = aws.iam.RolePolicy(
+            f"{name}-ignition-read",
+            role=karpenter.node_role,
+            policy=json.dumps(node_read_policy(karpenter.bucket, karpenter.prefix, cluster.name)),
+            opts=aws_opts,
+        )
+        classes: dict[str, pulumi.CustomResource] = {}
+        self.objects: dict[str, aws.s3.BucketObjectv2] = {}
+        for nc in karpenter.node_classes:
+            self.objects[nc.name] = aws.s3.BucketObjectv2(
+                f"{name}-ignition-{nc.name}",
+                bucket=karpenter.bucket,
+                key=object_key(cluster, nc),
+                content=args.ca_bundle.apply(
+                    lambda ca, nc=nc: user_data(payload_config(cluster, nc, ca_pem=ca))
+                ),
+                content_type="application/json",
+                opts=aws_opts,
+            )
+            # The node class only after its object exists: a node launched earlier could not fetch its config.
+            classes[nc.name] = custom_resource(
+                f"{name}-nodeclass-{nc.name}",
+                render_self_managed_ec2_node_class(cluster, nc, args.images[nc.name]),
+                pulumi.ResourceOptions.merge(
+                    k8s_opts, pulumi.ResourceOptions(depends_on=[self.objects[nc.name], self.read_policy])
+                ),
+            )
+        owner = {k.ANNOTATION_RELEASE: cluster.release}
+        self.node_pools = [
+            custom_resource(
+                f"{name}-karpenter-{pool.name}",
+                render_karpenter_node_pool(pool, annotations=owner),
+                pulumi.ResourceOptions.merge(
+                    k8s_opts, pulumi.ResourceOptions(depends_on=[classes[pool.node_class]])
+                ),
+            )
+            for pool in karpenter.node_pools
+        ]
+        self.register_outputs({"objects": {n: o.key for n, o in self.objects.items()}})

@@ -1,0 +1,379 @@
+"""Pure renderers for HyperShift hosted clusters on AWS and their Karpenter (AutoNode) objects.
+
+Management cluster: the ``HostedCluster`` and classic ``NodePool``\\ s (``hypershift.openshift.io/v1beta1``).
+Hosted cluster: named ``OpenshiftEC2NodeClass``\\ es (current HyperShift) or, for older HyperShift,
+``EC2NodeClass``\\ es whose ``userData`` and AMI HyperShift rewrites, and ``karpenter.sh/v1`` NodePools.
+
+nodefleet never declares the EC2NodeClass HyperShift generates from an OpenshiftEC2NodeClass (an admission
+policy rejects it) and never owns the operator-owned ``default`` class (the config model refuses the name).
+Field shapes follow the CRDs in ``shared/data/crds`` and the HyperShift CLI's rendered fixtures.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from nodefleet import kinds as k
+from nodefleet.config_hosted import HostedCluster, HyperShiftNodePoolSpec
+from nodefleet.config_karpenter import AutoNodeClass, KarpenterNodePoolSpec
+from nodefleet.drift import is_restricted_tag_key
+from nodefleet.ignition import IGNITION_VERSION, user_data
+
+__all__ = [
+    "LEGACY_CONTROLLER_OWNED",
+    "OCP_RELEASE_REPOSITORY",
+    "PLACEHOLDER_AMI",
+    "PLACEHOLDER_USER_DATA",
+    "default_instance_profile",
+    "node_release_image",
+    "release_image",
+    "render_hosted_cluster",
+    "render_hypershift_node_pool",
+    "render_karpenter_node_pool",
+    "render_legacy_ec2_node_class",
+    "render_openshift_ec2_node_class",
+]
+
+OCP_RELEASE_REPOSITORY = "quay.io/openshift-release-dev/ocp-release"
+
+#: Legacy EC2NodeClass AMI until HyperShift writes the payload's: a well-formed id that exists nowhere,
+#: so Karpenter resolves no image and launches nothing if HyperShift never takes over.
+PLACEHOLDER_AMI = "ami-00000000000000000"
+#: Legacy EC2NodeClass userData until HyperShift writes its stub: an empty Ignition config. No secret, no
+#: source to fetch; a machine booted from it would come up unconfigured and never join the cluster.
+PLACEHOLDER_USER_DATA = user_data({"ignition": {"version": IGNITION_VERSION}})
+#: Property paths HyperShift owns on a legacy EC2NodeClass; Pulumi declares them once and ignores changes.
+LEGACY_CONTROLLER_OWNED = ("spec.userData", "spec.amiSelectorTerms")
+
+_ETCD_DEFAULT = {
+    "managementType": "Managed",
+    "managed": {"storage": {"type": "PersistentVolume", "persistentVolume": {"size": "8Gi"}}},
+}
+
+
+def release_image(hc: HostedCluster) -> str:
+    """The control plane's release image (``spec.release.image``)."""
+    return hc.image
+
+
+def node_release_image(hc: HostedCluster, np: HyperShiftNodePoolSpec) -> str:
+    """A classic NodePool's release image: its own ``x.y.z`` as the multi-arch payload, else the cluster's."""
+    if np.release:
+        return f"{OCP_RELEASE_REPOSITORY}:{np.release}-multi"
+    return release_image(hc)
+
+
+def default_instance_profile(hc: HostedCluster) -> str:
+    """The worker instance profile ``hypershift create iam aws`` makes: ``<infraID>-worker``.
+
+    nodefleet uses it for classic NodePools without an explicit profile, for legacy EC2NodeClasses, and
+    declares it in the HostedCluster annotation HyperShift copies into generated EC2NodeClasses, so all
+    three agree.
+    """
+    return f"{hc.infra_id}-worker"
+
+
+def _hosted_cluster_ref(hc: HostedCluster) -> str:
+    return f"{hc.namespace}/{hc.name}"
+
+
+def _services(hc: HostedCluster) -> list[dict[str, Any]]:
+    # A Private cluster has no public load balancer for the API; it is reached through the private router.
+    api = "Route" if hc.endpoint_access == "Private" else "LoadBalancer"
+    return [
+        {"service": "APIServer", "servicePublishingStrategy": {"type": api}},
+        {"service": "Ignition", "servicePublishingStrategy": {"type": "Route"}},
+        {"service": "Konnectivity", "servicePublishingStrategy": {"type": "Route"}},
+        {"service": "OAuthServer", "servicePublishingStrategy": {"type": "Route"}},
+    ]
+
+
+def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
+    """A ``hypershift.openshift.io/v1beta1`` HostedCluster on AWS, in ``hc.namespace``."""
+    dns: dict[str, Any] = {"baseDomain": hc.dns.base_domain}
+    if hc.dns.base_domain_prefix is not None:
+        dns["baseDomainPrefix"] = hc.dns.base_domain_prefix
+    if hc.dns.public_zone_id:
+        dns["publicZoneID"] = hc.dns.public_zone_id
+    if hc.dns.private_zone_id:
+        dns["privateZoneID"] = hc.dns.private_zone_id
+    roles = hc.roles
+    aws: dict[str, Any] = {
+        "region": hc.region,
+        "endpointAccess": hc.endpoint_access,
+        "cloudProviderConfig": {"vpc": hc.vpc, "subnet": {"id": hc.subnet}, "zone": hc.zone},
+        "rolesRef": {
+            "ingressARN": roles.ingress_arn,
+            "imageRegistryARN": roles.image_registry_arn,
+            "storageARN": roles.storage_arn,
+            "networkARN": roles.network_arn,
+            "kubeCloudControllerARN": roles.kube_cloud_controller_arn,
+            "nodePoolManagementARN": roles.node_pool_management_arn,
+            "controlPlaneOperatorARN": roles.control_plane_operator_arn,
+        },
+    }
+    if hc.resource_tags:
+        aws["resourceTags"] = [{"key": key, "value": value} for key, value in hc.resource_tags.items()]
+    net = hc.networking
+    spec: dict[str, Any] = {
+        "release": {"image": release_image(hc)},
+        "infraID": hc.infra_id,
+        "issuerURL": hc.issuer_url,
+        "dns": dns,
+        "networking": {
+            "networkType": net.network_type,
+            "clusterNetwork": [{"cidr": net.cluster_network}],
+            "serviceNetwork": [{"cidr": net.service_network}],
+            "machineNetwork": [{"cidr": net.machine_network}],
+        },
+        "platform": {"type": "AWS", "aws": aws},
+        "etcd": copy.deepcopy(_ETCD_DEFAULT),
+        "services": _services(hc),
+        "pullSecret": {"name": hc.pull_secret.name},
+    }
+    if hc.ssh_key is not None:
+        spec["sshKey"] = {"name": hc.ssh_key.name}
+    annotations = {k.ANNOTATION_RELEASE: hc.release}
+    if hc.auto_node is not None:
+        spec["autoNode"] = {
+            "provisionerConfig": {
+                "name": "Karpenter",
+                "karpenter": {"platform": "AWS", "aws": {"roleARN": hc.auto_node.role_arn}},
+            }
+        }
+        annotations[k.ANNOTATION_KARPENTER_INSTANCE_PROFILE] = default_instance_profile(hc)
+    return {
+        "apiVersion": k.HOSTED_CLUSTER.api_version,
+        "kind": k.HOSTED_CLUSTER.kind,
+        "metadata": {"name": hc.name, "namespace": hc.namespace, "annotations": annotations},
+        "spec": spec,
+    }
+
+
+def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -> dict[str, Any]:
+    """A classic ``hypershift.openshift.io/v1beta1`` NodePool of ``hc``, in the HostedCluster's namespace.
+
+    No ``platform.aws.ami``: HyperShift picks the boot image of the NodePool's own release payload.
+    """
+    if np.upgrade_type == "Replace":
+        management: dict[str, Any] = {
+            "upgradeType": "Replace",
+            "replace": {"strategy": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+        }
+    else:
+        management = {"upgradeType": "InPlace", "inPlace": {}}
+    spec: dict[str, Any] = {
+        "clusterName": hc.name,
+        "release": {"image": node_release_image(hc, np)},
+        "management": management,
+        "arch": np.arch,
+        "platform": {
+            "type": "AWS",
+            "aws": {
+                "instanceType": np.instance_type,
+                "instanceProfile": np.instance_profile or default_instance_profile(hc),
+                "subnet": {"id": np.subnet or hc.subnet},
+                "rootVolume": {"size": np.root_volume_gib, "type": np.root_volume_type, "encrypted": True},
+            },
+        },
+    }
+    if np.auto_scaling is not None:
+        spec["autoScaling"] = {"min": np.auto_scaling.min, "max": np.auto_scaling.max}
+    else:
+        spec["replicas"] = np.replicas
+    return {
+        "apiVersion": k.HYPERSHIFT_NODE_POOL.api_version,
+        "kind": k.HYPERSHIFT_NODE_POOL.kind,
+        "metadata": {
+            "name": np.name,
+            "namespace": hc.namespace,
+            "annotations": {k.ANNOTATION_RELEASE: hc.release},
+        },
+        "spec": spec,
+    }
+
+
+def _selector_terms(
+    tags: Mapping[str, str] | None, ids: list[str] | None, infra_id: str
+) -> list[dict[str, Any]]:
+    """Selector terms from a class's tags and/or ids; ``karpenter.sh/discovery: <infraID>`` when neither."""
+    terms: list[dict[str, Any]] = []
+    if tags:
+        terms.append({"tags": dict(tags)})
+    terms += [{"id": i} for i in ids or []]
+    return terms or [{"tags": {"karpenter.sh/discovery": infra_id}}]
+
+
+def _checked_tags(tags: Mapping[str, str], where: str) -> dict[str, str]:
+    bad = sorted(key for key in tags if not key or is_restricted_tag_key(key))
+    if bad:
+        raise ValueError(
+            f"{where}: tag key(s) {', '.join(repr(b) for b in bad)} are managed by Karpenter and rejected by "
+            "the node class CRD (kubernetes.io/cluster/*, karpenter.sh/nodepool, karpenter.sh/nodeclaim, "
+            "karpenter.k8s.aws/ec2nodeclass, eks:eks-cluster-name); remove them"
+        )
+    return dict(tags)
+
+
+def _node_class_annotations(hc: HostedCluster, mode: str) -> dict[str, str]:
+    return {
+        k.ANNOTATION_HOSTED_CLUSTER: _hosted_cluster_ref(hc),
+        k.ANNOTATION_USERDATA_MODE: mode,
+        k.ANNOTATION_RELEASE: hc.release,
+    }
+
+
+def render_openshift_ec2_node_class(hc: HostedCluster, nc: AutoNodeClass) -> dict[str, Any]:
+    """A cluster-scoped ``karpenter.hypershift.openshift.io/v1`` OpenshiftEC2NodeClass (AutoNode).
+
+    HyperShift generates the EC2NodeClass of the same name (userData, AMI, instance profile). ``version``
+    is declared only when the class pins its node release; empty follows the control plane.
+    """
+    spec: dict[str, Any] = {
+        "subnetSelectorTerms": _selector_terms(nc.subnet_tags, nc.subnet_ids, hc.infra_id),
+        "securityGroupSelectorTerms": _selector_terms(
+            nc.security_group_tags, nc.security_group_ids, hc.infra_id
+        ),
+        "blockDeviceMappings": [
+            {
+                "deviceName": "/dev/xvda",
+                "rootVolume": "RootVolume",
+                "ebs": {
+                    "volumeSizeGiB": nc.root_volume_gib,
+                    "volumeType": "GP3",
+                    "encrypted": "Encrypted",
+                    "deleteOnTermination": "Delete",
+                },
+            }
+        ],
+    }
+    if nc.version:
+        spec["version"] = nc.version
+    if nc.tags:
+        spec["tags"] = _checked_tags(nc.tags, f"nodeClasses[{nc.name}].tags")
+    return {
+        "apiVersion": k.OPENSHIFT_EC2_NODE_CLASS.api_version,
+        "kind": k.OPENSHIFT_EC2_NODE_CLASS.kind,
+        "metadata": {"name": nc.name, "annotations": _node_class_annotations(hc, k.USERDATA_MODE_AUTONODE)},
+        "spec": spec,
+    }
+
+
+def render_legacy_ec2_node_class(hc: HostedCluster, nc: AutoNodeClass) -> dict[str, Any]:
+    """A ``karpenter.k8s.aws/v1`` EC2NodeClass for older HyperShift, which rewrites its userData and AMI.
+
+    ``userData`` and ``amiSelectorTerms`` are placeholders (:data:`PLACEHOLDER_USER_DATA`,
+    :data:`PLACEHOLDER_AMI`) set on creation only; the component puts :data:`LEGACY_CONTROLLER_OWNED` in
+    ``ignore_changes`` so Pulumi never writes them back over HyperShift's values. ``instanceProfile`` follows
+    the HostedCluster convention ``<infraID>-worker`` (:func:`default_instance_profile`). A pinned
+    ``version`` has no equivalent in this API and is ignored.
+    """
+    spec: dict[str, Any] = {
+        "amiFamily": "Custom",
+        "amiSelectorTerms": [{"id": PLACEHOLDER_AMI}],
+        "userData": PLACEHOLDER_USER_DATA,
+        "instanceProfile": default_instance_profile(hc),
+        "subnetSelectorTerms": _selector_terms(nc.subnet_tags, nc.subnet_ids, hc.infra_id),
+        "securityGroupSelectorTerms": _selector_terms(
+            nc.security_group_tags, nc.security_group_ids, hc.infra_id
+        ),
+        "blockDeviceMappings": [
+            {
+                "deviceName": "/dev/xvda",
+                "rootVolume": True,
+                "ebs": {
+                    "volumeSize": f"{nc.root_volume_gib}Gi",
+                    "volumeType": "gp3",
+                    "encrypted": True,
+                    "deleteOnTermination": True,
+                },
+            }
+        ],
+    }
+    if nc.tags:
+        spec["tags"] = _checked_tags(nc.tags, f"nodeClasses[{nc.name}].tags")
+    return {
+        "apiVersion": k.EC2_NODE_CLASS.api_version,
+        "kind": k.EC2_NODE_CLASS.kind,
+        "metadata": {"name": nc.name, "annotations": _node_class_annotations(hc, k.USERDATA_MODE_LEGACY)},
+        "spec": spec,
+    }
+
+
+def render_karpenter_node_pool(
+    np: KarpenterNodePoolSpec, *, annotations: Mapping[str, str]
+) -> dict[str, Any]:
+    """A cluster-scoped ``karpenter.sh/v1`` NodePool referencing the EC2NodeClass named ``np.node_class``.
+
+    Budgets: ``drift_budget`` for ``Drifted`` at all times, then each drift window (e.g. ``nodes: "0"``
+    during business hours). Consolidation reasons get no budget of their own, so only drift is rate-limited.
+    Changing ``labels``, ``expireAfter`` or ``terminationGracePeriod`` drifts every node of the pool;
+    ``limits``, ``weight`` and ``disruption`` never do (see :mod:`nodefleet.drift`).
+    """
+    requirements: list[dict[str, Any]] = [
+        {"key": "kubernetes.io/arch", "operator": "In", "values": list(np.architectures)},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(np.capacity_types)},
+    ]
+    if np.instance_categories:
+        requirements.append(
+            {
+                "key": "karpenter.k8s.aws/instance-category",
+                "operator": "In",
+                "values": list(np.instance_categories),
+            }
+        )
+    if np.instance_families:
+        requirements.append(
+            {
+                "key": "karpenter.k8s.aws/instance-family",
+                "operator": "In",
+                "values": list(np.instance_families),
+            }
+        )
+    for req in np.requirements:
+        rendered: dict[str, Any] = {"key": req.key, "operator": req.operator}
+        if req.values:
+            rendered["values"] = list(req.values)
+        if req.min_values is not None:
+            rendered["minValues"] = req.min_values
+        requirements.append(rendered)
+    template_spec: dict[str, Any] = {
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": np.node_class},
+        "requirements": requirements,
+        "expireAfter": np.expire_after,
+    }
+    if np.termination_grace_period:
+        template_spec["terminationGracePeriod"] = np.termination_grace_period
+    template: dict[str, Any] = {"spec": template_spec}
+    if np.labels:
+        template["metadata"] = {"labels": dict(np.labels)}
+    d = np.disruption
+    budgets: list[dict[str, Any]] = [{"nodes": d.drift_budget, "reasons": ["Drifted"]}]
+    budgets += [
+        {"nodes": w.nodes, "reasons": ["Drifted"], "schedule": w.schedule, "duration": w.duration}
+        for w in d.drift_windows
+    ]
+    spec: dict[str, Any] = {
+        "template": template,
+        "disruption": {
+            "consolidationPolicy": d.consolidation_policy,
+            "consolidateAfter": d.consolidate_after,
+            "budgets": budgets,
+        },
+    }
+    limits = {key: value for key, value in (("cpu", np.limits.cpu), ("memory", np.limits.memory)) if value}
+    if limits:
+        spec["limits"] = limits
+    if np.weight is not None:
+        spec["weight"] = np.weight
+    metadata: dict[str, Any] = {"name": np.name}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return {
+        "apiVersion": k.KARPENTER_NODE_POOL.api_version,
+        "kind": k.KARPENTER_NODE_POOL.kind,
+        "metadata": metadata,
+        "spec": spec,
+    }

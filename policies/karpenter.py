@@ -1,0 +1,480 @@
+"""Karpenter on OpenShift: no secrets in userData, AutoNode ownership, valid requirements, bounded drift.
+
+Background: DESIGN.md section 1.1 and background/karpenter-hypershift.md sections 1, 2, 4. Any byte change
+in ``EC2NodeClass.spec.userData`` drifts every node of the class (it is part of the static hash); HyperShift
+puts a bearer token there that rotates every 5.5 h; OpenShift's Karpenter fork (4.22+) hashes only the
+``TargetConfigVersionHash`` header of such a stub.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from nodefleet import kinds as k
+from nodefleet.versions import VersionError, parse_ocp
+
+ReportViolation = Callable[[str, str | None], None]
+
+AUTONODE = "autonode"
+S3_POINTER = "s3-pointer"
+DEFAULT_NODE_CLASS = "default"
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _seq(value: Any) -> Sequence[Any]:
+    return value if isinstance(value, Sequence) and not isinstance(value, str | bytes) else ()
+
+
+def _meta(props: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _map(props.get("metadata"))
+
+
+def _annotations(props: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _map(_meta(props).get("annotations"))
+
+
+def _name(props: Mapping[str, Any], fallback: str) -> str:
+    return str(_meta(props).get("name") or fallback)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# karpenter-userdata: no inline credentials in EC2NodeClass userData
+# ---------------------------------------------------------------------------------------------------------
+
+_TEXT_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bauthorization[\"']?\s*:", re.IGNORECASE), "an Authorization header"),
+    (re.compile(r"\bbearer\s+[A-Za-z0-9._~+/-]{8,}", re.IGNORECASE), "a bearer token"),
+    (re.compile(r"\baws_(secret_access_key|session_token)\b", re.IGNORECASE), "AWS secret credentials"),
+    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key id"),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
+    (re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@\"']+:[^/\s@\"']+@"), "a password in a URL"),
+)
+_MAX_DEPTH = 3
+
+
+def _decode_data_url(source: str) -> str | None:
+    """The text of a ``data:`` URL (Ignition inlines files and configs this way), or None."""
+    if not source.startswith("data:") or "," not in source:
+        return None
+    header, payload = source[5:].split(",", 1)
+    try:
+        if header.endswith(";base64"):
+            return base64.b64decode(payload, validate=False).decode("utf-8", "replace")
+        return urllib.parse.unquote(payload)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _scan_text(text: str, where: str, depth: int) -> Iterator[str]:
+    for pattern, what in _TEXT_PATTERNS:
+        if pattern.search(text):
+            yield f"{what} ({where})"
+    decoded = _decode_data_url(text.strip())
+    if decoded is not None and depth < _MAX_DEPTH:
+        yield from _scan_user_data(decoded, f"{where}, decoded", depth + 1)
+
+
+def _walk(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    yield path, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _walk(item, f"{path}[{i}]")
+
+
+def _scan_ignition(doc: Mapping[str, Any], where: str, depth: int) -> Iterator[str]:
+    for path, value in _walk(doc, ""):
+        if path.endswith(".httpHeaders") and isinstance(value, list):
+            for i, header in enumerate(value):
+                if not isinstance(header, dict):
+                    continue
+                at = f"{where}: {path}[{i}]"
+                if str(header.get("name", "")).strip().lower() == "authorization":
+                    yield f"an Authorization header ({at})"
+                if "bearer " in str(header.get("value", "")).lower():
+                    yield f"a bearer token ({at})"
+    for path, value in _walk(doc, ""):
+        # Header values were judged above; a TargetConfigVersionHash or NodePool header is not a secret.
+        if isinstance(value, str) and ".httpHeaders[" not in path:
+            yield from _scan_text(value, f"{where}: {path}", depth)
+
+
+def _scan_user_data(text: str, where: str = "spec.userData", depth: int = 0) -> Iterator[str]:
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("ignition"), dict):
+        yield from _scan_ignition(doc, where, depth)
+    else:
+        yield from _scan_text(text, where, depth)
+
+
+def inline_credentials(user_data: str) -> list[str]:
+    """What kinds of credentials ``user_data`` carries inline, with where; empty when none."""
+    return list(dict.fromkeys(_scan_user_data(user_data)))
+
+
+def _validate_user_data(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != k.EC2_NODE_CLASS.token:
+        return
+    user_data = _map(args.props.get("spec")).get("userData")
+    if not isinstance(user_data, str) or not user_data:
+        return
+    found = inline_credentials(user_data)
+    if not found:
+        return
+    name = _name(args.props, args.name)
+    report(
+        f"EC2NodeClass '{name}' carries {'; '.join(found)} inline. userData is copied into every EC2 launch "
+        "template, readable by anyone who may describe instances, and is part of Karpenter's drift hash, so "
+        "every rotation replaces every node of the class. Keep userData a stable Ignition pointer "
+        "(ignition.config.merge[].source: s3://<bucket>/<key>, fetched with the instance role) and rewrite "
+        "the object on rotation; on HyperShift declare an OpenshiftEC2NodeClass instead and let the "
+        "karpenter-operator generate the EC2NodeClass.",
+        None,
+    )
+
+
+karpenter_userdata = ResourceValidationPolicy(
+    name="karpenter-userdata",
+    description="No bearer token, Authorization header or other credential is inline in an EC2NodeClass's "
+    "userData.",
+    validate=_validate_user_data,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# karpenter-autonode-classes: AutoNode clusters declare no EC2NodeClass and never own `default`
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _validate_autonode_classes(args: StackValidationArgs, report: ReportViolation) -> None:
+    autonode: set[str] = set()
+    for r in args.resources:
+        if r.resource_type != k.OPENSHIFT_EC2_NODE_CLASS.token:
+            continue
+        annotations = _annotations(r.props)
+        cluster = annotations.get(k.ANNOTATION_HOSTED_CLUSTER)
+        if cluster and annotations.get(k.ANNOTATION_USERDATA_MODE) == AUTONODE:
+            autonode.add(str(cluster))
+    for r in args.resources:
+        if r.resource_type == k.OPENSHIFT_EC2_NODE_CLASS.token:
+            if _name(r.props, r.name) == DEFAULT_NODE_CLASS:
+                report(
+                    f"OpenshiftEC2NodeClass '{DEFAULT_NODE_CLASS}' is owned by the HyperShift "
+                    "karpenter-operator, which rewrites it on every reconcile, so Pulumi and the operator would "
+                    "fight over it. Declare a named class (e.g. 'general') and point the NodePools' "
+                    "nodeClassRef at it.",
+                    r.urn,
+                )
+        elif r.resource_type == k.EC2_NODE_CLASS.token:
+            annotations = _annotations(r.props)
+            cluster = str(annotations.get(k.ANNOTATION_HOSTED_CLUSTER) or "")
+            own_mode = annotations.get(k.ANNOTATION_USERDATA_MODE)
+            if cluster in autonode or own_mode == AUTONODE:
+                name = _name(r.props, r.name)
+                report(
+                    f"EC2NodeClass '{name}' is declared for AutoNode hosted cluster '{cluster or '(unknown)'}'. "
+                    "In AutoNode the karpenter-operator generates every EC2NodeClass from its "
+                    "OpenshiftEC2NodeClass of the same name (userData, AMI, instance profile) and an admission "
+                    "policy rejects direct edits. Declare an OpenshiftEC2NodeClass "
+                    f"'{name}' instead and remove this object.",
+                    r.urn,
+                )
+
+
+karpenter_autonode_classes = StackValidationPolicy(
+    name="karpenter-autonode-classes",
+    description="AutoNode hosted clusters declare no EC2NodeClass and never the operator-owned "
+    "OpenshiftEC2NodeClass 'default'.",
+    validate=_validate_autonode_classes,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# karpenter-token-carry: releases whose Karpenter lacks the TargetConfigVersionHash carry
+# ---------------------------------------------------------------------------------------------------------
+
+RELEASES_WITHOUT_CARRY = ["4.19", "4.20", "4.21"]
+_NODE_CLASSES = (k.OPENSHIFT_EC2_NODE_CLASS.token, k.EC2_NODE_CLASS.token)
+
+
+def _validate_token_carry(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in _NODE_CLASSES:
+        return
+    annotations = _annotations(args.props)
+    if annotations.get(k.ANNOTATION_USERDATA_MODE) == S3_POINTER:
+        return  # a stable pointer: token rotation does not touch userData
+    release_text = annotations.get(k.ANNOTATION_RELEASE)
+    if not release_text:
+        return
+    try:
+        release = parse_ocp(str(release_text))
+    except VersionError:
+        return
+    affected = {str(v) for v in args.get_config().get("releasesWithoutCarry", RELEASES_WITHOUT_CARRY)}
+    line = f"{release.major}.{release.minor}"
+    if line not in affected:
+        return
+    kind = (
+        "OpenshiftEC2NodeClass" if args.resource_type == k.OPENSHIFT_EC2_NODE_CLASS.token else "EC2NodeClass"
+    )
+    report(
+        f"{kind} '{_name(args.props, args.name)}' is on cluster release {release}: OCP {line} ships a Karpenter "
+        "without OpenShift's TargetConfigVersionHash carry, so every Ignition token rotation (every 5.5 h) "
+        "changes the generated userData and drifts all of its nodes (~130 needless replacements a month). "
+        "Upgrade the hosted cluster to 4.22 or later, or bound Drifted disruption on its NodePools, e.g. "
+        'spec.disruption.budgets: [{nodes: "1", reasons: [Drifted]}].',
+        None,
+    )
+
+
+karpenter_token_carry = ResourceValidationPolicy(
+    name="karpenter-token-carry",
+    description="Node classes on releases whose Karpenter drifts nodes on every Ignition token rotation are "
+    "pointed out.",
+    validate=_validate_token_carry,
+    enforcement_level=EnforcementLevel.ADVISORY,
+    config_schema=PolicyConfigSchema(
+        properties={
+            "releasesWithoutCarry": {
+                "type": "array",
+                "items": {"type": "string", "pattern": r"^[0-9]+\.[0-9]+$"},
+                "default": RELEASES_WITHOUT_CARRY,
+                "description": "OCP lines (x.y) whose Karpenter lacks the TargetConfigVersionHash carry.",
+            }
+        }
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# karpenter-requirements: the CRD rejects requirement keys in the karpenter.sh domain
+# ---------------------------------------------------------------------------------------------------------
+
+#: The only karpenter.sh requirement key the NodePool CRD accepts (karpenter.sh/nodepool is restricted too).
+ALLOWED_KARPENTER_SH = ("karpenter.sh/capacity-type",)
+#: Well-known keys of the AWS provider (karpenter.k8s.aws/...) that the CRD accepts as requirements.
+_AWS_KEYS = frozenset(
+    {
+        "instance-family",
+        "instance-size",
+        "instance-category",
+        "instance-generation",
+        "instance-hypervisor",
+        "instance-cpu",
+        "instance-cpu-manufacturer",
+        "instance-cpu-sustained-clock-speed-mhz",
+        "instance-memory",
+        "instance-ebs-bandwidth",
+        "instance-network-bandwidth",
+        "instance-gpu-name",
+        "instance-gpu-manufacturer",
+        "instance-gpu-count",
+        "instance-gpu-memory",
+        "instance-accelerator-name",
+        "instance-accelerator-manufacturer",
+        "instance-accelerator-count",
+        "instance-local-nvme",
+        "instance-encryption-in-transit-supported",
+        "instance-tenancy",
+        "instance-capability-flex",
+    }
+)
+_WELL_KNOWN = {
+    "instance-type": "node.kubernetes.io/instance-type",
+    "zone": "topology.kubernetes.io/zone",
+    "region": "topology.kubernetes.io/region",
+    "arch": "kubernetes.io/arch",
+    "os": "kubernetes.io/os",
+}
+
+
+def restricted_karpenter_key(key: str) -> bool:
+    """The CRD's rule: a key whose domain ends in ``karpenter.sh`` is rejected unless it is capacity-type."""
+    if "/" not in key or key in ALLOWED_KARPENTER_SH:
+        return False
+    return key.split("/", 1)[0].endswith("karpenter.sh")
+
+
+def _suggestion(key: str) -> str:
+    suffix = key.split("/", 1)[1]
+    if key == "karpenter.sh/nodepool":
+        return "remove it: Karpenter sets karpenter.sh/nodepool on its nodes itself"
+    if suffix in _AWS_KEYS:
+        return f"use karpenter.k8s.aws/{suffix}"
+    if suffix in _WELL_KNOWN:
+        return f"use {_WELL_KNOWN[suffix]}"
+    return (
+        "use the karpenter.k8s.aws/ equivalent (instance-family, instance-size, instance-category, ...), a "
+        "well-known label (kubernetes.io/arch, topology.kubernetes.io/zone, node.kubernetes.io/instance-type) "
+        "or a label in your own domain"
+    )
+
+
+def _validate_requirements(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != k.KARPENTER_NODE_POOL.token:
+        return
+    template = _map(_map(args.props.get("spec")).get("template"))
+    requirements = _seq(_map(template.get("spec")).get("requirements"))
+    name = _name(args.props, args.name)
+    for i, requirement in enumerate(requirements):
+        key = _map(requirement).get("key")
+        if isinstance(key, str) and restricted_karpenter_key(key):
+            report(
+                f"Karpenter NodePool '{name}': spec.template.spec.requirements[{i}] key '{key}' is rejected by "
+                'the NodePool CRD (label domain "karpenter.sh" is restricted; only karpenter.sh/capacity-type '
+                f"is allowed); {_suggestion(key)}.",
+                None,
+            )
+
+
+karpenter_requirements = ResourceValidationPolicy(
+    name="karpenter-requirements",
+    description="Karpenter NodePool requirements use no karpenter.sh key other than "
+    "karpenter.sh/capacity-type, which the CRD would reject.",
+    validate=_validate_requirements,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# drift-budget: every NodePool bounds Drifted disruption
+# ---------------------------------------------------------------------------------------------------------
+
+MAX_DRIFTED_PERCENT = 10
+MAX_DRIFTED_NODES = 5
+#: Karpenter's default when spec.disruption.budgets is absent.
+KARPENTER_DEFAULT_BUDGET = "10%"
+_NODES = re.compile(r"^(?:(?P<pct>100|[0-9]{1,2})%|(?P<count>[0-9]+))$")
+
+
+def _budget_bound(nodes: Any, max_percent: int, max_nodes: int) -> tuple[bool, str] | None:
+    """(within the configured maximum, text) for a budget's ``nodes``; None when it is not valid."""
+    text = str(int(nodes)) if isinstance(nodes, int | float) and not isinstance(nodes, bool) else str(nodes)
+    match = _NODES.match(text.strip())
+    if match is None:
+        return None
+    if match.group("pct") is not None:
+        return int(match.group("pct")) <= max_percent, text
+    return int(match.group("count")) <= max_nodes, f"{text} nodes"
+
+
+def _validate_drift_budget(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != k.KARPENTER_NODE_POOL.token:
+        return
+    config = args.get_config()
+    max_percent = int(config.get("maxDriftedPercent", MAX_DRIFTED_PERCENT))
+    max_nodes = int(config.get("maxDriftedNodes", MAX_DRIFTED_NODES))
+    name = _name(args.props, args.name)
+    where = f"Karpenter NodePool '{name}'"
+    limit = f"{max_percent}% or {max_nodes} nodes"
+    fix = (
+        f'add a budget such as {{nodes: "{max_percent}%", reasons: [Drifted]}} to spec.disruption.budgets '
+        '(Drifted replacement is then rate-limited; nodes: "0" with a schedule blocks it in a window)'
+    )
+    budgets = _map(_map(args.props.get("spec")).get("disruption")).get("budgets")
+    if budgets is None:
+        ok, _ = _budget_bound(KARPENTER_DEFAULT_BUDGET, max_percent, max_nodes) or (False, "")
+        if not ok:
+            report(
+                f"{where} declares no disruption budgets, so Karpenter's default {{nodes: "
+                f"{KARPENTER_DEFAULT_BUDGET}}} applies to Drifted nodes, above the configured maximum of "
+                f"{limit}; {fix}.",
+                None,
+            )
+        return
+    if not _seq(budgets):
+        report(
+            f"{where} declares an empty spec.disruption.budgets list, which replaces Karpenter's default "
+            f"{{nodes: {KARPENTER_DEFAULT_BUDGET}}} with no budget at all: Drifted disruption is unbounded; "
+            f"{fix}.",
+            None,
+        )
+        return
+    scheduled: list[str] = []
+    loose: list[str] = []
+    invalid: list[str] = []
+    for i, budget in enumerate(_seq(budgets)):
+        b = _map(budget)
+        reasons = [str(r) for r in _seq(b.get("reasons"))]
+        if reasons and "Drifted" not in reasons:
+            continue
+        bound = _budget_bound(b.get("nodes"), max_percent, max_nodes)
+        if bound is None:
+            invalid.append(f"budgets[{i}].nodes '{b.get('nodes')}'")
+            continue
+        if b.get("schedule") or b.get("duration"):
+            scheduled.append(f"budgets[{i}]")
+            continue
+        ok, text = bound
+        if ok:
+            return
+        loose.append(f"budgets[{i}] ({text})")
+    details = []
+    if loose:
+        details.append(f"the budgets that apply to Drifted allow more ({', '.join(loose)})")
+    if scheduled:
+        details.append(
+            f"{', '.join(scheduled)} only apply during their schedule window; outside it Drifted is unbounded by them"
+        )
+    if invalid:
+        details.append(f"{', '.join(invalid)} is not N% or a node count")
+    if not details:
+        details.append(
+            "no budget applies to Drifted (every budget lists other reasons), so drift is unbounded"
+        )
+    report(
+        f"{where} does not bound Drifted disruption to {limit}: {'; '.join(details)}. Drift replaces nodes "
+        f"whenever the node class or template changes (e.g. a userData token rotation); {fix}.",
+        None,
+    )
+
+
+drift_budget = ResourceValidationPolicy(
+    name="drift-budget",
+    description="Every Karpenter NodePool has an always-active disruption budget that bounds Drifted "
+    "replacements.",
+    validate=_validate_drift_budget,
+    enforcement_level=EnforcementLevel.ADVISORY,
+    config_schema=PolicyConfigSchema(
+        properties={
+            "maxDriftedPercent": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 100,
+                "default": MAX_DRIFTED_PERCENT,
+                "description": 'Largest percentage budget (nodes: "N%") accepted for Drifted.',
+            },
+            "maxDriftedNodes": {
+                "type": "integer",
+                "minimum": 0,
+                "default": MAX_DRIFTED_NODES,
+                "description": 'Largest absolute budget (nodes: "N") accepted for Drifted.',
+            },
+        }
+    ),
+)

@@ -1,0 +1,117 @@
+"""The MCO's Manual boot image skew record must name the oldest boot image the cluster's MachineSets use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    PolicyResource,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from nodefleet import kinds as k
+from nodefleet.skew import manual_skew_record
+from nodefleet.versions import RHCOSVersion
+from policies.boot_images import CATALOGS_PROPERTY, boot_image_rhcos, catalog_paths, provider_spec
+
+ReportViolation = Callable[[str, str | None], None]
+
+_MACHINE_CONFIGURATION = (k.MACHINE_CONFIGURATION.token, k.MACHINE_CONFIGURATION.patch_token)
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def parent_urn(resource: PolicyResource) -> str | None:
+    """The parent's URN: the resolved parent object (CLI), else the option (harness mock runs)."""
+    if resource.parent is not None:
+        return resource.parent.urn
+    return getattr(resource.opts, "parent", None) or None
+
+
+def provider_urn(resource: PolicyResource) -> str | None:
+    return resource.provider.urn if resource.provider is not None else None
+
+
+def same_cluster(a: PolicyResource, b: PolicyResource) -> bool | None:
+    """Whether two objects go to the same cluster: same parent component, else same provider; None: unknown."""
+    pa, pb = parent_urn(a), parent_urn(b)
+    if pa and pb:
+        return pa == pb
+    va, vb = provider_urn(a), provider_urn(b)
+    if va and vb:
+        return va == vb
+    return None
+
+
+def _name(resource: PolicyResource) -> str:
+    return str(_map(resource.props.get("metadata")).get("name") or resource.name)
+
+
+def _record_text(record: Mapping[str, Any]) -> str:
+    mode = record.get("mode")
+    value = record.get("rhcosVersion") if mode == "RHCOSVersion" else record.get("ocpVersion")
+    return f"{{mode: {mode}, {'rhcosVersion' if mode == 'RHCOSVersion' else 'ocpVersion'}: {value}}}"
+
+
+def _validate_record(args: StackValidationArgs, report: ReportViolation) -> None:
+    configurations = [r for r in args.resources if r.resource_type in _MACHINE_CONFIGURATION]
+    machine_sets = [r for r in args.resources if r.resource_type == k.MACHINE_SET.token]
+    catalogs = catalog_paths(args.get_config())
+    for mc in configurations:
+        enforcement = _map(_map(mc.props.get("spec")).get("bootImageSkewEnforcement"))
+        if enforcement.get("mode") != "Manual":
+            continue
+        where = f"MachineConfiguration '{_name(mc)}'"
+        if len(configurations) == 1:
+            members = machine_sets
+        else:
+            members = [ms for ms in machine_sets if same_cluster(mc, ms)]
+        if not members:
+            continue  # no MachineSet of this cluster is declared here: nothing to compare with
+        versions: list[tuple[RHCOSVersion, str]] = []
+        unknown: list[str] = []
+        for ms in members:
+            annotations = _map(_map(ms.props.get("metadata")).get("annotations"))
+            ami = _map(provider_spec(ms.props).get("ami")).get("id")
+            lookup = boot_image_rhcos(annotations, ami, catalogs)
+            if lookup.version is None:
+                unknown.append(f"MachineSet '{_name(ms)}': {lookup.problem}")
+            else:
+                versions.append((lookup.version, _name(ms)))
+        if unknown:
+            report(
+                f"{where} records a Manual boot image skew record that cannot be verified, because the boot "
+                f"image version of a MachineSet of its cluster is unknown. {' '.join(unknown)}",
+                mc.urn,
+            )
+            continue
+        expected = manual_skew_record(v for v, _ in versions)
+        oldest_version, oldest_name = min(versions, key=lambda pair: pair[0])
+        actual = _map(enforcement.get("manual"))
+        field = "rhcosVersion" if expected["mode"] == "RHCOSVersion" else "ocpVersion"
+        if actual.get("mode") == expected["mode"] and actual.get(field) == expected[field]:
+            continue
+        shown = _record_text(actual) if actual else "no manual record"
+        report(
+            f"{where} has {shown} in spec.bootImageSkewEnforcement.manual, but the oldest boot image its "
+            f"MachineSets declare is {oldest_version.describe()} (MachineSet '{oldest_name}'). The MCO "
+            f"judges skew by this record, so it must name the oldest boot image in use; set it to "
+            f"{_record_text(expected)} (nodefleet.skew.manual_skew_record computes it).",
+            mc.urn,
+        )
+
+
+skew_record = StackValidationPolicy(
+    name="skew-record",
+    description="A Manual boot image skew record names exactly the oldest boot image the cluster's "
+    "MachineSets declare.",
+    validate=_validate_record,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=PolicyConfigSchema(properties={"catalogs": CATALOGS_PROPERTY}),
+)

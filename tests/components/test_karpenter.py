@@ -1,0 +1,118 @@
+"""Self-managed Karpenter: stable userData, the S3 object carrying what rotates, least-privilege reads."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from harness.mockrun import MockRun, read_stack_config, run_program, stack_path
+from nodefleet import kinds as k
+from nodefleet.ignition import merge_headers
+from tests.conftest import stack_fleet
+
+CA_1 = "-----BEGIN CERTIFICATE-----\nMIIB-first\n-----END CERTIFICATE-----\n"
+CA_2 = "-----BEGIN CERTIFICATE-----\nMIIB-rotated\n-----END CERTIFICATE-----\n"
+OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
+
+
+def _run(ca: str = CA_1, release: str | None = None, config_version: str | None = None) -> MockRun:
+    raw = stack_fleet("karpenter")
+    if release:
+        raw["clusters"][0]["release"] = release
+    if config_version:
+        for nc in raw["clusters"][0]["karpenter"]["nodeClasses"]:
+            nc["configVersion"] = config_version
+    return run_program("karpenter", {"nodefleet:fleet": raw, "nodefleet:mcsCaBundle": ca})
+
+
+def _classes(run: MockRun) -> dict[str, dict[str, Any]]:
+    return {r.inputs["metadata"]["name"]: r.inputs for r in run.of_type(k.EC2_NODE_CLASS.token)}
+
+
+def _objects(run: MockRun) -> dict[str, dict[str, Any]]:
+    return {r.name: r.inputs for r in run.of_type(OBJECT)}
+
+
+def test_user_data_is_a_stable_s3_pointer_without_credentials() -> None:
+    for name, spec in ((n, c["spec"]) for n, c in _classes(_run()).items()):
+        ignition = json.loads(spec["userData"])
+        (merge,) = ignition["ignition"]["config"]["merge"]
+        assert merge["source"].startswith(f"s3://edge-m2x7c-ignition/nodefleet/ignition/edge/{name}/5.0.0-ec.2/")
+        assert merge_headers(spec["userData"]) == {}
+        assert "security" not in ignition["ignition"]
+        assert spec["amiSelectorTerms"][0]["id"].startswith("ami-")
+
+
+def test_ca_rotation_rewrites_the_object_and_changes_no_node_class_or_pool() -> None:
+    before, after = _run(CA_1), _run(CA_2)
+    assert _classes(before) == _classes(after)
+    assert {r.name: r.inputs for r in before.of_type(k.KARPENTER_NODE_POOL.token)} == {
+        r.name: r.inputs for r in after.of_type(k.KARPENTER_NODE_POOL.token)
+    }
+    for name, obj in _objects(before).items():
+        assert obj["key"] == _objects(after)[name]["key"]
+        assert obj["content"] != _objects(after)[name]["content"]
+
+
+def test_new_node_pointer_resolves_to_the_current_ca() -> None:
+    """A node launched after the rotation follows its unchanged pointer to the object, which holds the new CA."""
+    run = _run(CA_2)
+    for name, cls in _classes(run).items():
+        source = json.loads(cls["spec"]["userData"])["ignition"]["config"]["merge"][0]["source"]
+        obj = next(o for o in _objects(run).values() if source == f"s3://{o['bucket']}/{o['key']}")
+        payload = json.loads(obj["content"])
+        assert payload["ignition"]["config"]["merge"][0]["source"] == "https://api-int.edge.example.com:22623/config/worker"
+        ca_url = payload["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"]
+        import base64
+
+        assert base64.b64decode(ca_url.split(",", 1)[1]).decode() == CA_2, name
+
+
+def test_release_bump_moves_the_pointer_exactly_once() -> None:
+    v1, v1_again, v2 = _run(), _run(CA_2), _run(release="5.0.0")
+    pointer = {n: c["spec"]["userData"] for n, c in _classes(v1).items()}
+    assert pointer == {n: c["spec"]["userData"] for n, c in _classes(v1_again).items()}
+    moved = {n: c["spec"]["userData"] for n, c in _classes(v2).items()}
+    assert all(moved[n] != pointer[n] and "/5.0.0/" in moved[n] for n in pointer)
+    assert moved == {n: c["spec"]["userData"] for n, c in _classes(_run(CA_2, release="5.0.0")).items()}
+
+
+def test_rendered_config_change_moves_the_pointer() -> None:
+    a = _classes(_run())
+    b = _classes(_run(config_version="rendered-worker-0000aaaa1111"))
+    assert all(a[n]["spec"]["userData"] != b[n]["spec"]["userData"] for n in a)
+
+
+def test_node_role_can_read_exactly_the_cluster_prefix() -> None:
+    (policy,) = _run().of_type("aws:iam/rolePolicy:RolePolicy")
+    assert policy.inputs["role"] == "edge-m2x7c-karpenter-node"
+    (statement,) = json.loads(policy.inputs["policy"])["Statement"]
+    assert statement["Action"] in ("s3:GetObject", ["s3:GetObject"])
+    assert statement["Resource"] in (
+        "arn:aws:s3:::edge-m2x7c-ignition/nodefleet/ignition/edge/*",
+        ["arn:aws:s3:::edge-m2x7c-ignition/nodefleet/ignition/edge/*"],
+    )
+
+
+def test_node_class_waits_for_its_object() -> None:
+    run = _run()
+    objects = {r.name: r.urn for r in run.of_type(OBJECT)}
+    for cls in run.of_type(k.EC2_NODE_CLASS.token):
+        name = cls.inputs["metadata"]["name"]
+        assert objects[f"edge-karpenter-ignition-{name}"] in cls.depends_on
+
+
+def test_stack_file_secret_is_encrypted_and_the_check_stands_in_a_marker() -> None:
+    config = read_stack_config(stack_path("karpenter"))
+    assert "BEGIN CERTIFICATE" in config["nodefleet:mcsCaBundle"]
+    assert "MII" not in stack_path("karpenter").read_text()
+
+
+def test_missing_ca_secret_is_a_clear_error() -> None:
+    import pulumi
+
+    with pytest.raises(pulumi.RunError) as e:
+        run_program("karpenter", {"nodefleet:fleet": stack_fleet("karpenter")})
+    assert "nodefleet:mcsCaBundle is not set (MCS CA bundle of cluster edge)" in str(e.value)
