@@ -26,7 +26,15 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m nodefleet",
         description="Check or render a nodefleet stack without the Pulumi CLI, providers or credentials.",
-        epilog="Exit codes (check): 0 no mandatory violation, 1 mandatory violations, 2 invalid configuration.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  python -m nodefleet check --stack dev\n"
+            "  python -m nodefleet check --config-file path/Pulumi.prod.yaml --json\n"
+            "  python -m nodefleet render --stack hosted --out /tmp/manifests\n\n"
+            "exit codes (check): 0 no mandatory violation, 1 mandatory violations, 2 invalid configuration\n"
+            "`pulumi preview --policy-pack policies` stays the gate: it also runs the providers' checks."
+        ),
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="{check,render}")
     for name, text in (

@@ -170,3 +170,10 @@ def run_program(
     finally:
         asyncio.get_event_loop().close()
     return MockRun(stack, monitor.registrations)
+
+
+def stack_fleet(stack: str, project_dir: Path = PROJECT_DIR) -> dict[str, Any]:
+    """A deep copy of a committed stack's ``nodefleet:fleet`` value, for tests and benchmarks to vary."""
+    import copy
+
+    return copy.deepcopy(read_stack_config(stack_path(stack, project_dir))["nodefleet:fleet"])

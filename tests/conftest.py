@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from harness.mockrun import stack_fleet
+
+__all__ = ["PROJECT", "SHARED_DATA", "stack_fleet"]
 
 PROJECT = Path(__file__).resolve().parent.parent
 SHARED_DATA = PROJECT.parent / "shared" / "data"
-
-
-def stack_fleet(stack: str) -> dict[str, Any]:
-    """A deep copy of the ``nodefleet:fleet`` value of a committed stack, for tests to change."""
-    config = yaml.safe_load((PROJECT / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"]
-    return copy.deepcopy(config["nodefleet:fleet"])
 
 
 @pytest.fixture

@@ -101,7 +101,11 @@ def test_legacy_mode_ignores_exactly_the_controller_owned_fields() -> None:
     classes = run.of_type(k.EC2_NODE_CLASS.token)
     assert len(classes) == 2 and run.of_type(k.OPENSHIFT_EC2_NODE_CLASS.token) == []
     for cls in classes:
-        assert sorted(cls.ignore_changes) == sorted(LEGACY_CONTROLLER_OWNED) == ["spec.amiSelectorTerms", "spec.userData"]
+        assert (
+            sorted(cls.ignore_changes)
+            == sorted(LEGACY_CONTROLLER_OWNED)
+            == ["spec.amiSelectorTerms", "spec.userData"]
+        )
         assert cls.inputs["spec"]["amiFamily"] == "Custom"
     for pool in run.of_type(k.KARPENTER_NODE_POOL.token):
         assert pool.ignore_changes == []
@@ -110,7 +114,10 @@ def test_legacy_mode_ignores_exactly_the_controller_owned_fields() -> None:
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (lambda c: c["autoNode"]["nodePools"][0].update(nodeClass="gpu"), "'gpu' is not a declared node class"),
+        (
+            lambda c: c["autoNode"]["nodePools"][0].update(nodeClass="gpu"),
+            "'gpu' is not a declared node class",
+        ),
         (lambda c: c["autoNode"]["nodeClasses"][0].update(name="default"), "rewrites it on every reconcile"),
         (
             lambda c: c["autoNode"]["nodePools"][0].update(

@@ -39,7 +39,9 @@ def test_user_data_is_a_stable_s3_pointer_without_credentials() -> None:
     for name, spec in ((n, c["spec"]) for n, c in _classes(_run()).items()):
         ignition = json.loads(spec["userData"])
         (merge,) = ignition["ignition"]["config"]["merge"]
-        assert merge["source"].startswith(f"s3://edge-m2x7c-ignition/nodefleet/ignition/edge/{name}/5.0.0-ec.2/")
+        assert merge["source"].startswith(
+            f"s3://edge-m2x7c-ignition/nodefleet/ignition/edge/{name}/5.0.0-ec.2/"
+        )
         assert merge_headers(spec["userData"]) == {}
         assert "security" not in ignition["ignition"]
         assert spec["amiSelectorTerms"][0]["id"].startswith("ami-")
@@ -63,7 +65,10 @@ def test_new_node_pointer_resolves_to_the_current_ca() -> None:
         source = json.loads(cls["spec"]["userData"])["ignition"]["config"]["merge"][0]["source"]
         obj = next(o for o in _objects(run).values() if source == f"s3://{o['bucket']}/{o['key']}")
         payload = json.loads(obj["content"])
-        assert payload["ignition"]["config"]["merge"][0]["source"] == "https://api-int.edge.example.com:22623/config/worker"
+        assert (
+            payload["ignition"]["config"]["merge"][0]["source"]
+            == "https://api-int.edge.example.com:22623/config/worker"
+        )
         ca_url = payload["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"]
         import base64
 
