@@ -71,7 +71,11 @@ def _policy_config(policy: Policy, config: Mapping[str, Any] | None) -> dict[str
 
 def _await(result: Any) -> None:
     if inspect.isawaitable(result):
-        asyncio.new_event_loop().run_until_complete(result)
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(result)
+        finally:
+            loop.close()
 
 
 def _options(ignore_changes: Iterable[str] = (), parent: str | None = None) -> PolicyResourceOptions:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import runpy
 import sys
@@ -51,6 +52,8 @@ class _RecordingMonitor(mocks.MockMonitor):
     def __init__(self) -> None:
         super().__init__(_EchoMocks())
         self.registrations: list[Registration] = []
+        #: Event loops made for the gRPC worker threads, closed after the run rather than at interpreter exit.
+        self.thread_loops: list[asyncio.AbstractEventLoop] = []
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
@@ -168,7 +171,11 @@ def run_program(
         e.registrations = monitor.registrations  # type: ignore[attr-defined]
         raise
     finally:
-        asyncio.get_event_loop().close()
+        for loop in [asyncio.get_event_loop(), *monitor.thread_loops]:
+            loop.close()
+        # Loops the runtime made on its own threads are unreachable now; collecting them here closes them
+        # while their sockets still exist, instead of noisily at interpreter exit.
+        gc.collect()
     return MockRun(stack, monitor.registrations)
 
 

@@ -53,6 +53,20 @@ _ETCD_DEFAULT = {
 }
 
 
+def root_volume(gib: int) -> dict[str, Any]:
+    """The encrypted gp3 root volume of an upstream-shaped ``EC2NodeClass`` (``blockDeviceMappings[]``)."""
+    return {
+        "deviceName": "/dev/xvda",
+        "rootVolume": True,
+        "ebs": {
+            "volumeSize": f"{gib}Gi",
+            "volumeType": "gp3",
+            "encrypted": True,
+            "deleteOnTermination": True,
+        },
+    }
+
+
 def release_image(hc: HostedCluster) -> str:
     """The control plane's release image (``spec.release.image``)."""
     return hc.image
@@ -279,18 +293,7 @@ def render_legacy_ec2_node_class(hc: HostedCluster, nc: AutoNodeClass) -> dict[s
         "securityGroupSelectorTerms": _selector_terms(
             nc.security_group_tags, nc.security_group_ids, hc.infra_id
         ),
-        "blockDeviceMappings": [
-            {
-                "deviceName": "/dev/xvda",
-                "rootVolume": True,
-                "ebs": {
-                    "volumeSize": f"{nc.root_volume_gib}Gi",
-                    "volumeType": "gp3",
-                    "encrypted": True,
-                    "deleteOnTermination": True,
-                },
-            }
-        ],
+        "blockDeviceMappings": [root_volume(nc.root_volume_gib)],
     }
     if nc.tags:
         spec["tags"] = _checked_tags(nc.tags, f"nodeClasses[{nc.name}].tags")

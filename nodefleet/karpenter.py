@@ -16,6 +16,7 @@ from nodefleet import kinds as k
 from nodefleet.catalog import BootImage
 from nodefleet.config import StandaloneCluster
 from nodefleet.config_karpenter import SelfManagedKarpenter, SelfManagedNodeClass
+from nodefleet.hosted import root_volume
 from nodefleet.ignition import ignition_pointer, pointer_key, prefix_segments, s3_pointer, user_data
 
 __all__ = [
@@ -93,18 +94,7 @@ def render_self_managed_ec2_node_class(
         "instanceProfile": karpenter.instance_profile,
         "subnetSelectorTerms": _terms(nc.subnet_tags, {f"kubernetes.io/cluster/{infra}": "owned"}),
         "securityGroupSelectorTerms": _terms(nc.security_group_tags, {"Name": f"{infra}-node"}),
-        "blockDeviceMappings": [
-            {
-                "deviceName": "/dev/xvda",
-                "rootVolume": True,
-                "ebs": {
-                    "volumeSize": f"{nc.root_volume_gib}Gi",
-                    "volumeType": "gp3",
-                    "encrypted": True,
-                    "deleteOnTermination": True,
-                },
-            }
-        ],
+        "blockDeviceMappings": [root_volume(nc.root_volume_gib)],
         "metadataOptions": dict(METADATA_OPTIONS),
     }
     return {
