@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,7 @@ from nodefleet.catalog import BootImageCatalog, CatalogError, load_catalog
 from nodefleet.releases import parse_release_image
 from nodefleet.skew import DEFAULT_SKEW_POLICY, MCO_FLOOR_OCP, MCO_FLOOR_RHEL, SkewPolicy, evaluate_skew
 from nodefleet.versions import OCPVersion, RHCOSVersion, VersionError, parse_ocp, parse_rhcos, parse_rhel
-
-ReportViolation = Callable[[str, str | None], None]
+from policies.props import ReportViolation, as_map
 
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8,17}$")
 _ARCH = re.compile(r"(^|,)kubernetes\.io/arch=(amd64|arm64|s390x|ppc64le)(,|$)")
@@ -189,12 +188,8 @@ def boot_image_rhcos(annotations: Mapping[str, Any], ami: Any, catalogs: Sequenc
     )
 
 
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _stream(meta: Mapping[str, Any]) -> str:
-    annotations, labels = _map(meta.get("annotations")), _map(meta.get("labels"))
+    annotations, labels = as_map(meta.get("annotations")), as_map(meta.get("labels"))
     return str(annotations.get(k.ANNOTATION_STREAM) or labels.get(k.LABEL_OS_STREAM) or _DEFAULT_STREAM)
 
 
@@ -212,8 +207,8 @@ class _BootImageSubject:
 def _subject(args: ResourceValidationArgs, catalogs: Sequence[str]) -> _BootImageSubject | str | None:
     """The object to judge, a problem message, or None when there is nothing to judge."""
     props = args.props
-    meta = _map(props.get("metadata"))
-    annotations = _map(meta.get("annotations"))
+    meta = as_map(props.get("metadata"))
+    annotations = as_map(meta.get("annotations"))
     name = meta.get("name") or args.name
     if args.resource_type == k.MACHINE_SET.token:
         where = f"MachineSet '{name}'"
@@ -227,17 +222,17 @@ def _subject(args: ResourceValidationArgs, catalogs: Sequence[str]) -> _BootImag
                 f"{where}: its annotation {k.ANNOTATION_RELEASE} is not an OCP version ({exc}); set it to the "
                 "cluster's release (x.y.z) so the boot image skew can be judged."
             )
-        ami = _map(provider_spec(props).get("ami")).get("id")
+        ami = as_map(provider_spec(props).get("ami")).get("id")
         return _BootImageSubject(
             where, "MachineSet", release, _stream(meta), boot_image_rhcos(annotations, ami, catalogs)
         )
     if args.resource_type == k.HYPERSHIFT_NODE_POOL.token:
         where = f"HyperShift NodePool '{name}'"
-        spec = _map(props.get("spec"))
-        ami = _map(_map(spec.get("platform")).get("aws")).get("ami")
+        spec = as_map(props.get("spec"))
+        ami = as_map(as_map(spec.get("platform")).get("aws")).get("ami")
         if not ami:
             return None  # the payload's default boot image: nothing to judge
-        image = _map(spec.get("release")).get("image")
+        image = as_map(spec.get("release")).get("image")
         try:
             node_release = parse_release_image(str(image))
         except VersionError:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pulumi_policy import (
@@ -16,19 +16,14 @@ from pulumi_policy import (
 from nodefleet import kinds as k
 from nodefleet.releases import parse_release_image
 from nodefleet.versions import OCPVersion, VersionError, minors_between, parse_ocp
-
-ReportViolation = Callable[[str, str | None], None]
+from policies.props import ReportViolation, as_map
 
 #: HyperShift's supported skew: NodePools and node classes may trail the control plane by n-3.
 MAX_MINORS_BEHIND = 3
 
 
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _meta(resource: PolicyResource) -> Mapping[str, Any]:
-    return _map(resource.props.get("metadata"))
+    return as_map(resource.props.get("metadata"))
 
 
 def _name(resource: PolicyResource) -> str:
@@ -37,7 +32,7 @@ def _name(resource: PolicyResource) -> str:
 
 def _release(resource: PolicyResource) -> OCPVersion | None:
     """The OCP version of ``spec.release.image``, or None when absent or not readable (digest-only)."""
-    image = _map(_map(resource.props.get("spec")).get("release")).get("image")
+    image = as_map(as_map(resource.props.get("spec")).get("release")).get("image")
     if not image:
         return None
     try:
@@ -86,16 +81,16 @@ def _validate_version_skew(args: StackValidationArgs, report: ReportViolation) -
         return
     for r in args.resources:
         if r.resource_type == k.HYPERSHIFT_NODE_POOL.token:
-            spec = _map(r.props.get("spec"))
+            spec = as_map(r.props.get("spec"))
             key = f"{_meta(r).get('namespace') or ''}/{spec.get('clusterName') or ''}"
             where = f"HyperShift NodePool '{_name(r)}'"
             node = _release(r)
             field = "spec.release.image"
         elif r.resource_type == k.OPENSHIFT_EC2_NODE_CLASS.token:
-            key = str(_map(_meta(r).get("annotations")).get(k.ANNOTATION_HOSTED_CLUSTER) or "")
+            key = str(as_map(_meta(r).get("annotations")).get(k.ANNOTATION_HOSTED_CLUSTER) or "")
             where = f"OpenshiftEC2NodeClass '{_name(r)}'"
             field = "spec.version"
-            version = _map(r.props.get("spec")).get("version")
+            version = as_map(r.props.get("spec")).get("version")
             if not version:
                 continue  # follows the control plane
             try:

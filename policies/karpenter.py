@@ -13,7 +13,7 @@ import binascii
 import json
 import re
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pulumi_policy import (
@@ -27,32 +27,11 @@ from pulumi_policy import (
 
 from nodefleet import kinds as k
 from nodefleet.versions import VersionError, parse_ocp
-
-ReportViolation = Callable[[str, str | None], None]
+from policies.props import ReportViolation, annotations_of, as_map, as_seq, name_of
 
 AUTONODE = "autonode"
 S3_POINTER = "s3-pointer"
 DEFAULT_NODE_CLASS = "default"
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _seq(value: Any) -> Sequence[Any]:
-    return value if isinstance(value, Sequence) and not isinstance(value, str | bytes) else ()
-
-
-def _meta(props: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _map(props.get("metadata"))
-
-
-def _annotations(props: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _map(_meta(props).get("annotations"))
-
-
-def _name(props: Mapping[str, Any], fallback: str) -> str:
-    return str(_meta(props).get("name") or fallback)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -138,13 +117,13 @@ def inline_credentials(user_data: str) -> list[str]:
 def _validate_user_data(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type != k.EC2_NODE_CLASS.token:
         return
-    user_data = _map(args.props.get("spec")).get("userData")
+    user_data = as_map(args.props.get("spec")).get("userData")
     if not isinstance(user_data, str) or not user_data:
         return
     found = inline_credentials(user_data)
     if not found:
         return
-    name = _name(args.props, args.name)
+    name = name_of(args.props, args.name)
     report(
         f"EC2NodeClass '{name}' carries {'; '.join(found)} inline. userData is copied into every EC2 launch "
         "template, readable by anyone who may describe instances, and is part of Karpenter's drift hash, so "
@@ -175,13 +154,13 @@ def _validate_autonode_classes(args: StackValidationArgs, report: ReportViolatio
     for r in args.resources:
         if r.resource_type != k.OPENSHIFT_EC2_NODE_CLASS.token:
             continue
-        annotations = _annotations(r.props)
-        cluster = annotations.get(k.ANNOTATION_HOSTED_CLUSTER)
-        if cluster and annotations.get(k.ANNOTATION_USERDATA_MODE) == AUTONODE:
+        notes = annotations_of(r.props)
+        cluster = notes.get(k.ANNOTATION_HOSTED_CLUSTER)
+        if cluster and notes.get(k.ANNOTATION_USERDATA_MODE) == AUTONODE:
             autonode.add(str(cluster))
     for r in args.resources:
         if r.resource_type == k.OPENSHIFT_EC2_NODE_CLASS.token:
-            if _name(r.props, r.name) == DEFAULT_NODE_CLASS:
+            if name_of(r.props, r.name) == DEFAULT_NODE_CLASS:
                 report(
                     f"OpenshiftEC2NodeClass '{DEFAULT_NODE_CLASS}' is owned by the HyperShift "
                     "karpenter-operator, which rewrites it on every reconcile, so Pulumi and the operator would "
@@ -190,11 +169,11 @@ def _validate_autonode_classes(args: StackValidationArgs, report: ReportViolatio
                     r.urn,
                 )
         elif r.resource_type == k.EC2_NODE_CLASS.token:
-            annotations = _annotations(r.props)
-            cluster = str(annotations.get(k.ANNOTATION_HOSTED_CLUSTER) or "")
-            own_mode = annotations.get(k.ANNOTATION_USERDATA_MODE)
+            notes = annotations_of(r.props)
+            cluster = str(notes.get(k.ANNOTATION_HOSTED_CLUSTER) or "")
+            own_mode = notes.get(k.ANNOTATION_USERDATA_MODE)
             if cluster in autonode or own_mode == AUTONODE:
-                name = _name(r.props, r.name)
+                name = name_of(r.props, r.name)
                 report(
                     f"EC2NodeClass '{name}' is declared for AutoNode hosted cluster '{cluster or '(unknown)'}'. "
                     "In AutoNode the karpenter-operator generates every EC2NodeClass from its "
@@ -225,10 +204,10 @@ _NODE_CLASSES = (k.OPENSHIFT_EC2_NODE_CLASS.token, k.EC2_NODE_CLASS.token)
 def _validate_token_carry(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type not in _NODE_CLASSES:
         return
-    annotations = _annotations(args.props)
-    if annotations.get(k.ANNOTATION_USERDATA_MODE) == S3_POINTER:
+    notes = annotations_of(args.props)
+    if notes.get(k.ANNOTATION_USERDATA_MODE) == S3_POINTER:
         return  # a stable pointer: token rotation does not touch userData
-    release_text = annotations.get(k.ANNOTATION_RELEASE)
+    release_text = notes.get(k.ANNOTATION_RELEASE)
     if not release_text:
         return
     try:
@@ -243,7 +222,7 @@ def _validate_token_carry(args: ResourceValidationArgs, report: ReportViolation)
         "OpenshiftEC2NodeClass" if args.resource_type == k.OPENSHIFT_EC2_NODE_CLASS.token else "EC2NodeClass"
     )
     report(
-        f"{kind} '{_name(args.props, args.name)}' is on cluster release {release}: OCP {line} ships a Karpenter "
+        f"{kind} '{name_of(args.props, args.name)}' is on cluster release {release}: OCP {line} ships a Karpenter "
         "without OpenShift's TargetConfigVersionHash carry, so every Ignition token rotation (every 5.5 h) "
         "changes the generated userData and drifts all of its nodes (~130 needless replacements a month). "
         "Upgrade the hosted cluster to 4.22 or later, or bound Drifted disruption on its NodePools, e.g. "
@@ -338,11 +317,11 @@ def _suggestion(key: str) -> str:
 def _validate_requirements(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type != k.KARPENTER_NODE_POOL.token:
         return
-    template = _map(_map(args.props.get("spec")).get("template"))
-    requirements = _seq(_map(template.get("spec")).get("requirements"))
-    name = _name(args.props, args.name)
+    template = as_map(as_map(args.props.get("spec")).get("template"))
+    requirements = as_seq(as_map(template.get("spec")).get("requirements"))
+    name = name_of(args.props, args.name)
     for i, requirement in enumerate(requirements):
-        key = _map(requirement).get("key")
+        key = as_map(requirement).get("key")
         if isinstance(key, str) and restricted_karpenter_key(key):
             report(
                 f"Karpenter NodePool '{name}': spec.template.spec.requirements[{i}] key '{key}' is rejected by "
@@ -389,14 +368,14 @@ def _validate_drift_budget(args: ResourceValidationArgs, report: ReportViolation
     config = args.get_config()
     max_percent = int(config.get("maxDriftedPercent", MAX_DRIFTED_PERCENT))
     max_nodes = int(config.get("maxDriftedNodes", MAX_DRIFTED_NODES))
-    name = _name(args.props, args.name)
+    name = name_of(args.props, args.name)
     where = f"Karpenter NodePool '{name}'"
     limit = f"{max_percent}% or {max_nodes} nodes"
     fix = (
         f'add a budget such as {{nodes: "{max_percent}%", reasons: [Drifted]}} to spec.disruption.budgets '
         '(Drifted replacement is then rate-limited; nodes: "0" with a schedule blocks it in a window)'
     )
-    budgets = _map(_map(args.props.get("spec")).get("disruption")).get("budgets")
+    budgets = as_map(as_map(args.props.get("spec")).get("disruption")).get("budgets")
     if budgets is None:
         ok, _ = _budget_bound(KARPENTER_DEFAULT_BUDGET, max_percent, max_nodes) or (False, "")
         if not ok:
@@ -407,7 +386,7 @@ def _validate_drift_budget(args: ResourceValidationArgs, report: ReportViolation
                 None,
             )
         return
-    if not _seq(budgets):
+    if not as_seq(budgets):
         report(
             f"{where} declares an empty spec.disruption.budgets list, which replaces Karpenter's default "
             f"{{nodes: {KARPENTER_DEFAULT_BUDGET}}} with no budget at all: Drifted disruption is unbounded; "
@@ -418,9 +397,9 @@ def _validate_drift_budget(args: ResourceValidationArgs, report: ReportViolation
     scheduled: list[str] = []
     loose: list[str] = []
     invalid: list[str] = []
-    for i, budget in enumerate(_seq(budgets)):
-        b = _map(budget)
-        reasons = [str(r) for r in _seq(b.get("reasons"))]
+    for i, budget in enumerate(as_seq(budgets)):
+        b = as_map(budget)
+        reasons = [str(r) for r in as_seq(b.get("reasons"))]
         if reasons and "Drifted" not in reasons:
             continue
         bound = _budget_bound(b.get("nodes"), max_percent, max_nodes)

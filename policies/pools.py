@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,19 +19,14 @@ from pulumi_policy import (
 from nodefleet import kinds as k
 from nodefleet.versions import OCPVersion, VersionError, linear_minor, parse_ocp
 from policies.boot_images import provider_spec
+from policies.props import ReportViolation, as_map, name_of
 from policies.skew_record import same_cluster
-
-ReportViolation = Callable[[str, str | None], None]
 
 #: Roles that are not custom pools. ``infra`` and everything else under node-role.kubernetes.io/ is custom.
 BUILTIN_ROLES = ("worker", "master")
 USER_DATA_SUFFIX = "-user-data-managed"
 #: First release whose MCO applies a custom pool's selector labels itself (MCO PR #5361, MCO-650).
 EARLY_LABELS_FROM = "4.22"
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _role_label(pool: str) -> str:
@@ -53,14 +48,14 @@ class PoolTarget:
 
 def pool_target(props: Mapping[str, Any]) -> PoolTarget:
     """The custom pools a MachineSet (its props) targets; empty for worker MachineSets."""
-    spec = _map(_map(props.get("spec")).get("template")).get("spec")
-    labels = _map(_map(_map(spec).get("metadata")).get("labels"))
+    spec = as_map(as_map(props.get("spec")).get("template")).get("spec")
+    labels = as_map(as_map(as_map(spec).get("metadata")).get("labels"))
     roles = {
         key.removeprefix(k.NODE_ROLE_PREFIX): labels.get(key)
         for key in labels
         if key.startswith(k.NODE_ROLE_PREFIX) and key.removeprefix(k.NODE_ROLE_PREFIX) not in BUILTIN_ROLES
     }
-    secret = _map(provider_spec(props).get("userDataSecret")).get("name")
+    secret = as_map(provider_spec(props).get("userDataSecret")).get("name")
     secret = str(secret) if secret else None
     secret_pool = None
     if secret and secret.endswith(USER_DATA_SUFFIX):
@@ -70,20 +65,16 @@ def pool_target(props: Mapping[str, Any]) -> PoolTarget:
     return PoolTarget(roles, secret, secret_pool)
 
 
-def _name(props: Mapping[str, Any], fallback: str) -> str:
-    return str(_map(props.get("metadata")).get("name") or fallback)
-
-
 def _selects_role(pool: Mapping[str, Any], role: str) -> bool:
     """Whether a MachineConfigPool's machineConfigSelector picks MachineConfigs of ``role``."""
-    selector = _map(_map(pool.get("spec")).get("machineConfigSelector"))
-    if _map(selector.get("matchLabels")).get(k.LABEL_MC_ROLE) == role:
+    selector = as_map(as_map(pool.get("spec")).get("machineConfigSelector"))
+    if as_map(selector.get("matchLabels")).get(k.LABEL_MC_ROLE) == role:
         return True
     expressions = selector.get("matchExpressions")
     if not isinstance(expressions, Sequence) or isinstance(expressions, str):
         return False
     for expression in expressions:
-        e = _map(expression)
+        e = as_map(expression)
         values = e.get("values")
         if (
             e.get("key") == k.LABEL_MC_ROLE
@@ -96,15 +87,15 @@ def _selects_role(pool: Mapping[str, Any], role: str) -> bool:
 
 
 def _selects_nodes(pool: Mapping[str, Any], role: str) -> bool:
-    node_selector = _map(_map(pool.get("spec")).get("nodeSelector"))
-    labels = _map(node_selector.get("matchLabels"))
+    node_selector = as_map(as_map(pool.get("spec")).get("nodeSelector"))
+    labels = as_map(node_selector.get("matchLabels"))
     return _role_label(role) in labels and labels.get(_role_label(role)) == ""
 
 
 def _pool_resource(pools: list[PolicyResource], ms: PolicyResource, role: str) -> PolicyResource | None:
     """The MachineConfigPool for ``role`` in the MachineSet's cluster: by name, else by node selector."""
     candidates = [p for p in pools if same_cluster(ms, p) is not False]
-    by_name = [p for p in candidates if _name(p.props, p.name) == role]
+    by_name = [p for p in candidates if name_of(p.props, p.name) == role]
     if by_name:
         return by_name[0]
     by_selector = [p for p in candidates if _selects_nodes(p.props, role)]
@@ -120,7 +111,7 @@ def _validate_labeling(args: StackValidationArgs, report: ReportViolation) -> No
         target = pool_target(ms.props)
         if not target.pools:
             continue
-        where = f"MachineSet '{_name(ms.props, ms.name)}'"
+        where = f"MachineSet '{name_of(ms.props, ms.name)}'"
         if len(target.roles) > 1:
             labels = ", ".join(_role_label(r) for r in sorted(target.roles))
             report(
@@ -172,7 +163,7 @@ def _validate_labeling(args: StackValidationArgs, report: ReportViolation) -> No
             if (mcp.urn, pool) in reported_pools:
                 continue
             reported_pools.add((mcp.urn, pool))
-            mcp_where = f"MachineConfigPool '{_name(mcp.props, mcp.name)}'"
+            mcp_where = f"MachineConfigPool '{name_of(mcp.props, mcp.name)}'"
             if not _selects_nodes(mcp.props, pool):
                 report(
                     f"{mcp_where} is pool '{pool}' of {where}, but its spec.nodeSelector.matchLabels lacks "
@@ -204,8 +195,8 @@ def _validate_early_labels(args: ResourceValidationArgs, report: ReportViolation
     target = pool_target(props)
     if not target.pools:
         return
-    meta = _map(props.get("metadata"))
-    release_text = _map(meta.get("annotations")).get(k.ANNOTATION_RELEASE)
+    meta = as_map(props.get("metadata"))
+    release_text = as_map(meta.get("annotations")).get(k.ANNOTATION_RELEASE)
     if not release_text:
         return
     try:

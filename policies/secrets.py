@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
 
-ReportViolation = Callable[[str, str | None], None]
+from policies.props import ReportViolation
 
 SECRET_TOKEN = "kubernetes:core/v1:Secret"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pulumi_policy import (
@@ -17,14 +17,9 @@ from nodefleet import kinds as k
 from nodefleet.skew import manual_skew_record
 from nodefleet.versions import RHCOSVersion
 from policies.boot_images import CATALOGS_PROPERTY, boot_image_rhcos, catalog_paths, provider_spec
-
-ReportViolation = Callable[[str, str | None], None]
+from policies.props import ReportViolation, as_map
 
 _MACHINE_CONFIGURATION = (k.MACHINE_CONFIGURATION.token, k.MACHINE_CONFIGURATION.patch_token)
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def parent_urn(resource: PolicyResource) -> str | None:
@@ -50,7 +45,7 @@ def same_cluster(a: PolicyResource, b: PolicyResource) -> bool | None:
 
 
 def _name(resource: PolicyResource) -> str:
-    return str(_map(resource.props.get("metadata")).get("name") or resource.name)
+    return str(as_map(resource.props.get("metadata")).get("name") or resource.name)
 
 
 def _record_text(record: Mapping[str, Any]) -> str:
@@ -64,7 +59,7 @@ def _validate_record(args: StackValidationArgs, report: ReportViolation) -> None
     machine_sets = [r for r in args.resources if r.resource_type == k.MACHINE_SET.token]
     catalogs = catalog_paths(args.get_config())
     for mc in configurations:
-        enforcement = _map(_map(mc.props.get("spec")).get("bootImageSkewEnforcement"))
+        enforcement = as_map(as_map(mc.props.get("spec")).get("bootImageSkewEnforcement"))
         if enforcement.get("mode") != "Manual":
             continue
         where = f"MachineConfiguration '{_name(mc)}'"
@@ -77,8 +72,8 @@ def _validate_record(args: StackValidationArgs, report: ReportViolation) -> None
         versions: list[tuple[RHCOSVersion, str]] = []
         unknown: list[str] = []
         for ms in members:
-            annotations = _map(_map(ms.props.get("metadata")).get("annotations"))
-            ami = _map(provider_spec(ms.props).get("ami")).get("id")
+            annotations = as_map(as_map(ms.props.get("metadata")).get("annotations"))
+            ami = as_map(provider_spec(ms.props).get("ami")).get("id")
             lookup = boot_image_rhcos(annotations, ami, catalogs)
             if lookup.version is None:
                 unknown.append(f"MachineSet '{_name(ms)}': {lookup.problem}")
@@ -93,7 +88,7 @@ def _validate_record(args: StackValidationArgs, report: ReportViolation) -> None
             continue
         expected = manual_skew_record(v for v, _ in versions)
         oldest_version, oldest_name = min(versions, key=lambda pair: pair[0])
-        actual = _map(enforcement.get("manual"))
+        actual = as_map(enforcement.get("manual"))
         field = "rhcosVersion" if expected["mode"] == "RHCOSVersion" else "ocpVersion"
         if actual.get("mode") == expected["mode"] and actual.get(field) == expected[field]:
             continue
