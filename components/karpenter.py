@@ -8,6 +8,7 @@ the userData hash, exactly once.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from components.kubernetes import custom_resource
 from nodefleet import kinds as k
 from nodefleet.catalog import BootImage
 from nodefleet.config import StandaloneCluster
+from nodefleet.config_karpenter import SelfManagedNodeClass
 from nodefleet.hosted import render_karpenter_node_pool
 from nodefleet.ignition import user_data
 from nodefleet.karpenter import (
@@ -60,9 +62,7 @@ class SelfManagedKarpenter(pulumi.ComponentResource):
                 f"{name}-ignition-{nc.name}",
                 bucket=karpenter.bucket,
                 key=object_key(cluster, nc),
-                content=args.ca_bundle.apply(
-                    lambda ca, nc=nc: user_data(payload_config(cluster, nc, ca_pem=ca))
-                ),
+                content=args.ca_bundle.apply(functools.partial(_payload, cluster, nc)),
                 content_type="application/json",
                 opts=aws_opts,
             )
@@ -86,3 +86,7 @@ class SelfManagedKarpenter(pulumi.ComponentResource):
             for pool in karpenter.node_pools
         ]
         self.register_outputs({"objects": {n: o.key for n, o in self.objects.items()}})
+
+
+def _payload(cluster: StandaloneCluster, nc: SelfManagedNodeClass, ca_pem: str) -> str:
+    return user_data(payload_config(cluster, nc, ca_pem=ca_pem))

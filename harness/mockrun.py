@@ -56,6 +56,12 @@ class _RecordingMonitor(mocks.MockMonitor):
         self.thread_loops: list[asyncio.AbstractEventLoop] = []
 
     def RegisterResource(self, request: Any) -> Any:
+        try:
+            asyncio.get_event_loop()
+        except RuntimeError:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self.thread_loops.append(loop)
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != "pulumi:pulumi:Stack":
             state = self.resources[response.urn].state
@@ -151,7 +157,8 @@ def run_program(
     """
     values = read_stack_config(stack_path(stack, project_dir)) if config is None else config
     monitor = _RecordingMonitor()
-    asyncio.set_event_loop(asyncio.new_event_loop())
+    own_loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(own_loop)
     settings.reset_options(project="nodefleet", stack=stack, preview=preview)
     mocks.set_mocks(monitor.mocks, project="nodefleet", stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(
@@ -171,7 +178,7 @@ def run_program(
         e.registrations = monitor.registrations  # type: ignore[attr-defined]
         raise
     finally:
-        for loop in [asyncio.get_event_loop(), *monitor.thread_loops]:
+        for loop in {own_loop, asyncio.get_event_loop(), *monitor.thread_loops}:
             loop.close()
         # Loops the runtime made on its own threads are unreachable now; collecting them here closes them
         # while their sockets still exist, instead of noisily at interpreter exit.
