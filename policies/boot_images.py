@@ -21,7 +21,15 @@ from nodefleet import kinds as k
 from nodefleet.catalog import BootImageCatalog, CatalogError, load_catalog
 from nodefleet.releases import parse_release_image
 from nodefleet.skew import DEFAULT_SKEW_POLICY, MCO_FLOOR_OCP, MCO_FLOOR_RHEL, SkewPolicy, evaluate_skew
-from nodefleet.versions import OCPVersion, RHCOSVersion, VersionError, parse_ocp, parse_rhcos, parse_rhel
+from nodefleet.versions import (
+    OCPVersion,
+    RHCOSVersion,
+    VersionError,
+    default_stream,
+    parse_ocp,
+    parse_rhcos,
+    parse_rhel,
+)
 from policies.props import ReportViolation, as_map
 
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8,17}$")
@@ -188,9 +196,9 @@ def boot_image_rhcos(annotations: Mapping[str, Any], ami: Any, catalogs: Sequenc
     )
 
 
-def _stream(meta: Mapping[str, Any]) -> str:
+def _stream(meta: Mapping[str, Any], default: str = _DEFAULT_STREAM) -> str:
     annotations, labels = as_map(meta.get("annotations")), as_map(meta.get("labels"))
-    return str(annotations.get(k.ANNOTATION_STREAM) or labels.get(k.LABEL_OS_STREAM) or _DEFAULT_STREAM)
+    return str(annotations.get(k.ANNOTATION_STREAM) or labels.get(k.LABEL_OS_STREAM) or default)
 
 
 @dataclass(frozen=True)
@@ -237,8 +245,10 @@ def _subject(args: ResourceValidationArgs, catalogs: Sequence[str]) -> _BootImag
             node_release = parse_release_image(str(image))
         except VersionError:
             return None  # no or a digest-only release image: the node release is unknown
+        # Without a stream of its own, a NodePool boots its release's default stream (rhel-10 from 5.0).
+        stream = _stream(meta, default=default_stream(node_release))
         return _BootImageSubject(
-            where, "NodePool", node_release, _stream(meta), boot_image_rhcos(annotations, ami, catalogs)
+            where, "NodePool", node_release, stream, boot_image_rhcos(annotations, ami, catalogs)
         )
     return None
 

@@ -307,3 +307,12 @@ def test_advice_config_and_unknowns() -> None:
     ms["spec"]["template"]["spec"]["providerSpec"]["value"]["ami"] = {"id": UNKNOWN_STRING_VALUE}
     (v,) = run_policy(boot_image_advice, k.MACHINE_SET.token, ms)
     assert v.level == "advisory" and "cannot verify" in v.message
+
+
+def test_node_pool_defaults_to_its_releases_stream() -> None:
+    """A 5.0 NodePool boots rhel-10 by default: its explicit RHEL 10 AMI is no major downgrade."""
+    np = _node_pool("ami-04b3d999e39d62c5b", release="5.0.0-ec.2")
+    assert _skew(np, k.HYPERSHIFT_NODE_POOL.token) == []
+    np["metadata"]["labels"] = {k.LABEL_OS_STREAM: "rhel-9"}
+    (msg,) = _skew(np, k.HYPERSHIFT_NODE_POOL.token)
+    assert "RHEL 10" in msg or "rhel-9" in msg
