@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from nodefleet.drift import is_restricted_tag_key
 from nodefleet.modelbase import DNS_LABEL, OCP_XYZ, ConfigModel
 
 _DURATION = r"^([0-9]+(s|m|h))+$"
@@ -31,6 +32,44 @@ class Requirement(ConfigModel):
                 f"allowed); use karpenter.k8s.aws/{suffix} or the instanceFamilies/capacityTypes fields"
             )
         return v
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> Requirement:
+        # The CRD's CEL rules, checked here so the mistake is reported before anything is registered.
+        n = len(self.values)
+        if self.operator in ("In", "NotIn") and n == 0:
+            raise ValueError(f"operator {self.operator} needs at least one value in values")
+        if self.operator in ("Exists", "DoesNotExist") and n:
+            raise ValueError(f"operator {self.operator} takes no values; remove values")
+        if self.operator in ("Gt", "Lt") and (n != 1 or not self.values[0].isdigit()):
+            raise ValueError(f"operator {self.operator} needs exactly one integer value, e.g. values: ['4']")
+        if self.min_values is not None and self.min_values > n:
+            raise ValueError(f"minValues {self.min_values} is more than the {n} value(s) listed")
+        return self
+
+
+def _checked_tags(tags: dict[str, str]) -> dict[str, str]:
+    restricted = sorted(key for key in tags if is_restricted_tag_key(key))
+    if restricted:
+        raise ValueError(
+            f"tag key(s) {', '.join(restricted)} are managed by Karpenter and rejected by the EC2NodeClass CRD; "
+            "remove them"
+        )
+    return tags
+
+
+def _checked_labels(labels: dict[str, str]) -> dict[str, str]:
+    restricted = sorted(
+        key
+        for key in labels
+        if key.split("/", 1)[0].endswith("karpenter.sh") or key == "kubernetes.io/hostname"
+    )
+    if restricted:
+        raise ValueError(
+            f"label key(s) {', '.join(restricted)} are restricted by the NodePool CRD (Karpenter sets them); "
+            "remove them"
+        )
+    return labels
 
 
 class DriftWindow(ConfigModel):
@@ -67,7 +106,7 @@ class KarpenterNodePoolSpec(ConfigModel):
         ["c", "m", "r"], description="karpenter.k8s.aws/instance-category."
     )
     requirements: list[Requirement] = []
-    labels: dict[str, str] = {}
+    labels: Annotated[dict[str, str], AfterValidator(_checked_labels)] = {}
     expire_after: Annotated[str, Field(pattern=r"^(([0-9]+(s|m|h))+|Never)$")] = "720h"
     termination_grace_period: Annotated[str, Field(pattern=_DURATION)] | None = None
     limits: Limits = Limits()
@@ -87,7 +126,7 @@ class AutoNodeClass(ConfigModel):
     security_group_tags: dict[str, str] | None = None
     security_group_ids: list[str] | None = None
     root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
-    tags: dict[str, str] = {}
+    tags: Annotated[dict[str, str], AfterValidator(_checked_tags)] = {}
 
     @field_validator("name")
     @classmethod

@@ -99,3 +99,39 @@ def test_self_managed_class_region_missing_from_catalog() -> None:
     raw["clusters"][0]["karpenter"]["nodeClasses"][1]["stream"] = "rhel-10"
     msg = _error(raw, "karpenter")
     assert "karpenter.nodeClasses[1]" in msg and "'rhel-10'" in msg
+
+
+@pytest.mark.parametrize(
+    ("requirement", "expected"),
+    [
+        (
+            {"key": "karpenter.k8s.aws/instance-size", "operator": "In", "values": []},
+            "needs at least one value",
+        ),
+        (
+            {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["four"]},
+            "exactly one integer",
+        ),
+        ({"key": "kubernetes.io/os", "operator": "Exists", "values": ["linux"]}, "takes no values"),
+        (
+            {"key": "karpenter.k8s.aws/instance-family", "values": ["m6i"], "minValues": 2},
+            "minValues 2 is more",
+        ),
+    ],
+    ids=["in-without-values", "gt-not-integer", "exists-with-values", "min-values"],
+)
+def test_requirement_rules_the_crd_enforces_with_cel(requirement: dict[str, Any], expected: str) -> None:
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["autoNode"]["nodePools"][0]["requirements"] = [requirement]
+    msg = _error(raw, "hosted")
+    assert "autoNode.nodePools[0].requirements[0]" in msg and expected in msg
+
+
+def test_restricted_labels_and_tags() -> None:
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["autoNode"]["nodePools"][0]["labels"] = {"karpenter.sh/nodepool": "x"}
+    assert "autoNode.nodePools[0].labels" in _error(raw, "hosted")
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["autoNode"]["nodeClasses"][1]["tags"] = {"karpenter.sh/nodeclaim": "x"}
+    msg = _error(raw, "hosted")
+    assert "autoNode.nodeClasses[1].tags" in msg and "managed by Karpenter" in msg
