@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pulumi
@@ -13,15 +12,8 @@ from components.kubernetes import cluster_provider
 from components.standalone import StandaloneCluster, StandaloneClusterArgs
 from nodefleet.config import ConfigError, Fleet, ResolvedCluster, load_fleet, stack_file
 
-
-@dataclass
-class StackSecrets:
-    """Stack secrets the fleet needs, read before anything is registered so a missing one stops cleanly."""
-
-    values: dict[str, pulumi.Output[str]] = field(default_factory=dict)
-
-    def get(self, key: str) -> pulumi.Output[str]:
-        return self.values[key]
+#: Stack secrets by key (``nodefleet:<key>``), read before anything is registered so a missing one stops cleanly.
+StackSecrets = dict[str, pulumi.Output[str]]
 
 
 def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
@@ -33,7 +25,7 @@ def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
     except ConfigError as e:
         # RunError prints the message alone, without a Python traceback.
         raise pulumi.RunError(str(e)) from None
-    secrets = StackSecrets()
+    secrets: StackSecrets = {}
     for key, why in fleet.secret_keys():
         value = config.get_secret(key)
         if value is None:
@@ -41,7 +33,7 @@ def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
                 f"{stack_file(stack)}: nodefleet:{key} is not set ({why}). Set it with "
                 f"`pulumi config set --secret nodefleet:{key} --stack {stack} < <file>`."
             )
-        secrets.values[key] = value
+        secrets[key] = value
     return fleet, secrets
 
 
@@ -61,7 +53,7 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
                         resolved.config,
                         resolved.karpenter_images,
                         provider,
-                        secrets.get(karpenter.ca_bundle_key),
+                        secrets[karpenter.ca_bundle_key],
                     ),
                 )
             continue
@@ -75,10 +67,10 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
                 hosted=cluster_provider(
                     f"{name}-hosted", fleet.stack, output, kubeconfig=hc.hosted_kubeconfig
                 ),
-                pull_secret=secrets.get(hc.pull_secret.from_config)
+                pull_secret=secrets[hc.pull_secret.from_config]
                 if apply and hc.pull_secret.from_config
                 else None,
-                ssh_public_key=secrets.get(hc.ssh_key.from_config)
+                ssh_public_key=secrets[hc.ssh_key.from_config]
                 if apply and hc.ssh_key and hc.ssh_key.from_config
                 else None,
             ),

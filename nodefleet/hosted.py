@@ -18,7 +18,6 @@ from typing import Any
 from nodefleet import kinds as k
 from nodefleet.config_hosted import HostedCluster, HyperShiftNodePoolSpec
 from nodefleet.config_karpenter import AutoNodeClass, KarpenterNodePoolSpec
-from nodefleet.drift import is_restricted_tag_key
 from nodefleet.ignition import IGNITION_VERSION, user_data
 
 __all__ = [
@@ -220,17 +219,6 @@ def _selector_terms(
     return terms or [{"tags": {"karpenter.sh/discovery": infra_id}}]
 
 
-def _checked_tags(tags: Mapping[str, str], where: str) -> dict[str, str]:
-    bad = sorted(key for key in tags if not key or is_restricted_tag_key(key))
-    if bad:
-        raise ValueError(
-            f"{where}: tag key(s) {', '.join(repr(b) for b in bad)} are managed by Karpenter and rejected by "
-            "the node class CRD (kubernetes.io/cluster/*, karpenter.sh/nodepool, karpenter.sh/nodeclaim, "
-            "karpenter.k8s.aws/ec2nodeclass, eks:eks-cluster-name); remove them"
-        )
-    return dict(tags)
-
-
 def _node_class_annotations(hc: HostedCluster, mode: str) -> dict[str, str]:
     return {
         k.ANNOTATION_HOSTED_CLUSTER: _hosted_cluster_ref(hc),
@@ -266,7 +254,7 @@ def render_openshift_ec2_node_class(hc: HostedCluster, nc: AutoNodeClass) -> dic
     if nc.version:
         spec["version"] = nc.version
     if nc.tags:
-        spec["tags"] = _checked_tags(nc.tags, f"nodeClasses[{nc.name}].tags")
+        spec["tags"] = dict(nc.tags)
     return {
         "apiVersion": k.OPENSHIFT_EC2_NODE_CLASS.api_version,
         "kind": k.OPENSHIFT_EC2_NODE_CLASS.kind,
@@ -296,7 +284,7 @@ def render_legacy_ec2_node_class(hc: HostedCluster, nc: AutoNodeClass) -> dict[s
         "blockDeviceMappings": [root_volume(nc.root_volume_gib)],
     }
     if nc.tags:
-        spec["tags"] = _checked_tags(nc.tags, f"nodeClasses[{nc.name}].tags")
+        spec["tags"] = dict(nc.tags)
     return {
         "apiVersion": k.EC2_NODE_CLASS.api_version,
         "kind": k.EC2_NODE_CLASS.kind,
