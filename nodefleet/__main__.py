@@ -1,8 +1,11 @@
-"""``python -m nodefleet check|render``: see harness/cli.py. The domain package itself imports no Pulumi;
-only this entry point reaches into the mock-runtime harness."""
+"""``python -m nodefleet``: the process entry point, handed straight to the command line package ``cli``.
+
+The domain package stays pure: no module of it imports this one, ``import nodefleet`` never runs it, and
+the layering tests check that this file is the only one here that reaches outside the package.
+"""
 
 import sys
 
-from harness.cli import main
+from cli.main import main
 
 sys.exit(main())

@@ -107,6 +107,4 @@ def test_render_writes_the_provider_layout_and_no_secret(tmp_path: Path) -> None
 def test_help_lists_both_commands_and_exit_codes() -> None:
     result = _nodefleet("--help")
     assert result.returncode == 0
-    assert (
-        "check" in result.stdout and "render" in result.stdout and "2 invalid configuration" in result.stdout
-    )
+    assert "check" in result.stdout and "render" in result.stdout and "2 invalid input" in result.stdout

@@ -1,0 +1,63 @@
+"""``check``: the program under the mock runtime, judged by the policy pack's own policy objects."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
+from cli.stacks import load_run
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.evaluate import evaluate_run
+    from policies.pack import POLICIES
+
+    started = time.perf_counter()
+    mock = load_run(args)
+    policy_config = _policy_config(args)
+    violations = evaluate_run(mock, POLICIES, policy_config)
+    mandatory = [v for v in violations if v.level == "mandatory"]
+    if args.json:
+        print(
+            json.dumps(
+                {"resources": len(mock.registrations), "violations": [v.as_dict() for v in violations]},
+                indent=2,
+            )
+        )
+    else:
+        elapsed = time.perf_counter() - started
+        print(
+            f"nodefleet check: stack '{mock.stack}': {len(mock.registrations)} resources, "
+            f"{len(POLICIES)} policies, {elapsed:.1f}s (mock runtime, no providers)"
+        )
+        for v in violations:
+            print(f"  {v.level.upper():9} {v.policy}  {v.resource.rsplit('::', 1)[-1] or '(stack)'}")
+            for line in v.message.splitlines():
+                print(f"      {line}")
+        print(f"  {len(mandatory)} mandatory, {len(violations) - len(mandatory)} advisory")
+    return EXIT_VIOLATIONS if mandatory else EXIT_OK
+
+
+def _policy_config(args: argparse.Namespace) -> dict[str, object] | None:
+    if not args.policy_config:
+        return None
+    path = args.policy_config
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"--policy-config {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--policy-config {path}: cannot be read ({exc.__class__.__name__})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"--policy-config {path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            'it takes the --policy-pack-config format, e.g. {"boot-image-skew": {"strict": true}}'
+        ) from None
+    if not isinstance(value, dict):
+        raise InputError(
+            f"--policy-config {path}: the top level must be an object keyed by policy name, "
+            f"not {type(value).__name__}"
+        )
+    return value

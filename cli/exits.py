@@ -1,0 +1,21 @@
+"""The exit-code contract every nodefleet command keeps, so a pipeline can tell a crash from a verdict."""
+
+from __future__ import annotations
+
+#: No mandatory violation (advisories may have been printed).
+EXIT_OK = 0
+#: At least one mandatory policy violation.
+EXIT_VIOLATIONS = 1
+#: Invalid input: a stack file, a catalog, an option. One message names the file, the field and the fix.
+EXIT_INVALID = 2
+#: A defect in nodefleet itself. One line says so and how to report it; ``--debug`` shows the traceback.
+EXIT_INTERNAL = 3
+
+CONTRACT = (
+    "exit codes: 0 no mandatory violation, 1 mandatory violations, 2 invalid input (the message names the "
+    "file, the field and the fix), 3 internal error (rerun with --debug and report the traceback)"
+)
+
+
+class InputError(Exception):
+    """Input the user can fix. The message is complete: file, field or option, and the fix."""

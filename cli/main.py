@@ -1,0 +1,81 @@
+"""``python -m nodefleet``: the credential-free companion of ``pulumi preview --policy-pack policies``.
+
+``check`` runs the program under Pulumi's mock runtime and evaluates the policy pack's own policy objects:
+no CLI, no providers, no cloud or cluster credentials, seconds per stack. ``render`` writes the manifests
+the program declares, for review. ``pulumi preview --policy-pack policies`` stays the gate: it also runs
+the providers' checks, which the mock runtime does not.
+
+Every command keeps the exit-code contract in :mod:`cli.exits`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from cli import check, render
+from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError
+from cli.stacks import add_source
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m nodefleet",
+        description="Check or render a nodefleet stack without the Pulumi CLI, providers or credentials.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  python -m nodefleet check --stack dev\n"
+            "  python -m nodefleet check --config-file path/Pulumi.prod.yaml --json\n"
+            "  python -m nodefleet render --stack hosted --out /tmp/manifests\n\n"
+            f"{CONTRACT}\n"
+            "`pulumi preview --policy-pack policies` stays the gate: it also runs the providers' checks."
+        ),
+    )
+    p.add_argument("--debug", action="store_true", help="on an internal error, print the full traceback")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{check,render}")
+
+    s = sub.add_parser("check", help="run the program under the mock runtime and evaluate the policy pack")
+    add_source(s)
+    s.add_argument("--json", action="store_true", help='print {"resources": N, "violations": [...]}')
+    s.add_argument(
+        "--policy-config",
+        type=Path,
+        help="policy pack config JSON, as for `pulumi preview --policy-pack-config`",
+    )
+    s.set_defaults(run=check.run)
+
+    s = sub.add_parser("render", help="write the Kubernetes manifests the program declares to a directory")
+    add_source(s)
+    s.add_argument("--out", type=Path, help="output directory (default: the stack's output.directory)")
+    s.set_defaults(run=render.run)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    command: Command = args.run
+    try:
+        return command(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        print(
+            f"internal error: {type(exc).__name__}: {exc} (at {Path(where.filename).name}:{where.lineno}). "
+            "This is a defect in nodefleet, not in your input: rerun with --debug and report the traceback "
+            "with the command line you used.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL

@@ -1,0 +1,42 @@
+"""Which stack a command works on, and the program run under the mock runtime for it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from cli.exits import InputError
+
+
+def add_source(parser: argparse.ArgumentParser) -> None:
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
+    src.add_argument("--config-file", type=Path, help="a stack file elsewhere (Pulumi.<name>.yaml)")
+
+
+def load(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """(stack name, the stack file's ``config:`` block)."""
+    from harness.mockrun import read_stack_config, stack_path
+
+    try:
+        if args.stack:
+            return args.stack, read_stack_config(stack_path(args.stack))
+        path: Path = args.config_file
+        stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
+        return stack, read_stack_config(path)
+    except FileNotFoundError as exc:
+        raise InputError(str(exc)) from None
+
+
+def load_run(args: argparse.Namespace) -> Any:
+    """The program for the chosen stack, run under the mock runtime (a ``harness.mockrun.MockRun``)."""
+    import pulumi
+
+    from harness.mockrun import run_program
+
+    stack, config = load(args)
+    try:
+        return run_program(stack, config)
+    except pulumi.RunError as exc:
+        raise InputError(str(exc)) from None
