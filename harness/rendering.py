@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import yaml
 
 from harness.mockrun import MockRun
+from nodefleet.render_layout import manifest_path
 
 SECRET_TOKEN = "kubernetes:core/v1:Secret"
 
@@ -64,10 +65,7 @@ def plan_render(run: MockRun, default_target: str) -> RenderPlan:
         manifest = {
             key: reg.inputs[key] for key in ("apiVersion", "kind", "metadata", "spec") if key in reg.inputs
         }
-        file = (
-            f"1-manifest/{manifest['apiVersion'].replace('/', '_')}-{manifest['kind'].lower()}-"
-            f"{meta.get('namespace', 'default')}-{name}.yaml"
-        )
+        file = manifest_path({**manifest, "metadata": {**meta, "name": name}})
         content = yaml.safe_dump(manifest, sort_keys=False).encode()
         files.append(ManifestFile(str(target), file, content, str(manifest["kind"]), name))
     return RenderPlan(files, skipped)
