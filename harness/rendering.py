@@ -9,6 +9,7 @@ anything that compares renders (tests, reports) reads them from here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
@@ -62,7 +63,7 @@ def plan_render(run: MockRun, default_target: str) -> RenderPlan:
         target = (provider.inputs.get("renderYamlToDirectory") if provider else None) or (
             f"{default_target}/{provider.name.removesuffix('-k8s')}" if provider else default_target
         )
-        manifest = {
+        manifest: dict[str, Any] = {
             key: reg.inputs[key] for key in ("apiVersion", "kind", "metadata", "spec") if key in reg.inputs
         }
         file = manifest_path({**manifest, "metadata": {**meta, "name": name}})
