@@ -38,3 +38,35 @@ def test_other_types_ignored() -> None:
     assert (
         run_policy(no_plaintext_secrets, "kubernetes:core/v1:ConfigMap", SECRET, provider_props=RENDER) == []
     )
+
+
+def test_judged_by_what_is_written_not_the_type_token() -> None:
+    """A SecretPatch, a CustomResource of kind Secret and a SecretList all write plaintext values."""
+    patch = run_policy(no_plaintext_secrets, f"{SECRET_TOKEN}Patch", SECRET, provider_props=RENDER)
+    custom = run_policy(no_plaintext_secrets, "kubernetes:v1:Secret", SECRET, provider_props=RENDER)
+    listed = run_policy(
+        no_plaintext_secrets,
+        f"{SECRET_TOKEN}List",
+        {"kind": "SecretList", "items": [SECRET, {"metadata": {"name": "empty"}}]},
+        provider_props=RENDER,
+    )
+    for found in (patch, custom, listed):
+        (v,) = found
+        assert "pull-secret" in v.message and "SealedSecret" in v.message and "ExternalSecret" in v.message
+
+
+def test_malformed_shapes_give_a_verdict_not_a_crash() -> None:
+    for props in (
+        {"kind": "Secret", "metadata": "pull-secret", "data": {"x": "eA=="}},
+        {"kind": "SecretList", "items": "nope"},
+        {"kind": "SecretList", "items": ["x", 3]},
+    ):
+        found = run_policy(no_plaintext_secrets, "kubernetes:v1:Secret", props, provider_props=RENDER)
+        assert all(v.level == "mandatory" for v in found)
+    (v,) = run_policy(
+        no_plaintext_secrets,
+        SECRET_TOKEN,
+        {"kind": "Secret", "metadata": "pull-secret", "data": {"x": "eA=="}},
+        provider_props=RENDER,
+    )
+    assert "Secret 'test'" in v.message
