@@ -18,14 +18,15 @@ def add_source(parser: argparse.ArgumentParser) -> None:
 def load(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """(stack name, the stack file's ``config:`` block)."""
     from harness.mockrun import read_stack_config, stack_path
+    from nodefleet.yamlfile import YAMLFileError
 
     try:
         if args.stack:
-            return args.stack, read_stack_config(stack_path(args.stack))
+            return args.stack, read_stack_config(stack_path(args.stack), f"stacks/Pulumi.{args.stack}.yaml")
         path: Path = args.config_file
         stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
         return stack, read_stack_config(path)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, YAMLFileError) as exc:
         raise InputError(str(exc)) from None
 
 

@@ -14,6 +14,8 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks, rpc, settings
 
+from nodefleet.yamlfile import YAMLFileError, load_yaml, read_text
+
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # Stack secrets (`secure:` values) need the stack's secrets provider, which the mock runtime does not have. It
 # hands the program this marker instead: PEM-shaped, because CA bundles are the secrets nodefleet builds with,
@@ -36,6 +38,10 @@ class Registration:
     depends_on: list[str] = field(default_factory=list)
     #: Top-level input names whose value is (or contains) a Pulumi secret; the values above are unwrapped.
     secret_inputs: list[str] = field(default_factory=list)
+
+
+class DuplicateURNError(Exception):
+    """Two registrations with one URN: the engine refuses the second, so the mock runtime does too."""
 
 
 class _EchoMocks(mocks.Mocks):
@@ -62,6 +68,14 @@ class _RecordingMonitor(mocks.MockMonitor):
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
             self.thread_loops.append(loop)
+        if request.type != "pulumi:pulumi:Stack":
+            urn = self.make_urn(request.parent, request.type, request.name)
+            if urn in self.resources:
+                # The engine refuses a second registration of one URN; the mock runtime would overwrite it.
+                raise DuplicateURNError(
+                    f"Duplicate resource URN '{urn}'; the Pulumi engine rejects it: two objects of one type "
+                    "got the same resource name"
+                )
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != "pulumi:pulumi:Stack":
             state = self.resources[response.urn].state
@@ -131,15 +145,29 @@ def stack_path(stack: str, project_dir: Path = PROJECT_DIR) -> Path:
     return path
 
 
-def read_stack_config(path: Path) -> dict[str, Any]:
-    """The ``config:`` block of a stack file, as the CLI would hand it to the program."""
-    import yaml
+def read_stack_config(path: Path, source: str | None = None) -> dict[str, Any]:
+    """The ``config:`` block of a stack file, as the CLI would hand it to the program.
 
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such stack file")
-    config = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
+    Read as strictly as the Pulumi CLI reads it (duplicate keys are errors); problems raise
+    :class:`nodefleet.yamlfile.YAMLFileError` naming ``source`` (default: the path), never echoing content.
+    """
+    name = source or str(path)
+    document = load_yaml(read_text(path, name), name)
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise YAMLFileError(
+            f"{name}: the top level is a {type(document).__name__}; a stack file is a mapping with a "
+            "`config:` key (see README, 'Stack configuration')"
+        )
+    config = document.get("config") or {}
+    if not isinstance(config, dict):
+        raise YAMLFileError(
+            f"{name}: config: is a {type(config).__name__}; it must map keys such as nodefleet:fleet to "
+            "their values"
+        )
     return {
-        key: SECRET_PLACEHOLDER if isinstance(v, dict) and set(v) == {"secure"} else v
+        str(key): SECRET_PLACEHOLDER if isinstance(v, dict) and set(v) == {"secure"} else v
         for key, v in config.items()
     }
 
