@@ -23,7 +23,7 @@ from pydantic import BaseModel, Discriminator, Field, Tag, ValidationError, fiel
 from nodefleet.catalog import BootImage, BootImageCatalog, CatalogError, normalize_arch
 from nodefleet.config_hosted import HostedCluster
 from nodefleet.config_karpenter import SelfManagedKarpenter
-from nodefleet.modelbase import DNS_LABEL, REGION, ZONE, ConfigModel, OCPRelease
+from nodefleet.modelbase import DNS_LABEL, PATTERN_HELP, REGION, ZONE, ConfigModel, OCPRelease
 from nodefleet.versions import OCPVersion, parse_ocp
 
 CONFIG_KEY = "nodefleet:fleet"
@@ -148,7 +148,8 @@ class StandaloneCluster(ConfigModel):
     def _consistent(self) -> StandaloneCluster:
         pools = {p.name for p in self.pools}
         if len(pools) != len(self.pools):
-            raise ValueError("pools: two pools share a name; pool names must be unique")
+            repeated = sorted({p.name for p in self.pools if [q.name for q in self.pools].count(p.name) > 1})
+            raise ValueError(f"pools: two pools are named {', '.join(repeated)}; pool names must be unique")
         seen: set[str] = set()
         for i, ms in enumerate(self.machine_sets):
             where = f"machineSets[{i}]"
@@ -411,7 +412,7 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
         return f"{where}: {path}: unknown key '{bad}'; {fix}"
     if kind == "missing":
         return f"{where}: {path}: required but missing; add it (see README, 'Stack configuration')"
-    msg = str(err["msg"]).removeprefix("Value error, ")
+    msg = _with_fix(err)
     # Cross-field checks name their own sub-path first ("machineSets[1].pool: ..."): join it to the path.
     sub = re.match(r"^([a-z][A-Za-z]*(?:\[\d+\])?(?:\.[a-z][A-Za-z]*(?:\[\d+\])?)*): (.*)$", msg, re.S)
     if sub:
@@ -419,6 +420,28 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
     value = err.get("input")
     shown = f" (got {value!r})" if isinstance(value, str | int | float | bool) else ""
     return f"{where}: {path}: {msg}{shown}"
+
+
+def _with_fix(err: Mapping[str, Any]) -> str:
+    """Pydantic's message, with what a valid value looks like where pydantic gives none."""
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind == "string_pattern_mismatch":
+        pattern = str(ctx.get("pattern", ""))
+        return f"must be {PATTERN_HELP.get(pattern, f'a string matching {pattern}')}"
+    fixes = {
+        "int_type": "use a whole number without quotes",
+        "int_from_float": "use a whole number",
+        "bool_type": "use true or false without quotes",
+        "string_type": "use a string (quote it if YAML reads it as a number or boolean)",
+        "dict_type": "use a mapping of keys to values",
+        "list_type": "use a list ([a, b] or one '- item' per line)",
+        "model_type": "use a mapping with the keys listed in the README",
+        "model_attributes_type": "use a mapping with the keys listed in the README",
+        "too_short": "add at least one",
+    }
+    fix = fixes.get(kind)
+    return f"{msg}; {fix}" if fix else msg
 
 
 def _is_union_tag(part: object) -> bool:
