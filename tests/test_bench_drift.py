@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from bench.drift import simulate, timeline
+import itertools
+
+from bench.drift import HOURS, ROTATION_EVERY_H, simulate, timeline
 
 
-def test_month_has_the_expected_events() -> None:
+def test_every_event_changes_exactly_what_it_names() -> None:
+    """The month's counts are only meaningful if a rotation changes the token and nothing else, and so on."""
     states = timeline()
-    events = [s.event for s in states]
-    assert events.count("token-rotation") == 130
-    assert events.count("ca-rotation") == 1 and events.count("release") == 2
-    assert [s.hosted_release for s in states if s.event == "release"] == ["4.22.4", "4.22.5"]
+    changes = {
+        "token-rotation": {"token"},
+        "ca-rotation": {"ca"},
+        "release": {"hosted_release", "standalone_release"},
+    }
+    fields = ("token", "ca", "hosted_release", "standalone_release")
+    for prev, state in itertools.pairwise(states):
+        changed = {f for f in fields if getattr(prev, f) != getattr(state, f)}
+        assert changed == changes[state.event], (state.hour, state.event, changed)
+        assert 0 <= state.hour - prev.hour <= ROTATION_EVERY_H
+    rotations = [s.hour for s in states if s.event == "token-rotation"]
+    assert all(b - a == ROTATION_EVERY_H for a, b in itertools.pairwise(rotations))
+    assert rotations[0] == ROTATION_EVERY_H and HOURS - ROTATION_EVERY_H <= rotations[-1] < HOURS
 
 
 def test_only_real_changes_drift_nodefleet_modes_on_openshift_karpenter() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 import pulumi
@@ -9,7 +11,9 @@ import pytest
 
 from harness.mockrun import MockRun, run_program
 from nodefleet import kinds as k
+from nodefleet.drift import hypershift_config_hash, hypershift_generated_ec2_node_class
 from nodefleet.hosted import LEGACY_CONTROLLER_OWNED
+from nodefleet.ignition import hypershift_stub, merge_headers, user_data
 from tests.conftest import stack_fleet
 
 
@@ -87,11 +91,55 @@ def test_missing_stack_secret_registers_nothing() -> None:
     assert e.value.registrations == []  # type: ignore[attr-defined]
 
 
-def test_token_rotation_is_not_a_program_input() -> None:
-    """The program's AutoNode inputs depend on config only: two runs give identical class and pool inputs."""
-    a, b = run_program("hosted"), run_program("hosted")
-    for token in (k.OPENSHIFT_EC2_NODE_CLASS.token, k.KARPENTER_NODE_POOL.token):
-        assert {r.name: r.inputs for r in a.of_type(token)} == {r.name: r.inputs for r in b.of_type(token)}
+def test_token_rotation_changes_only_what_hypershift_owns(hosted: MockRun) -> None:
+    """A rotation rewrites the generated EC2NodeClass's userData, which nodefleet neither declares nor hashes.
+
+    The rotation is modelled as HyperShift performs it: the karpenter-operator regenerates each EC2NodeClass
+    from the declared OpenshiftEC2NodeClass with a new bearer token in the Ignition stub. Nothing nodefleet
+    registers may carry the token, and the generated classes of two tokens may differ only in userData.
+    """
+    run = hosted
+    declared = [r for r in run.registrations if r.custom]
+    assert (
+        run.of_type(k.EC2_NODE_CLASS.token) == []
+    )  # HyperShift generates them; nodefleet never declares one
+
+    def generated(token: str) -> dict[str, dict[str, Any]]:
+        stub = user_data(
+            hypershift_stub(
+                "ignition.example.com",
+                token=token,
+                ca_pem="-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n",
+                node_pool="clusters-prod-east/general-karpenter",
+                config_hash=hypershift_config_hash(release="4.22.3"),
+            )
+        )
+        return {
+            r.name: hypershift_generated_ec2_node_class(
+                r.inputs, user_data=stub, ami="ami-0123456789abcdef0", instance_profile="p", infra_id="i"
+            )
+            for r in run.of_type(k.OPENSHIFT_EC2_NODE_CLASS.token)
+        }
+
+    before, after = generated("token-before-rotation"), generated("token-after-rotation")
+    assert before.keys() == after.keys() and before
+    for name in before:
+        changed = {
+            key for key in before[name]["spec"] if before[name]["spec"][key] != after[name]["spec"].get(key)
+        }
+        assert changed == {"userData"}, name
+    bearers = {
+        merge_headers(classes[name]["spec"]["userData"])["Authorization"].removeprefix("Bearer ")
+        for classes in (before, after)
+        for name in classes
+    }
+    assert {base64.b64decode(b).decode() for b in bearers} == {
+        "token-before-rotation",
+        "token-after-rotation",
+    }
+    declared_text = json.dumps([r.inputs for r in declared])
+    for bearer in bearers:
+        assert bearer not in declared_text and base64.b64decode(bearer).decode() not in declared_text
 
 
 def test_legacy_mode_ignores_exactly_the_controller_owned_fields() -> None:

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from harness.mockrun import MockRun, read_stack_config, run_program, stack_path
+from harness.mockrun import SECRET_PLACEHOLDER, MockRun, read_stack_config, run_program, stack_path
 from nodefleet import kinds as k
 from nodefleet.ignition import merge_headers
+from nodefleet.yamlfile import load_yaml
 from tests.conftest import stack_fleet
 
 CA_1 = "-----BEGIN CERTIFICATE-----\nMIIB-first\n-----END CERTIFICATE-----\n"
@@ -109,10 +110,13 @@ def test_node_class_waits_for_its_object() -> None:
         assert objects[f"edge-karpenter-ignition-{name}"] in cls.depends_on
 
 
-def test_stack_file_secret_is_encrypted_and_the_check_stands_in_a_marker() -> None:
-    config = read_stack_config(stack_path("karpenter"))
-    assert "BEGIN CERTIFICATE" in config["nodefleet:mcsCaBundle"]
-    assert "MII" not in stack_path("karpenter").read_text()
+def test_the_stack_file_holds_the_ca_only_encrypted() -> None:
+    """The CA bundle is a `secure:` value in the committed stack file; the check hands the program a marker."""
+    raw = load_yaml(stack_path("karpenter").read_text(), "karpenter")
+    value = raw["config"]["nodefleet:mcsCaBundle"]
+    assert set(value) == {"secure"} and value["secure"].startswith("v1:")
+    assert "BEGIN CERTIFICATE" not in stack_path("karpenter").read_text()
+    assert read_stack_config(stack_path("karpenter"))["nodefleet:mcsCaBundle"] == SECRET_PLACEHOLDER
 
 
 def test_missing_ca_secret_is_a_clear_error() -> None:
