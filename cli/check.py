@@ -60,4 +60,10 @@ def _policy_config(args: argparse.Namespace) -> dict[str, object] | None:
             f"--policy-config {path}: the top level must be an object keyed by policy name, "
             f"not {type(value).__name__}"
         )
+    from harness.evaluate import policy_config_errors
+    from policies.pack import POLICIES
+
+    errors = policy_config_errors(POLICIES, value)
+    if errors:
+        raise InputError("\n".join(f"--policy-config {path}: {e}" for e in errors))
     return value

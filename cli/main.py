@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return command(args)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=sys.stderr)
         return EXIT_INVALID
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

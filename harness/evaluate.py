@@ -7,11 +7,13 @@ an advisory "cannot verify" result instead of a violation or a crash, as in ``pu
 from __future__ import annotations
 
 import asyncio
+import difflib
 import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
 from pulumi_policy import (
     EnforcementLevel,
     Policy,
@@ -67,6 +69,59 @@ def _policy_config(policy: Policy, config: Mapping[str, Any] | None) -> dict[str
         if key not in values and "default" in prop:
             values[key] = prop["default"]
     return values
+
+
+_LEVELS = [level.value for level in EnforcementLevel]
+
+
+def policy_config_errors(policies: Iterable[Policy], config: Mapping[str, Any]) -> list[str]:
+    """What is wrong with a ``--policy-pack-config`` value for ``policies``, one message per problem.
+
+    The Pulumi CLI validates each policy's entry against the policy's config schema before the pack runs;
+    this applies the same JSON schemas (with ``jsonschema``), and also names entries for policies the pack
+    does not have, where the CLI would silently ignore a misspelt name.
+    """
+    by_name = {p.name: p for p in policies}
+    errors: list[str] = []
+    for name, value in config.items():
+        if name == "all":
+            if value not in _LEVELS:
+                errors.append(f"'all': must be one of {', '.join(_LEVELS)}, got {value!r}")
+            continue
+        policy = by_name.get(name)
+        if policy is None:
+            hint = difflib.get_close_matches(name, list(by_name), n=1)
+            known = f"did you mean '{hint[0]}'?" if hint else f"policies: {', '.join(sorted(by_name))}"
+            errors.append(f"'{name}': the pack has no such policy; {known}")
+            continue
+        if isinstance(value, str):
+            if value not in _LEVELS:
+                errors.append(
+                    f"'{name}': enforcement level must be one of {', '.join(_LEVELS)}, got {value!r}"
+                )
+            continue
+        if not isinstance(value, Mapping):
+            errors.append(f"'{name}': must be an enforcement level or an object of settings, got {value!r}")
+            continue
+        schema = getattr(policy, "config_schema", None)
+        properties = dict(schema.properties) if schema else {}
+        properties["enforcementLevel"] = {"type": "string", "enum": _LEVELS}
+        for key in value:
+            if key not in properties:
+                hint = difflib.get_close_matches(key, list(properties), n=1)
+                known = f"did you mean '{hint[0]}'?" if hint else f"settings: {', '.join(sorted(properties))}"
+                errors.append(f"'{name}'.{key}: the policy has no such setting; {known}")
+        validator = jsonschema.Draft7Validator(
+            {
+                "type": "object",
+                "properties": properties,
+                "required": list(schema.required or []) if schema else [],
+            }
+        )
+        for error in sorted(validator.iter_errors(dict(value)), key=lambda e: list(e.path)):
+            path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
+            errors.append(f"'{name}'{path}: {error.message}")
+    return errors
 
 
 def _await(result: Any) -> None:
