@@ -304,8 +304,8 @@ class Fleet:
                     )
                 continue
             hc = c.config
-            for ref in (hc.pull_secret, hc.ssh_key):
-                if apply and ref and ref.from_config:
+            for ref, _ in hc.secret_refs():
+                if apply and ref.from_config:
                     keys.append(
                         (ref.from_config, f"Secret {hc.namespace}/{ref.name} of hosted cluster {hc.name}")
                     )

@@ -21,6 +21,9 @@ from nodefleet.config_karpenter import AutoNodeClass, KarpenterNodePoolSpec
 from nodefleet.ignition import IGNITION_VERSION, user_data
 
 __all__ = [
+    "ANNOTATION_CLEANUP_CLOUD_RESOURCES",
+    "LABEL_AUTO_CREATED_FOR_INFRA",
+    "LABEL_SAFE_TO_DELETE_WITH_CLUSTER",
     "LEGACY_CONTROLLER_OWNED",
     "OCP_RELEASE_REPOSITORY",
     "PLACEHOLDER_AMI",
@@ -32,8 +35,21 @@ __all__ = [
     "render_hypershift_node_pool",
     "render_karpenter_node_pool",
     "render_legacy_ec2_node_class",
+    "render_namespace",
     "render_openshift_ec2_node_class",
+    "secret_labels",
 ]
+
+#: On deletion, HyperShift removes the cloud resources the hosted cluster created (service load balancers,
+#: persistent volumes, registry storage) only when the HostedCluster carries this annotation. ``hypershift
+#: destroy cluster`` sets it just before deleting; a ``pulumi destroy`` deletes the object directly, so
+#: nodefleet declares it up front (``cleanupCloudResources``).
+ANNOTATION_CLEANUP_CLOUD_RESOURCES = "hypershift.openshift.io/cleanup-cloud-resources"
+#: The CLI's labels on the Secrets it creates. The HostedCluster controller gives every Secret carrying both
+#: (the second with the cluster's infraID) an owner reference to the HostedCluster, so it goes with the
+#: cluster (hypershift-operator ``reconcileCLISecrets``).
+LABEL_SAFE_TO_DELETE_WITH_CLUSTER = "hypershift.openshift.io/safe-to-delete-with-cluster"
+LABEL_AUTO_CREATED_FOR_INFRA = "hypershift.openshift.io/auto-created-for-infra"
 
 OCP_RELEASE_REPOSITORY = "quay.io/openshift-release-dev/ocp-release"
 
@@ -103,8 +119,90 @@ def _services(hc: HostedCluster) -> list[dict[str, Any]]:
     ]
 
 
+def _secret_encryption(hc: HostedCluster) -> dict[str, Any] | None:
+    enc = hc.secret_encryption
+    if enc is None:
+        return None
+    if enc.kms is not None:
+        aws: dict[str, Any] = {
+            "activeKey": {"arn": enc.kms.active_key_arn},
+            "auth": {"awsKms": enc.kms.role_arn},
+            "region": enc.kms.region or hc.region,
+        }
+        if enc.kms.backup_key_arn:
+            aws["backupKey"] = {"arn": enc.kms.backup_key_arn}
+        return {"type": "kms", "kms": {"provider": "AWS", "aws": aws}}
+    assert enc.aescbc is not None
+    aescbc: dict[str, Any] = {"activeKey": {"name": enc.aescbc.active_key.name}}
+    if enc.aescbc.backup_key is not None:
+        aescbc["backupKey"] = {"name": enc.aescbc.backup_key.name}
+    return {"type": "aescbc", "aescbc": aescbc}
+
+
+def _configuration(hc: HostedCluster) -> dict[str, Any]:
+    """``spec.configuration``: empty (as the CLI renders it) unless a proxy is declared."""
+    if hc.proxy is None:
+        return {}
+    p = hc.proxy
+    proxy: dict[str, Any] = {}
+    for key, value in (("httpProxy", p.http_proxy), ("httpsProxy", p.https_proxy), ("noProxy", p.no_proxy)):
+        if value:
+            proxy[key] = value
+    if p.readiness_endpoints:
+        proxy["readinessEndpoints"] = list(p.readiness_endpoints)
+    if p.trusted_ca:
+        proxy["trustedCA"] = {"name": p.trusted_ca}
+    return {"proxy": proxy}
+
+
+def _operator_configuration(hc: HostedCluster) -> dict[str, Any] | None:
+    oc = hc.operator_configuration
+    if oc is None:
+        return None
+    out: dict[str, Any] = {}
+    cno: dict[str, Any] = {}
+    if oc.disable_multi_network is not None:
+        cno["disableMultiNetwork"] = oc.disable_multi_network
+    if oc.ovn_kubernetes is not None:
+        ovn = oc.ovn_kubernetes
+        cfg: dict[str, Any] = {}
+        if ovn.mtu is not None:
+            cfg["mtu"] = ovn.mtu
+        ipv4 = {
+            key: value
+            for key, value in (
+                ("internalJoinSubnet", ovn.internal_join_subnet),
+                ("internalTransitSwitchSubnet", ovn.internal_transit_switch_subnet),
+            )
+            if value
+        }
+        if ipv4:
+            cfg["ipv4"] = ipv4
+        if ovn.v4_internal_subnet:
+            cfg["v4InternalSubnet"] = ovn.v4_internal_subnet
+        if cfg:
+            cno["ovnKubernetesConfig"] = cfg
+    if cno:
+        out["clusterNetworkOperator"] = cno
+    if oc.ingress is not None:
+        lb: dict[str, Any] = {
+            "scope": oc.ingress.scope,
+            "dnsManagementPolicy": oc.ingress.dns_management_policy,
+            "providerParameters": {"type": "AWS", "aws": {"type": oc.ingress.type}},
+        }
+        if oc.ingress.allowed_source_ranges:
+            lb["allowedSourceRanges"] = list(oc.ingress.allowed_source_ranges)
+        out["ingressOperator"] = {"endpointPublishingStrategy": {"type": "LoadBalancerService", "loadBalancer": lb}}
+    return out or None
+
+
 def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
-    """A ``hypershift.openshift.io/v1beta1`` HostedCluster on AWS, in ``hc.namespace``."""
+    """A ``hypershift.openshift.io/v1beta1`` HostedCluster on AWS, in ``hc.namespace``.
+
+    Field for field what ``hypershift create cluster aws --render`` prints for the same choices (see
+    ``tests/test_hypershift_cli_parity.py`` for the comparison and the remaining differences), with
+    production defaults where the CLI's are not (README, "HostedCluster reference").
+    """
     dns: dict[str, Any] = {"baseDomain": hc.dns.base_domain}
     if hc.dns.base_domain_prefix is not None:
         dns["baseDomainPrefix"] = hc.dns.base_domain_prefix
@@ -130,6 +228,11 @@ def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
     if hc.resource_tags:
         aws["resourceTags"] = [{"key": key, "value": value} for key, value in hc.resource_tags.items()]
     net = hc.networking
+    etcd = copy.deepcopy(_ETCD_DEFAULT)
+    etcd["managed"]["storage"]["persistentVolume"] = {
+        "size": hc.etcd.size,
+        "storageClassName": hc.etcd.storage_class_name,
+    }
     spec: dict[str, Any] = {
         "release": {"image": release_image(hc)},
         "infraID": hc.infra_id,
@@ -142,13 +245,28 @@ def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
             "machineNetwork": [{"cidr": net.machine_network}],
         },
         "platform": {"type": "AWS", "aws": aws},
-        "etcd": copy.deepcopy(_ETCD_DEFAULT),
+        "etcd": etcd,
         "services": _services(hc),
         "pullSecret": {"name": hc.pull_secret.name},
+        "controllerAvailabilityPolicy": hc.controller_availability_policy,
+        "infrastructureAvailabilityPolicy": hc.infrastructure_availability_policy,
+        "fips": hc.fips,
+        "olmCatalogPlacement": hc.olm_catalog_placement,
+        "configuration": _configuration(hc),
     }
     if hc.ssh_key is not None:
         spec["sshKey"] = {"name": hc.ssh_key.name}
-    annotations = {k.ANNOTATION_RELEASE: hc.release}
+    encryption = _secret_encryption(hc)
+    if encryption is not None:
+        spec["secretEncryption"] = encryption
+    if hc.kube_api_server_dns_name:
+        spec["kubeAPIServerDNSName"] = hc.kube_api_server_dns_name
+    operators = _operator_configuration(hc)
+    if operators is not None:
+        spec["operatorConfiguration"] = operators
+    annotations = {**hc.annotations, k.ANNOTATION_RELEASE: hc.release}
+    if hc.cleanup_cloud_resources:
+        annotations[ANNOTATION_CLEANUP_CLOUD_RESOURCES] = "true"
     if hc.auto_node is not None:
         spec["autoNode"] = {
             "provisionerConfig": {
@@ -157,12 +275,27 @@ def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
             }
         }
         annotations[k.ANNOTATION_KARPENTER_INSTANCE_PROFILE] = default_instance_profile(hc)
+    metadata: dict[str, Any] = {"name": hc.name, "namespace": hc.namespace, "annotations": annotations}
+    if hc.labels:
+        metadata["labels"] = dict(hc.labels)
     return {
         "apiVersion": k.HOSTED_CLUSTER.api_version,
         "kind": k.HOSTED_CLUSTER.kind,
-        "metadata": {"name": hc.name, "namespace": hc.namespace, "annotations": annotations},
+        "metadata": metadata,
         "spec": spec,
     }
+
+
+def render_namespace(hc: HostedCluster) -> dict[str, Any]:
+    """The namespace the HostedCluster lives in, as the CLI renders and applies it."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": hc.namespace}}
+
+
+def secret_labels(hc: HostedCluster, delete_with_cluster: bool) -> dict[str, str]:
+    """Labels of a Secret nodefleet writes for ``hc`` in apply mode: the CLI's, when it goes with the cluster."""
+    if not delete_with_cluster:
+        return {}
+    return {LABEL_SAFE_TO_DELETE_WITH_CLUSTER: "true", LABEL_AUTO_CREATED_FOR_INFRA: hc.infra_id}
 
 
 def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -> dict[str, Any]:
@@ -177,10 +310,13 @@ def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -
         }
     else:
         management = {"upgradeType": "InPlace", "inPlace": {}}
+    management["autoRepair"] = np.auto_repair
     spec: dict[str, Any] = {
         "clusterName": hc.name,
         "release": {"image": node_release_image(hc, np)},
         "management": management,
+        "nodeDrainTimeout": np.node_drain_timeout,
+        "nodeVolumeDetachTimeout": np.node_volume_detach_timeout,
         "arch": np.arch,
         "platform": {
             "type": "AWS",
