@@ -67,12 +67,12 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
                 hosted=cluster_provider(
                     f"{name}-hosted", fleet.stack, output, kubeconfig=hc.hosted_kubeconfig
                 ),
-                pull_secret=secrets[hc.pull_secret.from_config]
-                if apply and hc.pull_secret.from_config
-                else None,
-                ssh_public_key=secrets[hc.ssh_key.from_config]
-                if apply and hc.ssh_key and hc.ssh_key.from_config
-                else None,
+                secret_values={
+                    ref.from_config: secrets[ref.from_config]
+                    for ref, _ in hc.secret_refs()
+                    if apply and ref.from_config
+                },
+                render=not apply,
             ),
         )
     return built
