@@ -17,7 +17,14 @@ from typing import Any
 
 from nodefleet import kinds as k
 from nodefleet.config_hosted import HostedCluster, HyperShiftNodePoolSpec
-from nodefleet.config_karpenter import AutoNodeClass, KarpenterNodePoolSpec
+from nodefleet.config_karpenter import (
+    REASON_ORDER,
+    AutoNodeClass,
+    DisruptionReason,
+    KarpenterNodePoolSpec,
+    NodePoolSpec,
+    StaticNodePoolSpec,
+)
 from nodefleet.ignition import IGNITION_VERSION, user_data
 
 __all__ = [
@@ -38,7 +45,17 @@ __all__ = [
     "render_namespace",
     "render_openshift_ec2_node_class",
     "secret_labels",
+    "ANNOTATION_PROVISIONING",
+    "NODE_POOL_REPLACE_ON",
+    "disruption_budgets",
+    "pool_reasons",
 ]
+
+#: On a static Karpenter NodePool (``spec.replicas``): "static". The NodePool API forbids switching a pool
+#: between static and dynamic in place (CEL ``has(self.replicas) == has(oldSelf.replicas)``), so a change of
+#: this annotation makes Pulumi replace the pool (:data:`NODE_POOL_REPLACE_ON`), deleting it first: same name.
+ANNOTATION_PROVISIONING = "nodefleet.io/provisioning"
+NODE_POOL_REPLACE_ON = [f'metadata.annotations["{ANNOTATION_PROVISIONING}"]']
 
 #: On deletion, HyperShift removes the cloud resources the hosted cluster created (service load balancers,
 #: persistent volumes, registry storage) only when the HostedCluster carries this annotation. ``hypershift
@@ -429,15 +446,56 @@ def render_legacy_ec2_node_class(hc: HostedCluster, nc: AutoNodeClass) -> dict[s
     }
 
 
-def render_karpenter_node_pool(
-    np: KarpenterNodePoolSpec, *, annotations: Mapping[str, str]
-) -> dict[str, Any]:
+def pool_reasons(np: NodePoolSpec) -> tuple[DisruptionReason, ...]:
+    """The disruption reasons that can replace or remove nodes of ``np``, in Karpenter's order.
+
+    A static pool never consolidates; a WhenEmpty pool never consolidates underutilized nodes; ``Unhealthy``
+    (node repair, Karpenter 1.15) counts only where the pool budgets it, since its gate is off by default.
+    """
+    if isinstance(np, StaticNodePoolSpec):
+        reasons: list[DisruptionReason] = ["Drifted"]
+    elif np.disruption.consolidate_after == "Never":
+        reasons = ["Drifted"]
+    elif np.disruption.consolidation_policy == "WhenEmpty":
+        reasons = ["Empty", "Drifted"]
+    else:
+        reasons = ["Empty", "Underutilized", "Drifted"]
+    if "Unhealthy" in np.disruption.budgets:
+        reasons.append("Unhealthy")
+    return tuple(r for r in REASON_ORDER if r in reasons)
+
+
+def disruption_budgets(np: NodePoolSpec) -> list[dict[str, Any]]:
+    """``spec.disruption.budgets``: an always-active budget for every reason that can act on the pool, then
+    the scheduled windows. Reasons with the same limit share one budget.
+
+    Karpenter applies, per reason, the smallest of the active budgets that name it (or name none); a reason
+    no budget names is unbounded, so nodefleet never leaves one out.
+    """
+    limits = np.disruption.effective_budgets(pool_reasons(np))
+    grouped: dict[str, list[str]] = {}
+    for reason, nodes in limits.items():
+        grouped.setdefault(nodes, []).append(reason)
+    budgets: list[dict[str, Any]] = [{"nodes": nodes, "reasons": reasons} for nodes, reasons in grouped.items()]
+    for window in np.disruption.windows:
+        budget: dict[str, Any] = {"nodes": window.nodes}
+        if window.reasons is not None:
+            budget["reasons"] = [r for r in REASON_ORDER if r in window.reasons]
+        budgets.append({**budget, "schedule": window.schedule, "duration": window.duration})
+    budgets += [
+        {"nodes": w.nodes, "reasons": ["Drifted"], "schedule": w.schedule, "duration": w.duration}
+        for w in np.disruption.drift_windows
+    ]
+    return budgets
+
+
+def render_karpenter_node_pool(np: NodePoolSpec, *, annotations: Mapping[str, str]) -> dict[str, Any]:
     """A cluster-scoped ``karpenter.sh/v1`` NodePool referencing the EC2NodeClass named ``np.node_class``.
 
-    Budgets: ``drift_budget`` for ``Drifted`` at all times, then each drift window (e.g. ``nodes: "0"``
-    during business hours). Consolidation reasons get no budget of their own, so only drift is rate-limited.
-    Changing ``labels``, ``expireAfter`` or ``terminationGracePeriod`` drifts every node of the pool;
-    ``limits``, ``weight`` and ``disruption`` never do (see :mod:`nodefleet.drift`).
+    Dynamic pools carry limits, weight and consolidation settings; static pools (``replicas``) only
+    ``limits.nodes`` and ``consolidateAfter: Never`` (which older CRDs require and Karpenter ignores for
+    them). Changing ``labels``, ``expireAfter`` or ``terminationGracePeriod`` drifts every node of the pool;
+    ``limits``, ``weight``, ``replicas`` and ``disruption`` never do (see :mod:`nodefleet.drift`).
     """
     requirements: list[dict[str, Any]] = [
         {"key": "kubernetes.io/arch", "operator": "In", "values": list(np.architectures)},
@@ -476,28 +534,33 @@ def render_karpenter_node_pool(
     template: dict[str, Any] = {"spec": template_spec}
     if np.labels:
         template["metadata"] = {"labels": dict(np.labels)}
-    d = np.disruption
-    budgets: list[dict[str, Any]] = [{"nodes": d.drift_budget, "reasons": ["Drifted"]}]
-    budgets += [
-        {"nodes": w.nodes, "reasons": ["Drifted"], "schedule": w.schedule, "duration": w.duration}
-        for w in d.drift_windows
-    ]
-    spec: dict[str, Any] = {
-        "template": template,
-        "disruption": {
+    spec: dict[str, Any] = {"template": template}
+    metadata: dict[str, Any] = {"name": np.name}
+    notes = dict(annotations)
+    if isinstance(np, StaticNodePoolSpec):
+        spec["replicas"] = np.replicas
+        spec["disruption"] = {"consolidateAfter": "Never", "budgets": disruption_budgets(np)}
+        if np.limits.nodes is not None:
+            spec["limits"] = {"nodes": np.limits.nodes}
+        notes[ANNOTATION_PROVISIONING] = "static"
+    else:
+        d = np.disruption
+        spec["disruption"] = {
             "consolidationPolicy": d.consolidation_policy,
             "consolidateAfter": d.consolidate_after,
-            "budgets": budgets,
-        },
-    }
-    limits = {key: value for key, value in (("cpu", np.limits.cpu), ("memory", np.limits.memory)) if value}
-    if limits:
-        spec["limits"] = limits
-    if np.weight is not None:
-        spec["weight"] = np.weight
-    metadata: dict[str, Any] = {"name": np.name}
-    if annotations:
-        metadata["annotations"] = dict(annotations)
+            "budgets": disruption_budgets(np),
+        }
+        limits: dict[str, Any] = {
+            key: value
+            for key, value in (("cpu", np.limits.cpu), ("memory", np.limits.memory), ("nodes", np.limits.nodes))
+            if value is not None
+        }
+        if limits:
+            spec["limits"] = limits
+        if np.weight is not None:
+            spec["weight"] = np.weight
+    if notes:
+        metadata["annotations"] = notes
     return {
         "apiVersion": k.KARPENTER_NODE_POOL.api_version,
         "kind": k.KARPENTER_NODE_POOL.kind,

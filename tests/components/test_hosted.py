@@ -39,10 +39,11 @@ def test_pools_depend_on_their_class(hosted: MockRun) -> None:
         assert by_name[cls].urn in pool.depends_on
 
 
-def test_drifted_disruption_is_budgeted(hosted: MockRun) -> None:
+def test_every_reason_is_budgeted(hosted: MockRun) -> None:
     for pool in hosted.of_type(k.KARPENTER_NODE_POOL.token):
         budgets = pool.inputs["spec"]["disruption"]["budgets"]
-        assert any(b.get("reasons") == ["Drifted"] and "schedule" not in b for b in budgets)
+        for reason in ("Empty", "Underutilized", "Drifted"):
+            assert any(reason in b["reasons"] and "schedule" not in b for b in budgets), reason
 
 
 def test_management_and_hosted_objects_go_through_separate_providers(hosted: MockRun) -> None:

@@ -414,6 +414,7 @@ def test_karpenter_node_pool_shape() -> None:
         "consolidationPolicy": "WhenEmptyOrUnderutilized",
         "consolidateAfter": "30s",
         "budgets": [
+            {"nodes": "10%", "reasons": ["Empty", "Underutilized"]},
             {"nodes": "20%", "reasons": ["Drifted"]},
             {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 9 * * mon-fri", "duration": "8h"},
         ],
@@ -429,7 +430,8 @@ def test_karpenter_node_pool_defaults() -> None:
     assert "terminationGracePeriod" not in spec["template"]["spec"]
     assert spec["template"]["spec"]["expireAfter"] == "720h"
     assert "limits" not in spec and "weight" not in spec
-    assert spec["disruption"]["budgets"] == [{"nodes": "10%", "reasons": ["Drifted"]}]
+    # Every reason that can act on the pool is bounded (one budget: they share the 10% default).
+    assert spec["disruption"]["budgets"] == [{"nodes": "10%", "reasons": ["Empty", "Underutilized", "Drifted"]}]
     assert [r["key"] for r in spec["template"]["spec"]["requirements"]] == [
         "kubernetes.io/arch",
         "karpenter.sh/capacity-type",
