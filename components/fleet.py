@@ -7,7 +7,12 @@ from pathlib import Path
 import pulumi
 
 from components.hosted import HostedClusterArgs, HostedClusterNodes
-from components.karpenter import SelfManagedKarpenter, SelfManagedKarpenterArgs
+from components.karpenter import (
+    KarpenterOperatorArgs,
+    KarpenterOperatorNodes,
+    SelfManagedKarpenter,
+    SelfManagedKarpenterArgs,
+)
 from components.kubernetes import cluster_provider
 from components.standalone import StandaloneCluster, StandaloneClusterArgs
 from nodefleet.config import ConfigError, Fleet, ResolvedCluster, load_fleet, stack_file
@@ -55,6 +60,10 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
                         provider,
                         secrets[karpenter.ca_bundle_key],
                     ),
+                )
+            if resolved.config.karpenter_operator:
+                built[f"{name}-karpenter"] = KarpenterOperatorNodes(
+                    f"{name}-karpenter", KarpenterOperatorArgs(resolved.config, provider)
                 )
             continue
         hc = resolved.config

@@ -10,6 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.karpenter import node_pool_options
 from components.kubernetes import custom_resource
 from nodefleet import kinds as k
 from nodefleet.config_hosted import HostedCluster, SecretRef
@@ -112,9 +113,7 @@ class HostedClusterNodes(pulumi.ComponentResource):
                 custom_resource(
                     f"{name}-karpenter-{pool.name}",
                     render_karpenter_node_pool(pool, annotations=owner),
-                    pulumi.ResourceOptions.merge(
-                        hosted, pulumi.ResourceOptions(depends_on=[classes[pool.node_class]])
-                    ),
+                    pulumi.ResourceOptions.merge(hosted, node_pool_options(classes[pool.node_class])),
                 )
             )
         self.node_classes = list(classes.values())

@@ -22,14 +22,28 @@ from nodefleet import kinds as k
 from nodefleet.catalog import BootImage
 from nodefleet.config import StandaloneCluster
 from nodefleet.config_karpenter import SelfManagedNodeClass
-from nodefleet.hosted import render_karpenter_node_pool
+from nodefleet.hosted import NODE_POOL_REPLACE_ON, render_karpenter_node_pool
 from nodefleet.ignition import user_data
 from nodefleet.karpenter import (
     node_read_policy,
     object_key,
     payload_config,
+    render_operator_ec2_node_class,
     render_self_managed_ec2_node_class,
 )
+
+
+def node_pool_options(node_class: pulumi.Resource) -> pulumi.ResourceOptions:
+    """Options of every Karpenter NodePool: after its class, and replaced, deleting first, when it switches
+    between static and dynamic provisioning.
+
+    The NodePool API refuses that switch in place, so it can only be a replacement of the object, and with the
+    same name the old one must go first. Deleting a NodePool drains and terminates all of its nodes; the
+    ``karpenter-provisioning-switch`` policy says so at preview.
+    """
+    return pulumi.ResourceOptions(
+        depends_on=[node_class], replace_on_changes=list(NODE_POOL_REPLACE_ON), delete_before_replace=True
+    )
 
 
 @dataclass(frozen=True)
@@ -79,9 +93,7 @@ class SelfManagedKarpenter(pulumi.ComponentResource):
             custom_resource(
                 f"{name}-karpenter-{pool.name}",
                 render_karpenter_node_pool(pool, annotations=owner),
-                pulumi.ResourceOptions.merge(
-                    k8s_opts, pulumi.ResourceOptions(depends_on=[classes[pool.node_class]])
-                ),
+                pulumi.ResourceOptions.merge(k8s_opts, node_pool_options(classes[pool.node_class])),
             )
             for pool in karpenter.node_pools
         ]
@@ -90,3 +102,40 @@ class SelfManagedKarpenter(pulumi.ComponentResource):
 
 def _payload(cluster: StandaloneCluster, nc: SelfManagedNodeClass, ca_pem: str) -> str:
     return user_data(payload_config(cluster, nc, ca_pem=ca_pem))
+
+
+@dataclass(frozen=True)
+class KarpenterOperatorArgs:
+    cluster: StandaloneCluster
+    provider: k8s.Provider
+
+
+class KarpenterOperatorNodes(pulumi.ComponentResource):
+    """Node classes and pools on a cluster whose Karpenter runs under Red Hat's karpenter-operator.
+
+    No AWS resources and no userData: the operator points every class at its own MachineConfigPool on the
+    Machine Config Server and pins the AMI; nodefleet declares only the fields the operator leaves to users.
+    """
+
+    def __init__(self, name: str, args: KarpenterOperatorArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("nodefleet:karpenter:Operator", name, None, opts)
+        cluster = args.cluster
+        operator = cluster.karpenter_operator
+        assert operator is not None
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        classes = {
+            nc.name: custom_resource(
+                f"{name}-nodeclass-{nc.name}", render_operator_ec2_node_class(cluster, nc), k8s_opts
+            )
+            for nc in operator.node_classes
+        }
+        owner = {k.ANNOTATION_RELEASE: cluster.release}
+        self.node_pools = [
+            custom_resource(
+                f"{name}-karpenter-{pool.name}",
+                render_karpenter_node_pool(pool, annotations=owner),
+                pulumi.ResourceOptions.merge(k8s_opts, node_pool_options(classes[pool.node_class])),
+            )
+            for pool in operator.node_pools
+        ]
+        self.register_outputs({"nodeClasses": sorted(classes)})
