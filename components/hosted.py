@@ -113,7 +113,7 @@ class HostedClusterNodes(pulumi.ComponentResource):
                 custom_resource(
                     f"{name}-karpenter-{pool.name}",
                     render_karpenter_node_pool(pool, annotations=owner),
-                    pulumi.ResourceOptions.merge(hosted, node_pool_options(classes[pool.node_class])),
+                    pulumi.ResourceOptions.merge(hosted, node_pool_options([classes[pool.node_class]])),
                 )
             )
         self.node_classes = list(classes.values())

@@ -33,7 +33,7 @@ from nodefleet.karpenter import (
 )
 
 
-def node_pool_options(node_class: pulumi.Resource) -> pulumi.ResourceOptions:
+def node_pool_options(depends_on: list[pulumi.Resource]) -> pulumi.ResourceOptions:
     """Options of every Karpenter NodePool: after its class, and replaced, deleting first, when it switches
     between static and dynamic provisioning.
 
@@ -42,7 +42,7 @@ def node_pool_options(node_class: pulumi.Resource) -> pulumi.ResourceOptions:
     ``karpenter-provisioning-switch`` policy says so at preview.
     """
     return pulumi.ResourceOptions(
-        depends_on=[node_class], replace_on_changes=list(NODE_POOL_REPLACE_ON), delete_before_replace=True
+        depends_on=depends_on, replace_on_changes=list(NODE_POOL_REPLACE_ON), delete_before_replace=True
     )
 
 
@@ -93,7 +93,7 @@ class SelfManagedKarpenter(pulumi.ComponentResource):
             custom_resource(
                 f"{name}-karpenter-{pool.name}",
                 render_karpenter_node_pool(pool, annotations=owner),
-                pulumi.ResourceOptions.merge(k8s_opts, node_pool_options(classes[pool.node_class])),
+                pulumi.ResourceOptions.merge(k8s_opts, node_pool_options([classes[pool.node_class]])),
             )
             for pool in karpenter.node_pools
         ]
@@ -134,7 +134,7 @@ class KarpenterOperatorNodes(pulumi.ComponentResource):
             custom_resource(
                 f"{name}-karpenter-{pool.name}",
                 render_karpenter_node_pool(pool, annotations=owner),
-                pulumi.ResourceOptions.merge(k8s_opts, node_pool_options(classes[pool.node_class])),
+                pulumi.ResourceOptions.merge(k8s_opts, node_pool_options([classes[pool.node_class]])),
             )
             for pool in operator.node_pools
         ]
