@@ -283,3 +283,40 @@ def test_node_class_version_accepts_full_releases(version: str) -> None:
 def test_node_class_version_refuses_what_is_not_a_release(version: str) -> None:
     with pytest.raises(ValidationError, match="version"):
         AutoNodeClass.model_validate({"name": "a", "version": version})
+
+
+# --- the example stacks, object by object ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("stack", "node_pool_crd"), [("hosted", "HyperShift v0.1.80 (AutoNode)"),
+                                                      ("karpenter", "shared (aws provider after v1.14.1)")])
+def test_example_stacks_fit_the_crds_their_clusters_run(stack: str, node_pool_crd: str) -> None:
+    """AutoNode pools against the NodePool CRD HyperShift installs; the rest against the shared CRDs."""
+    from harness.mockrun import run_program
+    from nodefleet import kinds as k
+    from tests.crdschema import validate_manifest
+
+    run = run_program(stack)
+    checked = 0
+    for reg in run.registrations:
+        kind = next((x for x in (k.HOSTED_CLUSTER, k.HYPERSHIFT_NODE_POOL, k.OPENSHIFT_EC2_NODE_CLASS,
+                                 k.EC2_NODE_CLASS, k.KARPENTER_NODE_POOL) if x.token == reg.type), None)
+        if kind is None:
+            continue
+        manifest = {"apiVersion": kind.api_version, "kind": kind.kind, **reg.inputs}
+        if kind == k.KARPENTER_NODE_POOL:
+            _validator(node_pool_crd).validate(manifest)
+        else:
+            validate_manifest(manifest)
+        checked += 1
+    assert checked >= 4
+
+
+def test_replicas_and_budgets_do_not_drift_nodes() -> None:
+    """Karpenter v1.15.0 still hashes spec.template only (NodePoolHashVersion v3): a pool's kind, limits and
+    budgets never drift its nodes (a switch replaces the pool anyway)."""
+    from nodefleet.drift import node_pool_static_view, static_hash
+
+    a = _render(disruption={"consolidationPolicy": "Balanced"})
+    b = _render(replicas=3, disruption={"budgets": {"Drifted": "1"}})
+    assert static_hash(node_pool_static_view(a["spec"])) == static_hash(node_pool_static_view(b["spec"]))
