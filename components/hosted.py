@@ -131,10 +131,9 @@ def _namespace(name: str, hc: HostedCluster, render: bool, opts: pulumi.Resource
 def _secret(
     hc: HostedCluster, ref: SecretRef, key: str, value: pulumi.Output[str], opts: pulumi.ResourceOptions
 ) -> k8s.core.v1.Secret:
-    metadata: dict[str, Any] = {"name": ref.name, "namespace": hc.namespace}
-    labels = secret_labels(hc, ref.delete_with_cluster)
-    if labels:
-        metadata["labels"] = labels
+    metadata = k8s.meta.v1.ObjectMetaArgs(
+        name=ref.name, namespace=hc.namespace, labels=secret_labels(hc, ref.delete_with_cluster) or None
+    )
     if key == "key":
         # AES-CBC: the stack secret holds the base64 of the 32-byte key, which is what `data` carries.
         return k8s.core.v1.Secret(

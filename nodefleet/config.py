@@ -22,7 +22,12 @@ from pydantic import BaseModel, Discriminator, Field, Tag, ValidationError, fiel
 
 from nodefleet.catalog import BootImage, BootImageCatalog, CatalogError, normalize_arch
 from nodefleet.config_hosted import HostedCluster
-from nodefleet.config_karpenter import KarpenterNodePoolSpec, KarpenterOperator, SelfManagedKarpenter, StaticNodePoolSpec
+from nodefleet.config_karpenter import (
+    KarpenterNodePoolSpec,
+    KarpenterOperator,
+    SelfManagedKarpenter,
+    StaticNodePoolSpec,
+)
 from nodefleet.modelbase import DNS_LABEL, REGION, ZONE, ConfigModel, OCPRelease
 from nodefleet.versions import OCPVersion, parse_ocp
 
@@ -144,7 +149,8 @@ class StandaloneCluster(ConfigModel):
         description="Self-managed Karpenter on this cluster, its nodes booting through an S3 Ignition pointer.",
     )
     karpenter_operator: KarpenterOperator | None = Field(
-        None, description="Red Hat's karpenter-operator runs Karpenter here; nodefleet declares classes and pools."
+        None,
+        description="Red Hat's karpenter-operator runs Karpenter here; nodefleet declares classes and pools.",
     )
 
     @model_validator(mode="after")

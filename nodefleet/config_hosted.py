@@ -70,9 +70,12 @@ class KmsEncryption(ConfigModel):
     active_key_arn: KmsKeyArn = Field(alias="activeKeyARN")
     backup_key_arn: KmsKeyArn | None = Field(None, alias="backupKeyARN")
     role_arn: RoleArn = Field(
-        alias="roleARN", description="Role the KMS provider assumes (auth.awsKms; `hypershift create iam` makes it)."
+        alias="roleARN",
+        description="Role the KMS provider assumes (auth.awsKms; `hypershift create iam` makes it).",
     )
-    region: Annotated[str, Field(pattern=REGION)] | None = Field(None, description="Default: the cluster's region.")
+    region: Annotated[str, Field(pattern=REGION)] | None = Field(
+        None, description="Default: the cluster's region."
+    )
 
 
 class AescbcEncryption(ConfigModel):
@@ -106,7 +109,7 @@ class Proxy(ConfigModel):
     trusted_ca: Annotated[str, Field(pattern=DNS_LABEL)] | None = Field(
         None,
         alias="trustedCA",
-        description="ConfigMap (key ca-bundle.crt) with the proxy's CA, in the cluster's namespace."
+        description="ConfigMap (key ca-bundle.crt) with the proxy's CA, in the cluster's namespace.",
     )
     readiness_endpoints: list[str] = []
 
@@ -124,9 +127,12 @@ class OvnKubernetes(ConfigModel):
     """``operatorConfiguration.clusterNetworkOperator.ovnKubernetesConfig``; every field is immutable once set."""
 
     mtu: Annotated[int, Field(ge=576, le=9216)] | None = Field(
-        None, description="Tunnel MTU: 100 bytes below the uplink MTU; unset lets the CNO detect it (8901 on AWS)."
+        None,
+        description="Tunnel MTU: 100 bytes below the uplink MTU; unset lets the CNO detect it (8901 on AWS).",
     )
-    internal_join_subnet: str | None = Field(None, description="ipv4.internalJoinSubnet (default 100.64.0.0/16).")
+    internal_join_subnet: str | None = Field(
+        None, description="ipv4.internalJoinSubnet (default 100.64.0.0/16)."
+    )
     internal_transit_switch_subnet: str | None = Field(None, description="ipv4.internalTransitSwitchSubnet.")
     v4_internal_subnet: str | None = Field(None, alias="v4InternalSubnet")
 
@@ -251,7 +257,9 @@ class HostedCluster(ConfigModel):
         True,
         description="Declare the namespace as the CLI does; never deleted by nodefleet (other clusters may share it).",
     )
-    annotations: dict[str, str] = Field({}, description="Extra HostedCluster annotations (the CLI's --annotations).")
+    annotations: dict[str, str] = Field(
+        {}, description="Extra HostedCluster annotations (the CLI's --annotations)."
+    )
     labels: dict[str, str] = Field({}, description="Extra HostedCluster labels (the CLI's --labels).")
     auto_node: AutoNode | None = None
     node_pools: list[HyperShiftNodePoolSpec] = []
@@ -266,7 +274,11 @@ class HostedCluster(ConfigModel):
         names = [p.name for p in self.node_pools]
         if len(set(names)) != len(names):
             raise ValueError("nodePools: two NodePools share a name")
-        reserved = sorted(key for key in self.annotations if key in _NODEFLEET_ANNOTATIONS or key.startswith("nodefleet.io/"))
+        reserved = sorted(
+            key
+            for key in self.annotations
+            if key in _NODEFLEET_ANNOTATIONS or key.startswith("nodefleet.io/")
+        )
         if reserved:
             raise ValueError(
                 f"annotations: {', '.join(reserved)} are set by nodefleet from typed keys (cleanupCloudResources, "

@@ -243,7 +243,11 @@ def check_pools_fit_karpenter(karpenter: KarpenterRelease, pools: list[NodePoolS
     minor = _minor(karpenter.version)
     for i, pool in enumerate(pools):
         at = f"{where}nodePools[{i}]"
-        if isinstance(pool, KarpenterNodePoolSpec) and pool.disruption.consolidation_policy == "Balanced" and minor < 14:
+        if (
+            isinstance(pool, KarpenterNodePoolSpec)
+            and pool.disruption.consolidation_policy == "Balanced"
+            and minor < 14
+        ):
             raise ValueError(
                 f"{at}.disruption.consolidationPolicy: Balanced needs Karpenter 1.14 or later and this cluster's "
                 f"is {karpenter.version} (its NodePool CRD rejects the value); use WhenEmptyOrUnderutilized, or "
@@ -254,13 +258,14 @@ def check_pools_fit_karpenter(karpenter: KarpenterRelease, pools: list[NodePoolS
                 f"{at}.disruption: the Unhealthy budget reason needs Karpenter 1.15 or later and this cluster's is "
                 f"{karpenter.version}; remove it, or declare the newer Karpenter version"
             )
-        if isinstance(pool, StaticNodePoolSpec):
-            if minor < 8 or "StaticCapacity" not in karpenter.feature_gates:
-                raise ValueError(
-                    f"{at}.replicas: a static NodePool needs Karpenter 1.8+ running with the StaticCapacity feature "
-                    f"gate (this cluster's: {karpenter.version}, gates: {', '.join(karpenter.feature_gates) or 'none'}); "
-                    "without it the pool never gets a node. Remove replicas, or enable the gate and list it"
-                )
+        gated = minor >= 8 and "StaticCapacity" in karpenter.feature_gates
+        if isinstance(pool, StaticNodePoolSpec) and not gated:
+            gates = ", ".join(karpenter.feature_gates) or "none"
+            raise ValueError(
+                f"{at}.replicas: a static NodePool needs Karpenter 1.8+ running with the StaticCapacity feature "
+                f"gate (this cluster's: {karpenter.version}, gates: {gates}); without it the pool never gets a "
+                "node. Remove replicas, or enable the gate and list it"
+            )
 
 
 def _full_release(v: str) -> str:
@@ -276,8 +281,9 @@ class AutoNodeClass(ConfigModel):
 
     name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)]
     version: Annotated[OCPRelease, AfterValidator(_full_release)] | None = Field(
-        None, description="Pin the node OS release (x.y.z, pre-releases such as 5.0.0-ec.2 too); empty follows "
-        "the control plane."
+        None,
+        description="Pin the node OS release (x.y.z, pre-releases such as 5.0.0-ec.2 too); empty follows "
+        "the control plane.",
     )
     subnet_tags: dict[str, str] | None = None
     subnet_ids: list[str] | None = None
@@ -365,7 +371,9 @@ class SelfManagedKarpenter(ConfigModel):
         "mcsCaBundle",
         description="Stack secret (`pulumi config set --secret nodefleet:<key>`) holding the MCS CA PEM.",
     )
-    version: KarpenterVersion = Field(SELF_MANAGED_KARPENTER, description="The Karpenter you installed (x.y).")
+    version: KarpenterVersion = Field(
+        SELF_MANAGED_KARPENTER, description="The Karpenter you installed (x.y)."
+    )
     feature_gates: list[FeatureGate] = Field([], description="Alpha gates it runs with (--feature-gates).")
     node_classes: list[SelfManagedNodeClass] = Field(min_length=1)
     node_pools: list[NodePoolSpec] = Field(min_length=1)
@@ -373,7 +381,9 @@ class SelfManagedKarpenter(ConfigModel):
     @model_validator(mode="after")
     def _refs(self) -> SelfManagedKarpenter:
         check_pools_reference_classes([c.name for c in self.node_classes], self.node_pools, "")
-        check_pools_fit_karpenter(KarpenterRelease(version=self.version, feature_gates=self.feature_gates), self.node_pools, "")
+        check_pools_fit_karpenter(
+            KarpenterRelease(version=self.version, feature_gates=self.feature_gates), self.node_pools, ""
+        )
         return self
 
 

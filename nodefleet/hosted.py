@@ -11,7 +11,6 @@ Field shapes follow the CRDs in ``shared/data/crds`` and the HyperShift CLI's re
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +20,6 @@ from nodefleet.config_karpenter import (
     REASON_ORDER,
     AutoNodeClass,
     DisruptionReason,
-    KarpenterNodePoolSpec,
     NodePoolSpec,
     StaticNodePoolSpec,
 )
@@ -29,14 +27,18 @@ from nodefleet.ignition import IGNITION_VERSION, user_data
 
 __all__ = [
     "ANNOTATION_CLEANUP_CLOUD_RESOURCES",
+    "ANNOTATION_PROVISIONING",
     "LABEL_AUTO_CREATED_FOR_INFRA",
     "LABEL_SAFE_TO_DELETE_WITH_CLUSTER",
     "LEGACY_CONTROLLER_OWNED",
+    "NODE_POOL_REPLACE_ON",
     "OCP_RELEASE_REPOSITORY",
     "PLACEHOLDER_AMI",
     "PLACEHOLDER_USER_DATA",
     "default_instance_profile",
+    "disruption_budgets",
     "node_release_image",
+    "pool_reasons",
     "release_image",
     "render_hosted_cluster",
     "render_hypershift_node_pool",
@@ -45,10 +47,6 @@ __all__ = [
     "render_namespace",
     "render_openshift_ec2_node_class",
     "secret_labels",
-    "ANNOTATION_PROVISIONING",
-    "NODE_POOL_REPLACE_ON",
-    "disruption_budgets",
-    "pool_reasons",
 ]
 
 #: On a static Karpenter NodePool (``spec.replicas``): "static". The NodePool API forbids switching a pool
@@ -78,11 +76,6 @@ PLACEHOLDER_AMI = "ami-00000000000000000"
 PLACEHOLDER_USER_DATA = user_data({"ignition": {"version": IGNITION_VERSION}})
 #: Property paths HyperShift owns on a legacy EC2NodeClass; Pulumi declares them once and ignores changes.
 LEGACY_CONTROLLER_OWNED = ("spec.userData", "spec.amiSelectorTerms")
-
-_ETCD_DEFAULT = {
-    "managementType": "Managed",
-    "managed": {"storage": {"type": "PersistentVolume", "persistentVolume": {"size": "8Gi"}}},
-}
 
 
 def root_volume(gib: int) -> dict[str, Any]:
@@ -209,7 +202,9 @@ def _operator_configuration(hc: HostedCluster) -> dict[str, Any] | None:
         }
         if oc.ingress.allowed_source_ranges:
             lb["allowedSourceRanges"] = list(oc.ingress.allowed_source_ranges)
-        out["ingressOperator"] = {"endpointPublishingStrategy": {"type": "LoadBalancerService", "loadBalancer": lb}}
+        out["ingressOperator"] = {
+            "endpointPublishingStrategy": {"type": "LoadBalancerService", "loadBalancer": lb}
+        }
     return out or None
 
 
@@ -245,10 +240,14 @@ def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
     if hc.resource_tags:
         aws["resourceTags"] = [{"key": key, "value": value} for key, value in hc.resource_tags.items()]
     net = hc.networking
-    etcd = copy.deepcopy(_ETCD_DEFAULT)
-    etcd["managed"]["storage"]["persistentVolume"] = {
-        "size": hc.etcd.size,
-        "storageClassName": hc.etcd.storage_class_name,
+    etcd: dict[str, Any] = {
+        "managementType": "Managed",
+        "managed": {
+            "storage": {
+                "type": "PersistentVolume",
+                "persistentVolume": {"size": hc.etcd.size, "storageClassName": hc.etcd.storage_class_name},
+            }
+        },
     }
     spec: dict[str, Any] = {
         "release": {"image": release_image(hc)},
@@ -476,7 +475,9 @@ def disruption_budgets(np: NodePoolSpec) -> list[dict[str, Any]]:
     grouped: dict[str, list[str]] = {}
     for reason, nodes in limits.items():
         grouped.setdefault(nodes, []).append(reason)
-    budgets: list[dict[str, Any]] = [{"nodes": nodes, "reasons": reasons} for nodes, reasons in grouped.items()]
+    budgets: list[dict[str, Any]] = [
+        {"nodes": nodes, "reasons": reasons} for nodes, reasons in grouped.items()
+    ]
     for window in np.disruption.windows:
         budget: dict[str, Any] = {"nodes": window.nodes}
         if window.reasons is not None:
@@ -552,7 +553,11 @@ def render_karpenter_node_pool(np: NodePoolSpec, *, annotations: Mapping[str, st
         }
         limits: dict[str, Any] = {
             key: value
-            for key, value in (("cpu", np.limits.cpu), ("memory", np.limits.memory), ("nodes", np.limits.nodes))
+            for key, value in (
+                ("cpu", np.limits.cpu),
+                ("memory", np.limits.memory),
+                ("nodes", np.limits.nodes),
+            )
             if value is not None
         }
         if limits:

@@ -21,11 +21,11 @@ from nodefleet.ignition import ignition_pointer, pointer_key, prefix_segments, s
 
 __all__ = [
     "METADATA_OPTIONS",
+    "OPERATOR_OWNED",
     "mcs_source",
     "node_read_policy",
     "object_key",
     "payload_config",
-    "OPERATOR_OWNED",
     "render_operator_ec2_node_class",
     "render_self_managed_ec2_node_class",
 ]

@@ -418,7 +418,9 @@ def _reason_gaps(budgets: Any, reason: str, max_percent: int, max_nodes: int) ->
     if invalid:
         details.append(f"{', '.join(invalid)} is not N% or a node count")
     if not details:
-        details.append(f"no budget applies to {reason} (every budget lists other reasons), so it is unbounded")
+        details.append(
+            f"no budget applies to {reason} (every budget lists other reasons), so it is unbounded"
+        )
     return details
 
 
@@ -450,7 +452,9 @@ def _validate_drift_budget(args: ResourceValidationArgs, report: ReportViolation
     )
     budgets = as_map(spec.get("disruption")).get("budgets")
     if budgets is None:
-        loose = [r for r in reasons if not (_budget_bound(KARPENTER_DEFAULT_BUDGET, *limit(r)) or (False, ""))[0]]
+        loose = [
+            r for r in reasons if not (_budget_bound(KARPENTER_DEFAULT_BUDGET, *limit(r)) or (False, ""))[0]
+        ]
         if loose:
             report(
                 f"{where} declares no disruption budgets, so Karpenter's default {{nodes: "
@@ -534,7 +538,9 @@ drift_budget = ResourceValidationPolicy(
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
-def previous_render(props: Mapping[str, Any], provider_props: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def previous_render(
+    props: Mapping[str, Any], provider_props: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
     """The last rendered copy of this object in its provider's render directory, if there is one."""
     directory = as_map(provider_props).get("renderYamlToDirectory")
     if not isinstance(directory, str) or not directory:
@@ -619,11 +625,7 @@ def _validate_operator_fields(args: StackValidationArgs, report: ReportViolation
         if not owned:
             continue
         name = name_of(r.props, r.name)
-        how = (
-            "nodefleet's S3-pointer class writes them"
-            if mode == S3_POINTER
-            else "it declares them"
-        )
+        how = "nodefleet's S3-pointer class writes them" if mode == S3_POINTER else "it declares them"
         report(
             f"EC2NodeClass '{name}' sets {', '.join(f'spec.{f}' for f in owned)} on a cluster whose Karpenter runs "
             f"under Red Hat's karpenter-operator ({how}). The operator owns amiFamily, amiSelectorTerms and userData "

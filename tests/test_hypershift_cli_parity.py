@@ -156,8 +156,16 @@ CASES: dict[str, tuple[str, str, dict[str, Any]]] = {
             "nodePool": {"autoRepair": True, "replicas": 2},
         },
     ),
-    "minimal_with_KubeAPIServerDNSName": ("example", "us-east-1", {"kubeAPIServerDNSName": "test-dns-name.example.com"}),
-    "minimal_with_OVNKubernetesMTU": ("example", "us-east-1", {"operatorConfiguration": {"ovnKubernetes": {"mtu": 1400}}}),
+    "minimal_with_KubeAPIServerDNSName": (
+        "example",
+        "us-east-1",
+        {"kubeAPIServerDNSName": "test-dns-name.example.com"},
+    ),
+    "minimal_with_OVNKubernetesMTU": (
+        "example",
+        "us-east-1",
+        {"operatorConfiguration": {"ovnKubernetes": {"mtu": 1400}}},
+    ),
 }
 
 #: Differences that remain when the user makes the CLI's choices: (path, why). A value of the CLI's output
@@ -268,7 +276,9 @@ def test_nodefleet_defaults_differ_from_the_cli_only_where_chosen() -> None:
     chosen = {path: v for path, v in _diff(cli["HostedCluster"], ours).items() if as_cli.get(path) != v}
     assert chosen == NODEFLEET_DEFAULTS
     pool_as_cli_diff = _diff(cli["NodePool"], pool_as_cli)
-    pool_chosen = {path: v for path, v in _diff(cli["NodePool"], pool).items() if pool_as_cli_diff.get(path) != v}
+    pool_chosen = {
+        path: v for path, v in _diff(cli["NodePool"], pool).items() if pool_as_cli_diff.get(path) != v
+    }
     assert pool_chosen == {"spec.management.autoRepair": (False, True)}
 
 

@@ -94,10 +94,14 @@ def test_apply_mode_aescbc_key_and_unlabelled_secret() -> None:
     raw = stack_fleet("hosted")
     raw["output"] = {"mode": "apply"}
     raw["clusters"][0]["hostedKubeconfig"] = "/tmp/hosted.kubeconfig"
-    raw["clusters"][0]["pullSecret"] = {"name": "shared-pull-secret", "fromConfig": "pullSecret",
-                                        "deleteWithCluster": False}
-    raw["clusters"][0]["secretEncryption"] = {"aescbc": {"activeKey": {"name": "prod-east-etcd-key",
-                                                                        "fromConfig": "etcdKey"}}}
+    raw["clusters"][0]["pullSecret"] = {
+        "name": "shared-pull-secret",
+        "fromConfig": "pullSecret",
+        "deleteWithCluster": False,
+    }
+    raw["clusters"][0]["secretEncryption"] = {
+        "aescbc": {"activeKey": {"name": "prod-east-etcd-key", "fromConfig": "etcdKey"}}
+    }
     run = run_program(
         "hosted",
         {"nodefleet:fleet": raw, "nodefleet:pullSecret": '{"auths":{}}', "nodefleet:etcdKey": "a2V5"},

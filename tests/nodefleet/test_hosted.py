@@ -194,7 +194,10 @@ def test_hosted_cluster_shape() -> None:
     assert spec["etcd"] == {
         "managementType": "Managed",
         "managed": {
-            "storage": {"type": "PersistentVolume", "persistentVolume": {"size": "8Gi", "storageClassName": "gp3-csi"}}
+            "storage": {
+                "type": "PersistentVolume",
+                "persistentVolume": {"size": "8Gi", "storageClassName": "gp3-csi"},
+            }
         },
     }
     assert spec["controllerAvailabilityPolicy"] == "HighlyAvailable"
@@ -431,7 +434,9 @@ def test_karpenter_node_pool_defaults() -> None:
     assert spec["template"]["spec"]["expireAfter"] == "720h"
     assert "limits" not in spec and "weight" not in spec
     # Every reason that can act on the pool is bounded (one budget: they share the 10% default).
-    assert spec["disruption"]["budgets"] == [{"nodes": "10%", "reasons": ["Empty", "Underutilized", "Drifted"]}]
+    assert spec["disruption"]["budgets"] == [
+        {"nodes": "10%", "reasons": ["Empty", "Underutilized", "Drifted"]}
+    ]
     assert [r["key"] for r in spec["template"]["spec"]["requirements"]] == [
         "kubernetes.io/arch",
         "karpenter.sh/capacity-type",

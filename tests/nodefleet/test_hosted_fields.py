@@ -36,14 +36,25 @@ def _at(doc: Any, path: str) -> Any:
 
 ACCEPTED: list[tuple[dict[str, Any], str, Any]] = [
     ({"controllerAvailabilityPolicy": "SingleReplica"}, "spec.controllerAvailabilityPolicy", "SingleReplica"),
-    ({"infrastructureAvailabilityPolicy": "SingleReplica"}, "spec.infrastructureAvailabilityPolicy", "SingleReplica"),
+    (
+        {"infrastructureAvailabilityPolicy": "SingleReplica"},
+        "spec.infrastructureAvailabilityPolicy",
+        "SingleReplica",
+    ),
     ({"fips": True}, "spec.fips", True),
     ({"olmCatalogPlacement": "guest"}, "spec.olmCatalogPlacement", "guest"),
-    ({"etcd": {"storageClassName": "io2-csi", "size": "32Gi"}}, "spec.etcd.managed.storage.persistentVolume",
-     {"size": "32Gi", "storageClassName": "io2-csi"}),
+    (
+        {"etcd": {"storageClassName": "io2-csi", "size": "32Gi"}},
+        "spec.etcd.managed.storage.persistentVolume",
+        {"size": "32Gi", "storageClassName": "io2-csi"},
+    ),
     ({"kubeAPIServerDNSName": "api.prod.example.com"}, "spec.kubeAPIServerDNSName", "api.prod.example.com"),
     (
-        {"secretEncryption": {"kms": {"activeKeyARN": KMS_KEY, "backupKeyARN": KMS_KEY, "roleARN": KMS_ROLE}}},
+        {
+            "secretEncryption": {
+                "kms": {"activeKeyARN": KMS_KEY, "backupKeyARN": KMS_KEY, "roleARN": KMS_ROLE}
+            }
+        },
         "spec.secretEncryption",
         {
             "type": "kms",
@@ -64,30 +75,61 @@ ACCEPTED: list[tuple[dict[str, Any], str, Any]] = [
         {"type": "aescbc", "aescbc": {"activeKey": {"name": "demo-etcd-encryption-key"}}},
     ),
     (
-        {"proxy": {"httpProxy": "http://p:3128", "httpsProxy": "http://p:3128", "noProxy": ".corp,10.0.0.0/8",
-                   "trustedCA": "proxy-ca", "readinessEndpoints": ["https://www.redhat.com"]}},
+        {
+            "proxy": {
+                "httpProxy": "http://p:3128",
+                "httpsProxy": "http://p:3128",
+                "noProxy": ".corp,10.0.0.0/8",
+                "trustedCA": "proxy-ca",
+                "readinessEndpoints": ["https://www.redhat.com"],
+            }
+        },
         "spec.configuration.proxy",
-        {"httpProxy": "http://p:3128", "httpsProxy": "http://p:3128", "noProxy": ".corp,10.0.0.0/8",
-         "trustedCA": {"name": "proxy-ca"}, "readinessEndpoints": ["https://www.redhat.com"]},
+        {
+            "httpProxy": "http://p:3128",
+            "httpsProxy": "http://p:3128",
+            "noProxy": ".corp,10.0.0.0/8",
+            "trustedCA": {"name": "proxy-ca"},
+            "readinessEndpoints": ["https://www.redhat.com"],
+        },
     ),
     (
-        {"operatorConfiguration": {"ovnKubernetes": {"mtu": 8901, "internalJoinSubnet": "100.66.0.0/16",
-                                                     "internalTransitSwitchSubnet": "100.67.0.0/16",
-                                                     "v4InternalSubnet": "100.68.0.0/16"}}},
+        {
+            "operatorConfiguration": {
+                "ovnKubernetes": {
+                    "mtu": 8901,
+                    "internalJoinSubnet": "100.66.0.0/16",
+                    "internalTransitSwitchSubnet": "100.67.0.0/16",
+                    "v4InternalSubnet": "100.68.0.0/16",
+                }
+            }
+        },
         "spec.operatorConfiguration.clusterNetworkOperator.ovnKubernetesConfig",
-        {"mtu": 8901, "ipv4": {"internalJoinSubnet": "100.66.0.0/16", "internalTransitSwitchSubnet": "100.67.0.0/16"},
-         "v4InternalSubnet": "100.68.0.0/16"},
+        {
+            "mtu": 8901,
+            "ipv4": {"internalJoinSubnet": "100.66.0.0/16", "internalTransitSwitchSubnet": "100.67.0.0/16"},
+            "v4InternalSubnet": "100.68.0.0/16",
+        },
     ),
     (
         {"operatorConfiguration": {"ingress": {"scope": "Internal", "allowedSourceRanges": ["10.0.0.0/8"]}}},
         "spec.operatorConfiguration.ingressOperator.endpointPublishingStrategy",
-        {"type": "LoadBalancerService", "loadBalancer": {
-            "scope": "Internal", "dnsManagementPolicy": "Managed",
-            "providerParameters": {"type": "AWS", "aws": {"type": "NLB"}}, "allowedSourceRanges": ["10.0.0.0/8"]}},
+        {
+            "type": "LoadBalancerService",
+            "loadBalancer": {
+                "scope": "Internal",
+                "dnsManagementPolicy": "Managed",
+                "providerParameters": {"type": "AWS", "aws": {"type": "NLB"}},
+                "allowedSourceRanges": ["10.0.0.0/8"],
+            },
+        },
     ),
     ({"cleanupCloudResources": False}, "metadata.annotations", None),
-    ({"annotations": {"hypershift.openshift.io/control-plane-operator-image": "quay.io/x/cpo:1"}},
-     "metadata.annotations.hypershift.openshift.io/control-plane-operator-image", "quay.io/x/cpo:1"),
+    (
+        {"annotations": {"hypershift.openshift.io/control-plane-operator-image": "quay.io/x/cpo:1"}},
+        "metadata.annotations.hypershift.openshift.io/control-plane-operator-image",
+        "quay.io/x/cpo:1",
+    ),
     ({"labels": {"team": "platform"}}, "metadata.labels", {"team": "platform"}),
 ]
 

@@ -48,7 +48,9 @@ def _crd(label: str) -> dict[str, Any]:
 
 
 def _validator(label: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(_strip(_crd(label)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]))
+    return jsonschema.Draft202012Validator(
+        _strip(_crd(label)["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    )
 
 
 def _pool(**raw: Any) -> Any:
@@ -81,7 +83,12 @@ def test_budgets_per_reason_with_windows() -> None:
             "driftBudget": "5%",
             "windows": [
                 {"schedule": "0 0 1 * *", "duration": "24h", "nodes": "0"},
-                {"schedule": "0 9 * * mon-fri", "duration": "8h", "nodes": "1", "reasons": ["Underutilized", "Empty"]},
+                {
+                    "schedule": "0 9 * * mon-fri",
+                    "duration": "8h",
+                    "nodes": "1",
+                    "reasons": ["Underutilized", "Empty"],
+                },
             ],
             "driftWindows": [{"schedule": "@daily", "duration": "2h"}],
         }
@@ -94,7 +101,12 @@ def test_budgets_per_reason_with_windows() -> None:
             {"nodes": "2", "reasons": ["Underutilized"]},
             {"nodes": "5%", "reasons": ["Drifted"]},
             {"nodes": "0", "schedule": "0 0 1 * *", "duration": "24h"},  # every reason: a month-start freeze
-            {"nodes": "1", "reasons": ["Empty", "Underutilized"], "schedule": "0 9 * * mon-fri", "duration": "8h"},
+            {
+                "nodes": "1",
+                "reasons": ["Empty", "Underutilized"],
+                "schedule": "0 9 * * mon-fri",
+                "duration": "8h",
+            },
             {"nodes": "0", "reasons": ["Drifted"], "schedule": "@daily", "duration": "2h"},
         ],
     }
@@ -118,7 +130,10 @@ def test_unhealthy_budgets_only_in_v1_15() -> None:
         ({"driftBudget": "5%", "budgets": {"Drifted": "1"}}, "keep one"),
         ({"windows": [{"schedule": "daily", "duration": "8h"}]}, "schedule"),
         ({"windows": [{"schedule": "0 9 * * *", "duration": "30s"}]}, "duration"),
-        ({"windows": [{"schedule": "0 9 * * *", "duration": "8h", "reasons": ["NodeClassDrift"]}]}, "reasons"),
+        (
+            {"windows": [{"schedule": "0 9 * * *", "duration": "8h", "reasons": ["NodeClassDrift"]}]},
+            "reasons",
+        ),
         ({"consolidationPolicy": "WhenUnderutilized"}, "consolidationPolicy"),
     ],
 )
@@ -158,9 +173,9 @@ def test_balanced_is_in_v1_14_crds_but_not_in_hypershifts() -> None:
 
 def test_balanced_has_no_threshold_field() -> None:
     """v1.15.0 hard-codes the Balanced threshold (score >= 1/k, k = 2): no API field to render."""
-    disruption = _crd("upstream v1.15.0")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
-        "properties"
-    ]["disruption"]["properties"]
+    disruption = _crd("upstream v1.15.0")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"][
+        "spec"
+    ]["properties"]["disruption"]["properties"]
     assert set(disruption) == {"budgets", "consolidateAfter", "consolidationPolicy"}
 
 
@@ -177,11 +192,13 @@ def _autonode(pools: list[dict[str, Any]], **karpenter: Any) -> AutoNode:
 
 def test_autonode_refuses_what_hypershifts_karpenter_lacks() -> None:
     balanced = [{"name": "b", "nodeClass": "general", "disruption": {"consolidationPolicy": "Balanced"}}]
-    with pytest.raises(ValidationError, match="Balanced needs Karpenter 1.14 or later and this cluster's is 1.13"):
+    with pytest.raises(
+        ValidationError, match=re.escape("Balanced needs Karpenter 1.14 or later and this cluster's is 1.13")
+    ):
         _autonode(balanced)
     assert _autonode(balanced, version="1.14").node_pools[0].disruption.consolidation_policy == "Balanced"
     unhealthy = [{"name": "u", "nodeClass": "general", "disruption": {"budgets": {"Unhealthy": "1"}}}]
-    with pytest.raises(ValidationError, match="Unhealthy budget reason needs Karpenter 1.15"):
+    with pytest.raises(ValidationError, match=re.escape("Unhealthy budget reason needs Karpenter 1.15")):
         _autonode(unhealthy, version="1.14")
     static = [{"name": "s", "nodeClass": "general", "replicas": 3}]
     with pytest.raises(ValidationError, match="StaticCapacity feature gate"):
@@ -197,8 +214,11 @@ def test_self_managed_karpenter_defaults_to_v1_15() -> None:
         "clusterDomain": "c.example.com",
         "nodeClasses": [{"name": "general", "configVersion": "rendered-worker-1"}],
         "nodePools": [
-            {"name": "b", "nodeClass": "general", "disruption": {"consolidationPolicy": "Balanced",
-                                                                  "budgets": {"Unhealthy": "1"}}}
+            {
+                "name": "b",
+                "nodeClass": "general",
+                "disruption": {"consolidationPolicy": "Balanced", "budgets": {"Unhealthy": "1"}},
+            }
         ],
     }
     assert SelfManagedKarpenter.model_validate(raw).version == "1.15"
@@ -214,7 +234,10 @@ def test_static_pool_renders_only_what_the_api_allows() -> None:
     spec = m["spec"]
     assert spec["replicas"] == 3 and spec["limits"] == {"nodes": 5}
     assert "weight" not in spec and "consolidationPolicy" not in spec["disruption"]
-    assert spec["disruption"] == {"consolidateAfter": "Never", "budgets": [{"nodes": "1", "reasons": ["Drifted"]}]}
+    assert spec["disruption"] == {
+        "consolidateAfter": "Never",
+        "budgets": [{"nodes": "1", "reasons": ["Drifted"]}],
+    }
     assert m["metadata"]["annotations"] == {ANNOTATION_PROVISIONING: "static"}
     for label in CRDS:
         _validator(label).validate(m)
@@ -234,21 +257,21 @@ def test_static_pool_renders_only_what_the_api_allows() -> None:
 def test_static_pool_cannot_express_what_the_api_rejects(raw: dict[str, Any], key: str) -> None:
     """The CRD's CEL rules (no weight, only limits.nodes) are unrepresentable: a static pool has no such keys."""
     with pytest.raises(ValidationError, match=re.escape(key)):
-        _pool(replicas=2, **{k: v for k, v in raw.items() if k != "replicas"}) if "replicas" not in raw else _pool(**raw)
+        _pool(
+            replicas=2, **{k: v for k, v in raw.items() if k != "replicas"}
+        ) if "replicas" not in raw else _pool(**raw)
 
 
 def test_the_crds_cel_rules_for_static_pools_are_the_ones_modelled() -> None:
     rules = {
         r["message"]: r["rule"]
-        for r in _crd("upstream v1.15.0")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
-            "x-kubernetes-validations"
-        ]
+        for r in _crd("upstream v1.15.0")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"][
+            "spec"
+        ]["x-kubernetes-validations"]
     }
     assert rules == {
-        "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes":
-            "has(self.replicas) == has(oldSelf.replicas)",
-        "only 'limits.nodes' is supported on static NodePools":
-            "!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))",
+        "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes": "has(self.replicas) == has(oldSelf.replicas)",
+        "only 'limits.nodes' is supported on static NodePools": "!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))",
         "'weight' is not supported on static NodePools": "!has(self.replicas) || !has(self.weight)",
     }
     assert isinstance(_pool(replicas=1), StaticNodePoolSpec) and isinstance(_pool(), KarpenterNodePoolSpec)
@@ -257,7 +280,11 @@ def test_the_crds_cel_rules_for_static_pools_are_the_ones_modelled() -> None:
 def test_a_switch_is_a_delete_first_replacement() -> None:
     """The kind of pool is in an annotation the component replaces on; same name, so delete first."""
     opts = node_pool_options([])
-    assert opts.replace_on_changes == NODE_POOL_REPLACE_ON == [f'metadata.annotations["{ANNOTATION_PROVISIONING}"]']
+    assert (
+        opts.replace_on_changes
+        == NODE_POOL_REPLACE_ON
+        == [f'metadata.annotations["{ANNOTATION_PROVISIONING}"]']
+    )
     assert opts.delete_before_replace is True
     # Scaling a static pool changes replicas, not the annotation: an update, never a replacement.
     assert _render(replicas=2)["metadata"] == _render(replicas=5)["metadata"]
@@ -274,7 +301,9 @@ def test_budget_helper_matches_rendering() -> None:
 # --- OpenshiftEC2NodeClass version -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["4.22.1", "5.0.0-ec.2", "5.0.0-0.nightly-2026-05-20-043516", "5.1.0-rc.1"])
+@pytest.mark.parametrize(
+    "version", ["4.22.1", "5.0.0-ec.2", "5.0.0-0.nightly-2026-05-20-043516", "5.1.0-rc.1"]
+)
 def test_node_class_version_accepts_full_releases(version: str) -> None:
     assert AutoNodeClass.model_validate({"name": "a", "version": version}).version == version
 
@@ -288,8 +317,10 @@ def test_node_class_version_refuses_what_is_not_a_release(version: str) -> None:
 # --- the example stacks, object by object ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("stack", "node_pool_crd"), [("hosted", "HyperShift v0.1.80 (AutoNode)"),
-                                                      ("karpenter", "shared (aws provider after v1.14.1)")])
+@pytest.mark.parametrize(
+    ("stack", "node_pool_crd"),
+    [("hosted", "HyperShift v0.1.80 (AutoNode)"), ("karpenter", "shared (aws provider after v1.14.1)")],
+)
 def test_example_stacks_fit_the_crds_their_clusters_run(stack: str, node_pool_crd: str) -> None:
     """AutoNode pools against the NodePool CRD HyperShift installs; the rest against the shared CRDs."""
     from harness.mockrun import run_program
@@ -299,8 +330,20 @@ def test_example_stacks_fit_the_crds_their_clusters_run(stack: str, node_pool_cr
     run = run_program(stack)
     checked = 0
     for reg in run.registrations:
-        kind = next((x for x in (k.HOSTED_CLUSTER, k.HYPERSHIFT_NODE_POOL, k.OPENSHIFT_EC2_NODE_CLASS,
-                                 k.EC2_NODE_CLASS, k.KARPENTER_NODE_POOL) if x.token == reg.type), None)
+        kind = next(
+            (
+                x
+                for x in (
+                    k.HOSTED_CLUSTER,
+                    k.HYPERSHIFT_NODE_POOL,
+                    k.OPENSHIFT_EC2_NODE_CLASS,
+                    k.EC2_NODE_CLASS,
+                    k.KARPENTER_NODE_POOL,
+                )
+                if x.token == reg.type
+            ),
+            None,
+        )
         if kind is None:
             continue
         manifest = {"apiVersion": kind.api_version, "kind": kind.kind, **reg.inputs}

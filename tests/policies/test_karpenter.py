@@ -560,8 +560,15 @@ def test_a_reason_no_budget_names_is_unbounded() -> None:
     (msg,) = _drift(_budgets({"nodes": "10%", "reasons": ["Drifted"]}))
     assert "does not bound Empty disruption to 10% or 5 nodes: no budget applies to Empty" in msg
     assert "It does not bound Underutilized disruption" in msg and "Drifted" not in msg.split(".")[0]
-    (msg,) = _drift(_budgets({"nodes": "50%", "reasons": ["Empty", "Underutilized"]}, {"nodes": "1", "reasons": ["Drifted"]}))
-    assert "does not bound Empty disruption to 10% or 5 nodes: the budgets that apply to Empty allow more (budgets[0] (50%))" in msg
+    (msg,) = _drift(
+        _budgets(
+            {"nodes": "50%", "reasons": ["Empty", "Underutilized"]}, {"nodes": "1", "reasons": ["Drifted"]}
+        )
+    )
+    assert (
+        "does not bound Empty disruption to 10% or 5 nodes: the budgets that apply to Empty allow more (budgets[0] (50%))"
+        in msg
+    )
 
 
 @pytest.mark.parametrize(
@@ -573,7 +580,11 @@ def test_a_reason_no_budget_names_is_unbounded() -> None:
         ({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "Never"}, {}, ["Drifted"]),
         # A static pool never consolidates.
         ({"consolidateAfter": "Never"}, {"replicas": 3}, ["Drifted"]),
-        ({"consolidationPolicy": "Balanced", "consolidateAfter": "1m"}, {}, ["Empty", "Underutilized", "Drifted"]),
+        (
+            {"consolidationPolicy": "Balanced", "consolidateAfter": "1m"},
+            {},
+            ["Empty", "Underutilized", "Drifted"],
+        ),
     ],
 )
 def test_only_reasons_that_can_act_need_a_budget(
@@ -612,7 +623,11 @@ def test_drift_budget_too_loose() -> None:
     assert "Karpenter NodePool 'spot-and-gpu' does not bound Empty disruption to 10% or 5 nodes" in v.message
     assert "It does not bound Drifted disruption to 10% or 5 nodes" in v.message
     assert "budgets[0] (20%)" in v.message and "reasons: [Empty, Underutilized" in v.message
-    (msg,) = _drift(_budgets({"nodes": "6", "reasons": ["Drifted"]}, {"nodes": "1", "reasons": ["Empty", "Underutilized"]}))
+    (msg,) = _drift(
+        _budgets(
+            {"nodes": "6", "reasons": ["Drifted"]}, {"nodes": "1", "reasons": ["Empty", "Underutilized"]}
+        )
+    )
     assert "budgets[0] (6 nodes)" in msg and "Empty" not in msg.split(":")[0]
 
 

@@ -24,7 +24,9 @@ EC2 = k.EC2_NODE_CLASS.token
 
 def _pool(replicas: int | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "g"}}},
+        "template": {
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "g"}}
+        },
         "disruption": {"consolidateAfter": "1m", "budgets": [{"nodes": "10%"}]},
     }
     if replicas is not None:
@@ -58,7 +60,9 @@ def test_static_to_dynamic_is_flagged(tmp_path: Path) -> None:
 def test_no_switch_no_finding(tmp_path: Path) -> None:
     provider = _rendered(tmp_path, _pool(replicas=2))
     # Scaling a static pool is an update.
-    assert run_policy(karpenter_provisioning_switch, NODE_POOL, _pool(replicas=5), provider_props=provider) == []
+    assert (
+        run_policy(karpenter_provisioning_switch, NODE_POOL, _pool(replicas=5), provider_props=provider) == []
+    )
     # No previous render (first run, apply mode) or another kind: nothing to compare.
     assert run_policy(karpenter_provisioning_switch, NODE_POOL, _pool(3), provider_props={}) == []
     assert run_policy(karpenter_provisioning_switch, NODE_POOL, _pool(3)) == []
@@ -119,8 +123,13 @@ def test_operator_classes_comply() -> None:
 def test_s3_pointer_and_hand_written_classes_on_an_operator_cluster() -> None:
     found = _messages(
         stack_resource(EC2, _class("general", "karpenter-operator"), provider="edge-k8s"),
-        stack_resource(EC2, _class("arm", "s3-pointer", userData="{}", amiFamily="Custom",
-                                   amiSelectorTerms=[{"id": "ami-1"}]), provider="edge-k8s"),
+        stack_resource(
+            EC2,
+            _class(
+                "arm", "s3-pointer", userData="{}", amiFamily="Custom", amiSelectorTerms=[{"id": "ami-1"}]
+            ),
+            provider="edge-k8s",
+        ),
         stack_resource(EC2, _class("mine", None, amiFamily="Custom"), provider="edge-k8s"),
         # Another cluster (provider) without the operator: not judged.
         stack_resource(EC2, _class("other", "s3-pointer", userData="{}"), provider="other-k8s"),
@@ -133,7 +142,9 @@ def test_s3_pointer_and_hand_written_classes_on_an_operator_cluster() -> None:
 
 
 def test_operator_class_declaring_owned_fields_by_hand() -> None:
-    (msg,) = _messages(stack_resource(EC2, _class("general", "karpenter-operator", userData="x"), provider="p"))
+    (msg,) = _messages(
+        stack_resource(EC2, _class("general", "karpenter-operator", userData="x"), provider="p")
+    )
     assert "spec.userData" in msg and "it declares them" in msg
 
 
@@ -179,8 +190,15 @@ def test_operator_class_fits_the_operators_relaxed_crd_not_upstreams() -> None:
     assert c.karpenter_operator is not None
     m = render_operator_ec2_node_class(c, c.karpenter_operator.node_classes[0])  # type: ignore[arg-type]
     relaxed = yaml.safe_load(
-        (Path(__file__).parent.parent / "fixtures" / "crds" / "karpenter.k8s.aws_ec2nodeclasses-hypershift-v0.1.80.yaml").read_text()
+        (
+            Path(__file__).parent.parent
+            / "fixtures"
+            / "crds"
+            / "karpenter.k8s.aws_ec2nodeclasses-hypershift-v0.1.80.yaml"
+        ).read_text()
     )
-    jsonschema.Draft202012Validator(_strip(relaxed["spec"]["versions"][0]["schema"]["openAPIV3Schema"])).validate(m)
+    jsonschema.Draft202012Validator(
+        _strip(relaxed["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    ).validate(m)
     with pytest.raises(jsonschema.ValidationError, match="amiSelectorTerms"):
         validate_manifest(m)
