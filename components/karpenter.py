@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -21,7 +21,7 @@ from components.kubernetes import custom_resource
 from nodefleet import kinds as k
 from nodefleet.catalog import BootImage
 from nodefleet.config import StandaloneCluster
-from nodefleet.config_karpenter import SelfManagedNodeClass
+from nodefleet.config_karpenter import NodePoolSpec, SelfManagedNodeClass
 from nodefleet.hosted import NODE_POOL_REPLACE_ON, render_karpenter_node_pool
 from nodefleet.ignition import user_data
 from nodefleet.karpenter import (
@@ -44,6 +44,25 @@ def node_pool_options(depends_on: list[pulumi.Resource]) -> pulumi.ResourceOptio
     return pulumi.ResourceOptions(
         depends_on=depends_on, replace_on_changes=list(NODE_POOL_REPLACE_ON), delete_before_replace=True
     )
+
+
+def standalone_node_pools(
+    name: str,
+    cluster: StandaloneCluster,
+    pools: Sequence[NodePoolSpec],
+    classes: Mapping[str, pulumi.Resource],
+    opts: pulumi.ResourceOptions,
+) -> list[pulumi.CustomResource]:
+    """The Karpenter NodePools of a standalone cluster, each after its class."""
+    owner = {k.ANNOTATION_RELEASE: cluster.release}
+    return [
+        custom_resource(
+            f"{name}-karpenter-{pool.name}",
+            render_karpenter_node_pool(pool, annotations=owner),
+            pulumi.ResourceOptions.merge(opts, node_pool_options([classes[pool.node_class]])),
+        )
+        for pool in pools
+    ]
 
 
 @dataclass(frozen=True)
@@ -88,15 +107,7 @@ class SelfManagedKarpenter(pulumi.ComponentResource):
                     k8s_opts, pulumi.ResourceOptions(depends_on=[self.objects[nc.name], self.read_policy])
                 ),
             )
-        owner = {k.ANNOTATION_RELEASE: cluster.release}
-        self.node_pools = [
-            custom_resource(
-                f"{name}-karpenter-{pool.name}",
-                render_karpenter_node_pool(pool, annotations=owner),
-                pulumi.ResourceOptions.merge(k8s_opts, node_pool_options([classes[pool.node_class]])),
-            )
-            for pool in karpenter.node_pools
-        ]
+        self.node_pools = standalone_node_pools(name, cluster, karpenter.node_pools, classes, k8s_opts)
         self.register_outputs({"objects": {n: o.key for n, o in self.objects.items()}})
 
 
@@ -129,13 +140,5 @@ class KarpenterOperatorNodes(pulumi.ComponentResource):
             )
             for nc in operator.node_classes
         }
-        owner = {k.ANNOTATION_RELEASE: cluster.release}
-        self.node_pools = [
-            custom_resource(
-                f"{name}-karpenter-{pool.name}",
-                render_karpenter_node_pool(pool, annotations=owner),
-                pulumi.ResourceOptions.merge(k8s_opts, node_pool_options([classes[pool.node_class]])),
-            )
-            for pool in operator.node_pools
-        ]
+        self.node_pools = standalone_node_pools(name, cluster, operator.node_pools, classes, k8s_opts)
         self.register_outputs({"nodeClasses": sorted(classes)})
