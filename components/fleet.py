@@ -7,7 +7,12 @@ from pathlib import Path
 import pulumi
 
 from components.hosted import HostedClusterArgs, HostedClusterNodes
-from components.karpenter import SelfManagedKarpenter, SelfManagedKarpenterArgs
+from components.karpenter import (
+    KarpenterOperatorArgs,
+    KarpenterOperatorNodes,
+    SelfManagedKarpenter,
+    SelfManagedKarpenterArgs,
+)
 from components.kubernetes import cluster_provider
 from components.standalone import StandaloneCluster, StandaloneClusterArgs
 from nodefleet.config import ConfigError, Fleet, ResolvedCluster, load_fleet, stack_file
@@ -56,6 +61,10 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
                         secrets[karpenter.ca_bundle_key],
                     ),
                 )
+            if resolved.config.karpenter_operator:
+                built[f"{name}-karpenter"] = KarpenterOperatorNodes(
+                    f"{name}-karpenter", KarpenterOperatorArgs(resolved.config, provider)
+                )
             continue
         hc = resolved.config
         apply = output.mode == "apply"
@@ -67,12 +76,12 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
                 hosted=cluster_provider(
                     f"{name}-hosted", fleet.stack, output, kubeconfig=hc.hosted_kubeconfig
                 ),
-                pull_secret=secrets[hc.pull_secret.from_config]
-                if apply and hc.pull_secret.from_config
-                else None,
-                ssh_public_key=secrets[hc.ssh_key.from_config]
-                if apply and hc.ssh_key and hc.ssh_key.from_config
-                else None,
+                secret_values={
+                    ref.from_config: secrets[ref.from_config]
+                    for ref, _ in hc.secret_refs()
+                    if apply and ref.from_config
+                },
+                render=not apply,
             ),
         )
     return built

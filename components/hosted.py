@@ -3,22 +3,26 @@ its AutoNode classes and Karpenter NodePools inside the hosted cluster."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.karpenter import node_pool_options
 from components.kubernetes import custom_resource
 from nodefleet import kinds as k
-from nodefleet.config_hosted import HostedCluster
+from nodefleet.config_hosted import HostedCluster, SecretRef
 from nodefleet.hosted import (
     LEGACY_CONTROLLER_OWNED,
     render_hosted_cluster,
     render_hypershift_node_pool,
     render_karpenter_node_pool,
     render_legacy_ec2_node_class,
+    render_namespace,
     render_openshift_ec2_node_class,
+    secret_labels,
 )
 
 
@@ -27,10 +31,13 @@ class HostedClusterArgs:
     cluster: HostedCluster
     management: k8s.Provider
     hosted: k8s.Provider
-    #: Values of the pull secret and SSH key, from stack secrets. None in render mode, where no Secret is
-    #: written (the provider would render its values in plaintext), and when the Secret already exists.
-    pull_secret: pulumi.Output[str] | None = None
-    ssh_public_key: pulumi.Output[str] | None = None
+    #: Values of the Secrets the HostedCluster references (pull secret, SSH key, AES-CBC keys) by stack
+    #: secret key (``fromConfig``). Empty in render mode, where no Secret is written (the provider would
+    #: render its values in plaintext), and for Secrets that already exist.
+    secret_values: Mapping[str, pulumi.Output[str]] = field(default_factory=dict)
+    #: Render mode: declare the namespace as a plain Namespace (the GitOps tool applies it). Apply mode: a
+    #: NamespacePatch, which creates it when missing and is never deleted with the stack.
+    render: bool = True
 
 
 class HostedClusterNodes(pulumi.ComponentResource):
@@ -46,15 +53,19 @@ class HostedClusterNodes(pulumi.ComponentResource):
         super().__init__("nodefleet:hosted:Cluster", name, None, opts)
         hc = args.cluster
         mgmt = pulumi.ResourceOptions(parent=self, provider=args.management)
-        secrets = []
-        if args.pull_secret is not None:
-            secrets.append(_secret(hc, hc.pull_secret.name, ".dockerconfigjson", args.pull_secret, mgmt))
-        if args.ssh_public_key is not None and hc.ssh_key is not None:
-            secrets.append(_secret(hc, hc.ssh_key.name, "id_rsa.pub", args.ssh_public_key, mgmt))
+        first: list[pulumi.Resource] = []
+        if hc.create_namespace:
+            first.append(_namespace(name, hc, args.render, mgmt))
+        in_namespace = pulumi.ResourceOptions.merge(mgmt, pulumi.ResourceOptions(depends_on=list(first)))
+        secrets: list[pulumi.Resource] = [
+            _secret(hc, ref, key, args.secret_values[ref.from_config], in_namespace)
+            for ref, key in hc.secret_refs()
+            if ref.from_config and ref.from_config in args.secret_values
+        ]
         self.hosted_cluster = custom_resource(
             f"{name}-hostedcluster",
             render_hosted_cluster(hc),
-            pulumi.ResourceOptions.merge(mgmt, pulumi.ResourceOptions(depends_on=secrets)),
+            pulumi.ResourceOptions.merge(mgmt, pulumi.ResourceOptions(depends_on=[*first, *secrets])),
         )
         after_hc = pulumi.ResourceOptions.merge(
             mgmt, pulumi.ResourceOptions(depends_on=[self.hosted_cluster])
@@ -102,20 +113,35 @@ class HostedClusterNodes(pulumi.ComponentResource):
                 custom_resource(
                     f"{name}-karpenter-{pool.name}",
                     render_karpenter_node_pool(pool, annotations=owner),
-                    pulumi.ResourceOptions.merge(
-                        hosted, pulumi.ResourceOptions(depends_on=[classes[pool.node_class]])
-                    ),
+                    pulumi.ResourceOptions.merge(hosted, node_pool_options([classes[pool.node_class]])),
                 )
             )
         self.node_classes = list(classes.values())
 
 
+def _namespace(name: str, hc: HostedCluster, render: bool, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    manifest = render_namespace(hc)
+    if render:
+        return k8s.core.v1.Namespace(f"{name}-namespace", metadata=manifest["metadata"], opts=opts)
+    # Several hosted clusters usually share one namespace, and it may exist already: a patch creates it when
+    # missing, and deleting the stack (or this cluster) leaves it, with whatever else lives in it, alone.
+    return k8s.core.v1.NamespacePatch(f"{name}-namespace", metadata=manifest["metadata"], opts=opts)
+
+
 def _secret(
-    hc: HostedCluster, name: str, key: str, value: pulumi.Output[str], opts: pulumi.ResourceOptions
+    hc: HostedCluster, ref: SecretRef, key: str, value: pulumi.Output[str], opts: pulumi.ResourceOptions
 ) -> k8s.core.v1.Secret:
+    metadata = k8s.meta.v1.ObjectMetaArgs(
+        name=ref.name, namespace=hc.namespace, labels=secret_labels(hc, ref.delete_with_cluster) or None
+    )
+    if key == "key":
+        # AES-CBC: the stack secret holds the base64 of the 32-byte key, which is what `data` carries.
+        return k8s.core.v1.Secret(
+            f"{hc.name}-secret-{ref.name}", metadata=metadata, type="Opaque", data={key: value}, opts=opts
+        )
     return k8s.core.v1.Secret(
-        f"{hc.name}-secret-{name}",
-        metadata={"name": name, "namespace": hc.namespace},
+        f"{hc.name}-secret-{ref.name}",
+        metadata=metadata,
         type="kubernetes.io/dockerconfigjson" if key == ".dockerconfigjson" else "Opaque",
         string_data={key: value},
         opts=opts,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -21,15 +21,48 @@ from components.kubernetes import custom_resource
 from nodefleet import kinds as k
 from nodefleet.catalog import BootImage
 from nodefleet.config import StandaloneCluster
-from nodefleet.config_karpenter import SelfManagedNodeClass
-from nodefleet.hosted import render_karpenter_node_pool
+from nodefleet.config_karpenter import NodePoolSpec, SelfManagedNodeClass
+from nodefleet.hosted import NODE_POOL_REPLACE_ON, render_karpenter_node_pool
 from nodefleet.ignition import user_data
 from nodefleet.karpenter import (
     node_read_policy,
     object_key,
     payload_config,
+    render_operator_ec2_node_class,
     render_self_managed_ec2_node_class,
 )
+
+
+def node_pool_options(depends_on: list[pulumi.Resource]) -> pulumi.ResourceOptions:
+    """Options of every Karpenter NodePool: after its class, and replaced, deleting first, when it switches
+    between static and dynamic provisioning.
+
+    The NodePool API refuses that switch in place, so it can only be a replacement of the object, and with the
+    same name the old one must go first. Deleting a NodePool drains and terminates all of its nodes; the
+    ``karpenter-provisioning-switch`` policy says so at preview.
+    """
+    return pulumi.ResourceOptions(
+        depends_on=depends_on, replace_on_changes=list(NODE_POOL_REPLACE_ON), delete_before_replace=True
+    )
+
+
+def standalone_node_pools(
+    name: str,
+    cluster: StandaloneCluster,
+    pools: Sequence[NodePoolSpec],
+    classes: Mapping[str, pulumi.Resource],
+    opts: pulumi.ResourceOptions,
+) -> list[pulumi.CustomResource]:
+    """The Karpenter NodePools of a standalone cluster, each after its class."""
+    owner = {k.ANNOTATION_RELEASE: cluster.release}
+    return [
+        custom_resource(
+            f"{name}-karpenter-{pool.name}",
+            render_karpenter_node_pool(pool, annotations=owner),
+            pulumi.ResourceOptions.merge(opts, node_pool_options([classes[pool.node_class]])),
+        )
+        for pool in pools
+    ]
 
 
 @dataclass(frozen=True)
@@ -74,19 +107,38 @@ class SelfManagedKarpenter(pulumi.ComponentResource):
                     k8s_opts, pulumi.ResourceOptions(depends_on=[self.objects[nc.name], self.read_policy])
                 ),
             )
-        owner = {k.ANNOTATION_RELEASE: cluster.release}
-        self.node_pools = [
-            custom_resource(
-                f"{name}-karpenter-{pool.name}",
-                render_karpenter_node_pool(pool, annotations=owner),
-                pulumi.ResourceOptions.merge(
-                    k8s_opts, pulumi.ResourceOptions(depends_on=[classes[pool.node_class]])
-                ),
-            )
-            for pool in karpenter.node_pools
-        ]
+        self.node_pools = standalone_node_pools(name, cluster, karpenter.node_pools, classes, k8s_opts)
         self.register_outputs({"objects": {n: o.key for n, o in self.objects.items()}})
 
 
 def _payload(cluster: StandaloneCluster, nc: SelfManagedNodeClass, ca_pem: str) -> str:
     return user_data(payload_config(cluster, nc, ca_pem=ca_pem))
+
+
+@dataclass(frozen=True)
+class KarpenterOperatorArgs:
+    cluster: StandaloneCluster
+    provider: k8s.Provider
+
+
+class KarpenterOperatorNodes(pulumi.ComponentResource):
+    """Node classes and pools on a cluster whose Karpenter runs under Red Hat's karpenter-operator.
+
+    No AWS resources and no userData: the operator points every class at its own MachineConfigPool on the
+    Machine Config Server and pins the AMI; nodefleet declares only the fields the operator leaves to users.
+    """
+
+    def __init__(self, name: str, args: KarpenterOperatorArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("nodefleet:karpenter:Operator", name, None, opts)
+        cluster = args.cluster
+        operator = cluster.karpenter_operator
+        assert operator is not None
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        classes = {
+            nc.name: custom_resource(
+                f"{name}-nodeclass-{nc.name}", render_operator_ec2_node_class(cluster, nc), k8s_opts
+            )
+            for nc in operator.node_classes
+        }
+        self.node_pools = standalone_node_pools(name, cluster, operator.node_pools, classes, k8s_opts)
+        self.register_outputs({"nodeClasses": sorted(classes)})

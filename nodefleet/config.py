@@ -22,7 +22,12 @@ from pydantic import BaseModel, Discriminator, Field, Tag, ValidationError, fiel
 
 from nodefleet.catalog import BootImage, BootImageCatalog, CatalogError, normalize_arch
 from nodefleet.config_hosted import HostedCluster
-from nodefleet.config_karpenter import SelfManagedKarpenter
+from nodefleet.config_karpenter import (
+    KarpenterNodePoolSpec,
+    KarpenterOperator,
+    SelfManagedKarpenter,
+    StaticNodePoolSpec,
+)
 from nodefleet.modelbase import DNS_LABEL, PATTERN_HELP, REGION, ZONE, ConfigModel, OCPRelease
 from nodefleet.versions import OCPVersion, parse_ocp
 
@@ -143,6 +148,10 @@ class StandaloneCluster(ConfigModel):
         None,
         description="Self-managed Karpenter on this cluster, its nodes booting through an S3 Ignition pointer.",
     )
+    karpenter_operator: KarpenterOperator | None = Field(
+        None,
+        description="Red Hat's karpenter-operator runs Karpenter here; nodefleet declares classes and pools.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> StandaloneCluster:
@@ -182,6 +191,11 @@ class StandaloneCluster(ConfigModel):
                     f"{where}.bootImage: 'managed' needs bootImageManagement.mode All or Partial (it is None); "
                     "change the mode or pin this MachineSet"
                 )
+        if self.karpenter and self.karpenter_operator:
+            raise ValueError(
+                "karpenterOperator: the karpenter-operator's admission policies reject the userData, AMI and "
+                "amiFamily that karpenter (S3 pointer mode) writes; declare one of karpenter or karpenterOperator"
+            )
         if self.karpenter:
             for i, nc in enumerate(self.karpenter.node_classes):
                 if nc.pool not in pools and nc.pool not in _BUILTIN_POOLS:
@@ -305,8 +319,8 @@ class Fleet:
                     )
                 continue
             hc = c.config
-            for ref in (hc.pull_secret, hc.ssh_key):
-                if apply and ref and ref.from_config:
+            for ref, _ in hc.secret_refs():
+                if apply and ref.from_config:
                     keys.append(
                         (ref.from_config, f"Secret {hc.namespace}/{ref.name} of hosted cluster {hc.name}")
                     )
@@ -446,11 +460,17 @@ def _with_fix(err: Mapping[str, Any]) -> str:
 
 def _is_union_tag(part: object) -> bool:
     return (
-        isinstance(part, str) and re.fullmatch(r"(standalone|hosted|function-after\[.*\])", part) is not None
+        isinstance(part, str)
+        and re.fullmatch(r"(standalone|hosted|static|dynamic|function-after\[.*\])", part) is not None
     )
 
 
-_UNION_MEMBERS: dict[str, type[BaseModel]] = {"standalone": StandaloneCluster, "hosted": HostedCluster}
+_UNION_MEMBERS: dict[str, type[BaseModel]] = {
+    "standalone": StandaloneCluster,
+    "hosted": HostedCluster,
+    "static": StaticNodePoolSpec,
+    "dynamic": KarpenterNodePoolSpec,
+}
 
 
 def _known_keys(loc: Sequence[str | int]) -> list[str]:

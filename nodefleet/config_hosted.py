@@ -11,6 +11,14 @@ from nodefleet.modelbase import DNS_LABEL, REGION, ZONE, ConfigModel, OCPRelease
 
 _ROLE_ARN = r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/.+$"
 RoleArn = Annotated[str, Field(pattern=_ROLE_ARN)]
+_KMS_KEY_ARN = r"^arn:(aws|aws-cn|aws-us-gov):kms:[a-z0-9-]+:[0-9]{12}:(key|alias)/.+$"
+KmsKeyArn = Annotated[str, Field(pattern=_KMS_KEY_ARN, max_length=2048)]
+#: A Go duration as metav1.Duration parses it ("0s", "30m", "1h30m"); the CRD types these fields as plain
+#: strings, so a typo would only fail when the API server decodes the object.
+GoDuration = Annotated[str, Field(pattern=r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$")]
+#: What the CLI's --kas-dns-name accepts (``validation.IsDNS1123Subdomain``).
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+AvailabilityPolicy = Literal["HighlyAvailable", "SingleReplica"]
 
 
 class RolesRef(ConfigModel):
@@ -49,6 +57,103 @@ class SecretRef(ConfigModel):
 
     name: Annotated[str, Field(pattern=DNS_LABEL)]
     from_config: str | None = None
+    delete_with_cluster: bool = Field(
+        True,
+        description="apply mode: label the Secret nodefleet writes hypershift.openshift.io/safe-to-delete-with-cluster "
+        "(and auto-created-for-infra: <infraId>), as the CLI does, so HyperShift garbage-collects it with the cluster.",
+    )
+
+
+class KmsEncryption(ConfigModel):
+    """``spec.secretEncryption`` with AWS KMS: what ``hypershift create cluster aws --kms-key-arn`` sets."""
+
+    active_key_arn: KmsKeyArn = Field(alias="activeKeyARN")
+    backup_key_arn: KmsKeyArn | None = Field(None, alias="backupKeyARN")
+    role_arn: RoleArn = Field(
+        alias="roleARN",
+        description="Role the KMS provider assumes (auth.awsKms; `hypershift create iam` makes it).",
+    )
+    region: Annotated[str, Field(pattern=REGION)] | None = Field(
+        None, description="Default: the cluster's region."
+    )
+
+
+class AescbcEncryption(ConfigModel):
+    """``spec.secretEncryption`` with an AES-CBC key in a Secret of the cluster's namespace (key ``key``).
+
+    The CLI generates that key when no KMS key is given; nodefleet never invents key material: name an
+    existing Secret, or in apply mode a stack secret holding the base64 of 32 random bytes (``fromConfig``).
+    """
+
+    active_key: SecretRef
+    backup_key: SecretRef | None = None
+
+
+class SecretEncryption(ConfigModel):
+    kms: KmsEncryption | None = None
+    aescbc: AescbcEncryption | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> SecretEncryption:
+        if (self.kms is None) == (self.aescbc is None):
+            raise ValueError("set exactly one of kms or aescbc")
+        return self
+
+
+class Proxy(ConfigModel):
+    """``spec.configuration.proxy`` (config.openshift.io ProxySpec) for the hosted cluster's nodes."""
+
+    http_proxy: str | None = None
+    https_proxy: str | None = None
+    no_proxy: str | None = Field(None, description="Comma-separated hosts, domains and CIDRs.")
+    trusted_ca: Annotated[str, Field(pattern=DNS_LABEL)] | None = Field(
+        None,
+        alias="trustedCA",
+        description="ConfigMap (key ca-bundle.crt) with the proxy's CA, in the cluster's namespace.",
+    )
+    readiness_endpoints: list[str] = []
+
+
+class Etcd(ConfigModel):
+    """Managed etcd storage; both fields are immutable once the cluster exists."""
+
+    storage_class_name: Annotated[str, Field(max_length=255)] = Field(
+        "gp3-csi", description="StorageClass of each etcd member's volume (the CLI's AWS default)."
+    )
+    size: Annotated[str, Field(pattern=r"^[0-9]+(Mi|Gi|Ti)$")] = "8Gi"
+
+
+class OvnKubernetes(ConfigModel):
+    """``operatorConfiguration.clusterNetworkOperator.ovnKubernetesConfig``; every field is immutable once set."""
+
+    mtu: Annotated[int, Field(ge=576, le=9216)] | None = Field(
+        None,
+        description="Tunnel MTU: 100 bytes below the uplink MTU; unset lets the CNO detect it (8901 on AWS).",
+    )
+    internal_join_subnet: str | None = Field(
+        None, description="ipv4.internalJoinSubnet (default 100.64.0.0/16)."
+    )
+    internal_transit_switch_subnet: str | None = Field(None, description="ipv4.internalTransitSwitchSubnet.")
+    v4_internal_subnet: str | None = Field(None, alias="v4InternalSubnet")
+
+
+class IngressLoadBalancer(ConfigModel):
+    """The default ingress controller published through a cloud load balancer (``LoadBalancerService``)."""
+
+    scope: Literal["External", "Internal"] = "External"
+    type: Literal["NLB", "Classic"] = "NLB"
+    dns_management_policy: Literal["Managed", "Unmanaged"] = "Managed"
+    allowed_source_ranges: list[str] = []
+
+
+class OperatorConfiguration(ConfigModel):
+    """``spec.operatorConfiguration``: the hosted cluster's network and ingress operators."""
+
+    ovn_kubernetes: OvnKubernetes | None = None
+    disable_multi_network: bool | None = Field(
+        None, description="Disable Multus (immutable; the API allows it only with networkType Other)."
+    )
+    ingress: IngressLoadBalancer | None = None
 
 
 class AutoScaling(ConfigModel):
@@ -70,12 +175,26 @@ class HyperShiftNodePoolSpec(ConfigModel):
     root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = "gp3"
     upgrade_type: Literal["Replace", "InPlace"] = "Replace"
     arch: Literal["amd64", "arm64"] = "amd64"
+    auto_repair: bool = Field(
+        True,
+        description="management.autoRepair: a MachineHealthCheck replaces unhealthy machines. The CLI sets it "
+        "only with --auto-repair; without it a node that stops reporting is never replaced.",
+    )
+    node_drain_timeout: GoDuration = Field("0s", description="0s: drain retries without a time limit.")
+    node_volume_detach_timeout: GoDuration = Field("0s", description="0s: wait for volumes without a limit.")
 
     @model_validator(mode="after")
     def _size(self) -> HyperShiftNodePoolSpec:
         if (self.replicas is None) == (self.auto_scaling is None):
             raise ValueError("set exactly one of replicas or autoScaling")
         return self
+
+
+#: HostedCluster annotations nodefleet writes from typed keys; the free-form ``annotations`` may not set them.
+_NODEFLEET_ANNOTATIONS = (
+    "hypershift.openshift.io/cleanup-cloud-resources",
+    "hypershift.openshift.io/aws-karpenter-default-instance-profile",
+)
 
 
 class HostedCluster(ConfigModel):
@@ -104,6 +223,44 @@ class HostedCluster(ConfigModel):
     networking: Networking = Networking()
     pull_secret: SecretRef
     ssh_key: SecretRef | None = None
+    controller_availability_policy: AvailabilityPolicy = Field(
+        "HighlyAvailable",
+        description="Control plane replicas (immutable). The CLI's default is SingleReplica: one etcd member and "
+        "one API server for the life of the cluster.",
+    )
+    infrastructure_availability_policy: AvailabilityPolicy = Field(
+        "HighlyAvailable",
+        description="Data-plane infrastructure (ingress routers, registry). The API's default, SingleReplica, runs "
+        "one router: every node replacement is an ingress outage.",
+    )
+    cleanup_cloud_resources: bool = Field(
+        True,
+        description="hypershift.openshift.io/cleanup-cloud-resources: on deletion HyperShift removes the load "
+        "balancers, volumes and registry storage the cluster created (`hypershift destroy` sets it).",
+    )
+    secret_encryption: SecretEncryption | None = Field(
+        None, description="Encryption at rest of the cluster's Secrets; cannot be removed once set."
+    )
+    fips: bool = Field(False, description="FIPS mode for the cluster's nodes (immutable).")
+    proxy: Proxy | None = None
+    etcd: Etcd = Etcd()
+    kube_api_server_dns_name: Annotated[str, Field(pattern=_DNS_SUBDOMAIN, max_length=253)] | None = Field(
+        None,
+        alias="kubeAPIServerDNSName",
+        description="A custom DNS name for the API server (4.19+); HyperShift then publishes a kubeconfig for it.",
+    )
+    olm_catalog_placement: Literal["management", "guest"] = Field(
+        "management", description="Where OLM catalog pods run (immutable)."
+    )
+    operator_configuration: OperatorConfiguration | None = None
+    create_namespace: bool = Field(
+        True,
+        description="Declare the namespace as the CLI does; never deleted by nodefleet (other clusters may share it).",
+    )
+    annotations: dict[str, str] = Field(
+        {}, description="Extra HostedCluster annotations (the CLI's --annotations)."
+    )
+    labels: dict[str, str] = Field({}, description="Extra HostedCluster labels (the CLI's --labels).")
     auto_node: AutoNode | None = None
     node_pools: list[HyperShiftNodePoolSpec] = []
     hosted_kubeconfig: str | None = Field(
@@ -117,7 +274,27 @@ class HostedCluster(ConfigModel):
         names = [p.name for p in self.node_pools]
         if len(set(names)) != len(names):
             raise ValueError("nodePools: two NodePools share a name")
+        reserved = sorted(
+            key
+            for key in self.annotations
+            if key in _NODEFLEET_ANNOTATIONS or key.startswith("nodefleet.io/")
+        )
+        if reserved:
+            raise ValueError(
+                f"annotations: {', '.join(reserved)} are set by nodefleet from typed keys (cleanupCloudResources, "
+                "release, autoNode); remove them here"
+            )
         return self
+
+    def secret_refs(self) -> list[tuple[SecretRef, str]]:
+        """Every Secret the HostedCluster references, each with the key nodefleet writes its value under."""
+        refs: list[tuple[SecretRef, str]] = [(self.pull_secret, ".dockerconfigjson")]
+        if self.ssh_key is not None:
+            refs.append((self.ssh_key, "id_rsa.pub"))
+        aescbc = self.secret_encryption.aescbc if self.secret_encryption else None
+        if aescbc is not None:
+            refs += [(ref, "key") for ref in (aescbc.active_key, aescbc.backup_key) if ref is not None]
+        return refs
 
     @property
     def image(self) -> str:

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator, model_validator
 
 from nodefleet.drift import is_restricted_tag_key
-from nodefleet.modelbase import DNS_LABEL, OCP_XYZ, ConfigModel
+from nodefleet.modelbase import DNS_LABEL, ConfigModel, OCPRelease
 
 _DURATION = r"^([0-9]+(s|m|h))+$"
+#: A budget's node count or share (the NodePool CRD's pattern).
+BudgetNodes = Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")]
+#: Disruption reasons a budget can name. ``Unhealthy`` (node repair) only from Karpenter v1.15.
+DisruptionReason = Literal["Empty", "Underutilized", "Drifted", "Unhealthy"]
+#: Karpenter's own order of the reasons, used wherever nodefleet lists them.
+REASON_ORDER: tuple[DisruptionReason, ...] = ("Empty", "Underutilized", "Drifted", "Unhealthy")
+_CRON = r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+_BUDGET_DURATION = r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$"
+KarpenterVersion = Annotated[str, Field(pattern=r"^1\.[0-9]+$")]
+#: Upstream Karpenter feature gates that change what a NodePool may declare (all alpha, off by default).
+FeatureGate = Literal["StaticCapacity", "NodeRepair"]
 
 
 class Requirement(ConfigModel):
@@ -75,28 +86,82 @@ def _checked_labels(labels: dict[str, str]) -> dict[str, str]:
 class DriftWindow(ConfigModel):
     """A scheduled budget for Drifted disruption, e.g. no drift replacement during business hours."""
 
-    schedule: str = Field(description="Cron, UTC, e.g. '0 9 * * mon-fri'.")
-    duration: Annotated[str, Field(pattern=r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")]
-    nodes: Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = "0"
+    schedule: Annotated[str, Field(pattern=_CRON)] = Field(description="Cron, UTC, e.g. '0 9 * * mon-fri'.")
+    duration: Annotated[str, Field(pattern=_BUDGET_DURATION)]
+    nodes: BudgetNodes = "0"
 
 
-class Disruption(ConfigModel):
-    consolidation_policy: Literal["WhenEmptyOrUnderutilized", "WhenEmpty"] = "WhenEmptyOrUnderutilized"
-    consolidate_after: Annotated[str, Field(pattern=r"^(([0-9]+(s|m|h))+|Never)$")] = "1m"
-    drift_budget: Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = Field(
-        "10%", description="At most this many nodes (or share) replaced for drift at once."
+class BudgetWindow(DriftWindow):
+    """A scheduled budget for any reasons, e.g. a freeze on every voluntary disruption at month end."""
+
+    reasons: list[DisruptionReason] | None = Field(
+        None, description="Reasons it limits; omitted: every reason (Karpenter's meaning)."
     )
-    drift_windows: list[DriftWindow] = []
+
+
+#: The always-active budget per reason when a pool states none: Karpenter's own default (10%), but per reason
+#: and explicit, so no reason that replaces or removes nodes is ever left without a bound.
+DEFAULT_BUDGETS: dict[DisruptionReason, str] = {"Empty": "10%", "Underutilized": "10%", "Drifted": "10%"}
+
+
+class _DisruptionBase(ConfigModel):
+    budgets: dict[DisruptionReason, BudgetNodes] = Field(
+        {},
+        description="Always-active limit per reason, merged over the defaults (Empty, Underutilized, Drifted: "
+        "10%). Unhealthy (Karpenter 1.15+, NodeRepair gate) has no default.",
+    )
+    drift_budget: BudgetNodes | None = Field(
+        None, description="Shorthand for budgets.Drifted: nodes replaced for drift at once (10% or 5)."
+    )
+    windows: list[BudgetWindow] = []
+    drift_windows: list[DriftWindow] = Field([], description="Shorthand for windows limited to Drifted.")
+
+    @model_validator(mode="after")
+    def _one_drift_limit(self) -> _DisruptionBase:
+        if self.drift_budget is not None and "Drifted" in self.budgets:
+            raise ValueError("driftBudget and budgets.Drifted both set the Drifted limit; keep one")
+        return self
+
+    def effective_budgets(self, reasons: tuple[DisruptionReason, ...]) -> dict[DisruptionReason, str]:
+        """The always-active limit of each of ``reasons`` this pool declares, defaults included."""
+        merged: dict[DisruptionReason, str] = {**DEFAULT_BUDGETS, **self.budgets}
+        if self.drift_budget is not None:
+            merged["Drifted"] = self.drift_budget
+        return {reason: merged[reason] for reason in REASON_ORDER if reason in reasons and reason in merged}
+
+    def reasons_named(self) -> set[str]:
+        named: set[str] = set(self.budgets)
+        for window in self.windows:
+            named |= set(window.reasons or ())
+        return named
+
+
+class Disruption(_DisruptionBase):
+    consolidation_policy: Literal["WhenEmptyOrUnderutilized", "WhenEmpty", "Balanced"] = Field(
+        "WhenEmptyOrUnderutilized",
+        description="Balanced (Karpenter 1.14+) consolidates only moves whose savings outweigh their disruption "
+        "(score >= 1/k, k = 2, fixed in v1.15: there is no threshold field).",
+    )
+    consolidate_after: Annotated[str, Field(pattern=r"^(([0-9]+(s|m|h))+|Never)$")] = "1m"
+
+
+class StaticDisruption(_DisruptionBase):
+    """A static pool never consolidates (Karpenter ignores consolidationPolicy); drift and repair still replace."""
 
 
 class Limits(ConfigModel):
     cpu: str | None = None
     memory: str | None = None
+    nodes: Annotated[int, Field(ge=0)] | None = None
 
 
-class KarpenterNodePoolSpec(ConfigModel):
-    """A ``karpenter.sh/v1`` NodePool."""
+class StaticLimits(ConfigModel):
+    """A static NodePool may limit only its node count."""
 
+    nodes: Annotated[int, Field(ge=0)] | None = None
+
+
+class _NodePoolBase(ConfigModel):
     name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)]
     node_class: str = Field(description="Name of a node class declared in the same cluster.")
     capacity_types: list[Literal["spot", "on-demand", "reserved"]] = ["on-demand"]
@@ -109,17 +174,116 @@ class KarpenterNodePoolSpec(ConfigModel):
     labels: Annotated[dict[str, str], AfterValidator(_checked_labels)] = {}
     expire_after: Annotated[str, Field(pattern=r"^(([0-9]+(s|m|h))+|Never)$")] = "720h"
     termination_grace_period: Annotated[str, Field(pattern=_DURATION)] | None = None
+
+
+class KarpenterNodePoolSpec(_NodePoolBase):
+    """A dynamic ``karpenter.sh/v1`` NodePool: Karpenter launches nodes for pending pods."""
+
     limits: Limits = Limits()
     weight: Annotated[int, Field(ge=1, le=100)] | None = None
     disruption: Disruption = Disruption()
+
+    @property
+    def static(self) -> bool:
+        return False
+
+
+class StaticNodePoolSpec(_NodePoolBase):
+    """A static NodePool (``spec.replicas``, Karpenter 1.8+, StaticCapacity gate): a fixed number of nodes.
+
+    It has no ``weight``, no cpu/memory limits and no consolidation settings (the NodePool API rejects the
+    first two and ignores the last), and switching a pool between static and dynamic replaces it.
+    """
+
+    replicas: Annotated[int, Field(ge=0)]
+    limits: StaticLimits = StaticLimits()
+    disruption: StaticDisruption = StaticDisruption()
+
+    @property
+    def static(self) -> bool:
+        return True
+
+
+def _pool_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "static" if "replicas" in value else "dynamic"
+    return "static" if isinstance(value, StaticNodePoolSpec) else "dynamic"
+
+
+NodePoolSpec = Annotated[
+    Annotated[KarpenterNodePoolSpec, Tag("dynamic")] | Annotated[StaticNodePoolSpec, Tag("static")],
+    Discriminator(_pool_kind),
+]
+
+
+#: OpenShift's Karpenter fork, which AutoNode runs, was last merged from upstream v1.13.0; HyperShift v0.1.80
+#: installs a NodePool CRD without Balanced and runs Karpenter with FEATURE_GATES=Drift=true only.
+AUTONODE_KARPENTER = "1.13"
+#: The newest upstream release (v1.15.0, 2026-10-10): the default for a Karpenter the user installs.
+SELF_MANAGED_KARPENTER = "1.15"
+
+
+class KarpenterRelease(ConfigModel):
+    """What the cluster's Karpenter accepts: its minor version and the alpha gates it runs with."""
+
+    version: KarpenterVersion
+    feature_gates: list[FeatureGate] = []
+
+
+def _minor(version: str) -> int:
+    return int(version.split(".")[1])
+
+
+def check_pools_fit_karpenter(karpenter: KarpenterRelease, pools: list[NodePoolSpec], where: str) -> None:
+    """Refuse what the cluster's Karpenter cannot do: the config knows the version, the CRD check does not.
+
+    Balanced needs 1.14, the Unhealthy budget reason 1.15, static pools 1.8 and the StaticCapacity gate
+    (without it Karpenter's static controllers do not run and the pool never gets a node).
+    """
+    minor = _minor(karpenter.version)
+    for i, pool in enumerate(pools):
+        at = f"{where}nodePools[{i}]"
+        if (
+            isinstance(pool, KarpenterNodePoolSpec)
+            and pool.disruption.consolidation_policy == "Balanced"
+            and minor < 14
+        ):
+            raise ValueError(
+                f"{at}.disruption.consolidationPolicy: Balanced needs Karpenter 1.14 or later and this cluster's "
+                f"is {karpenter.version} (its NodePool CRD rejects the value); use WhenEmptyOrUnderutilized, or "
+                "declare the newer Karpenter version"
+            )
+        if "Unhealthy" in pool.disruption.reasons_named() and minor < 15:
+            raise ValueError(
+                f"{at}.disruption: the Unhealthy budget reason needs Karpenter 1.15 or later and this cluster's is "
+                f"{karpenter.version}; remove it, or declare the newer Karpenter version"
+            )
+        gated = minor >= 8 and "StaticCapacity" in karpenter.feature_gates
+        if isinstance(pool, StaticNodePoolSpec) and not gated:
+            gates = ", ".join(karpenter.feature_gates) or "none"
+            raise ValueError(
+                f"{at}.replicas: a static NodePool needs Karpenter 1.8+ running with the StaticCapacity feature "
+                f"gate (this cluster's: {karpenter.version}, gates: {gates}); without it the pool never gets a "
+                "node. Remove replicas, or enable the gate and list it"
+            )
+
+
+def _full_release(v: str) -> str:
+    # OpenshiftEC2NodeClass.spec.version is a full semver (x.y.z, pre-releases allowed, at most 64 characters).
+    # OCP releases never carry build metadata, which the skew policies could not place; x.y is not a release.
+    if v.count(".") < 2 or len(v) > 64:
+        raise ValueError(f"'{v}' is not a full release: use x.y.z, e.g. 4.22.1 or 5.0.0-ec.2")
+    return v
 
 
 class AutoNodeClass(ConfigModel):
     """A named ``OpenshiftEC2NodeClass``; HyperShift generates the EC2NodeClass of the same name."""
 
     name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)]
-    version: Annotated[str, Field(pattern=OCP_XYZ)] | None = Field(
-        None, description="Pin the node OS release (x.y.z); empty follows the control plane."
+    version: Annotated[OCPRelease, AfterValidator(_full_release)] | None = Field(
+        None,
+        description="Pin the node OS release (x.y.z, pre-releases such as 5.0.0-ec.2 too); empty follows "
+        "the control plane.",
     )
     subnet_tags: dict[str, str] | None = None
     subnet_ids: list[str] | None = None
@@ -154,7 +318,7 @@ class SelfManagedNodeClass(ConfigModel):
     root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
 
 
-def check_pools_reference_classes(classes: list[str], pools: list[KarpenterNodePoolSpec], where: str) -> None:
+def check_pools_reference_classes(classes: list[str], pools: list[NodePoolSpec], where: str) -> None:
     known = set(classes)
     if len(known) != len(classes):
         raise ValueError(f"{where}nodeClasses: two node classes share a name")
@@ -176,12 +340,18 @@ class AutoNode(ConfigModel):
         "and AMI HyperShift rewrites (older HyperShift), declared once and then left to it.",
     )
     role_arn: Annotated[str, Field(pattern=r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/.+$")]
+    karpenter: KarpenterRelease = Field(
+        KarpenterRelease(version=AUTONODE_KARPENTER),
+        description="HyperShift's Karpenter: OpenShift's fork, merged from upstream 1.13 and run with only "
+        "Drift=true; raise it when your HyperShift ships a newer one.",
+    )
     node_classes: list[AutoNodeClass] = Field(min_length=1)
-    node_pools: list[KarpenterNodePoolSpec] = Field(min_length=1)
+    node_pools: list[NodePoolSpec] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _refs(self) -> AutoNode:
         check_pools_reference_classes([c.name for c in self.node_classes], self.node_pools, "")
+        check_pools_fit_karpenter(self.karpenter, self.node_pools, "")
         return self
 
 
@@ -201,10 +371,62 @@ class SelfManagedKarpenter(ConfigModel):
         "mcsCaBundle",
         description="Stack secret (`pulumi config set --secret nodefleet:<key>`) holding the MCS CA PEM.",
     )
+    version: KarpenterVersion = Field(
+        SELF_MANAGED_KARPENTER, description="The Karpenter you installed (x.y)."
+    )
+    feature_gates: list[FeatureGate] = Field([], description="Alpha gates it runs with (--feature-gates).")
     node_classes: list[SelfManagedNodeClass] = Field(min_length=1)
-    node_pools: list[KarpenterNodePoolSpec] = Field(min_length=1)
+    node_pools: list[NodePoolSpec] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _refs(self) -> SelfManagedKarpenter:
         check_pools_reference_classes([c.name for c in self.node_classes], self.node_pools, "")
+        check_pools_fit_karpenter(
+            KarpenterRelease(version=self.version, feature_gates=self.feature_gates), self.node_pools, ""
+        )
+        return self
+
+
+class OperatorNodeClass(ConfigModel):
+    """An ``EC2NodeClass`` on a cluster running Red Hat's karpenter-operator: only the fields it leaves to users.
+
+    The operator writes ``amiFamily`` (Custom), ``amiSelectorTerms`` (the cluster's RHCOS AMI) and ``userData``
+    (a pointer to the Machine Config Server, pool ``karpenter-<class>``, which it also creates) and its
+    admission policies reject anyone else's values; nodefleet never declares them.
+    """
+
+    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)]
+    subnet_tags: dict[str, str] | None = None
+    security_group_tags: dict[str, str] | None = None
+    root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
+    tags: Annotated[dict[str, str], AfterValidator(_checked_tags)] = {}
+
+    @field_validator("name")
+    @classmethod
+    def _not_default(cls, v: str) -> str:
+        if v == "default":
+            raise ValueError(
+                "'default' is created and re-created by the karpenter-operator; give the class its own name"
+            )
+        return v
+
+
+class KarpenterOperator(ConfigModel):
+    """Red Hat's karpenter-operator on a standalone cluster (enhancement ``karpenter-operator``, provisional,
+    ``KarpenterOperator`` feature gate): nodefleet declares classes and pools, the operator the boot fields."""
+
+    instance_profile: str = Field(
+        description="Instance profile of the nodes: the operator pre-populates it only on its `default` class."
+    )
+    karpenter: KarpenterRelease = Field(
+        KarpenterRelease(version=AUTONODE_KARPENTER),
+        description="The payload's Karpenter (OpenShift's fork, as in AutoNode).",
+    )
+    node_classes: list[OperatorNodeClass] = Field(min_length=1)
+    node_pools: list[NodePoolSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _refs(self) -> KarpenterOperator:
+        check_pools_reference_classes([c.name for c in self.node_classes], self.node_pools, "")
+        check_pools_fit_karpenter(self.karpenter, self.node_pools, "")
         return self

@@ -11,29 +11,60 @@ Field shapes follow the CRDs in ``shared/data/crds`` and the HyperShift CLI's re
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from nodefleet import kinds as k
 from nodefleet.config_hosted import HostedCluster, HyperShiftNodePoolSpec
-from nodefleet.config_karpenter import AutoNodeClass, KarpenterNodePoolSpec
+from nodefleet.config_karpenter import (
+    REASON_ORDER,
+    AutoNodeClass,
+    DisruptionReason,
+    NodePoolSpec,
+    StaticNodePoolSpec,
+)
 from nodefleet.ignition import IGNITION_VERSION, user_data
 
 __all__ = [
+    "ANNOTATION_CLEANUP_CLOUD_RESOURCES",
+    "ANNOTATION_PROVISIONING",
+    "LABEL_AUTO_CREATED_FOR_INFRA",
+    "LABEL_SAFE_TO_DELETE_WITH_CLUSTER",
     "LEGACY_CONTROLLER_OWNED",
+    "NODE_POOL_REPLACE_ON",
     "OCP_RELEASE_REPOSITORY",
     "PLACEHOLDER_AMI",
     "PLACEHOLDER_USER_DATA",
     "default_instance_profile",
+    "disruption_budgets",
     "node_release_image",
+    "pool_reasons",
     "release_image",
     "render_hosted_cluster",
     "render_hypershift_node_pool",
     "render_karpenter_node_pool",
     "render_legacy_ec2_node_class",
+    "render_namespace",
     "render_openshift_ec2_node_class",
+    "secret_labels",
 ]
+
+#: On a static Karpenter NodePool (``spec.replicas``): "static". The NodePool API forbids switching a pool
+#: between static and dynamic in place (CEL ``has(self.replicas) == has(oldSelf.replicas)``), so a change of
+#: this annotation makes Pulumi replace the pool (:data:`NODE_POOL_REPLACE_ON`), deleting it first: same name.
+ANNOTATION_PROVISIONING = "nodefleet.io/provisioning"
+NODE_POOL_REPLACE_ON = [f'metadata.annotations["{ANNOTATION_PROVISIONING}"]']
+
+#: On deletion, HyperShift removes the cloud resources the hosted cluster created (service load balancers,
+#: persistent volumes, registry storage) only when the HostedCluster carries this annotation. ``hypershift
+#: destroy cluster`` sets it just before deleting; a ``pulumi destroy`` deletes the object directly, so
+#: nodefleet declares it up front (``cleanupCloudResources``).
+ANNOTATION_CLEANUP_CLOUD_RESOURCES = "hypershift.openshift.io/cleanup-cloud-resources"
+#: The CLI's labels on the Secrets it creates. The HostedCluster controller gives every Secret carrying both
+#: (the second with the cluster's infraID) an owner reference to the HostedCluster, so it goes with the
+#: cluster (hypershift-operator ``reconcileCLISecrets``).
+LABEL_SAFE_TO_DELETE_WITH_CLUSTER = "hypershift.openshift.io/safe-to-delete-with-cluster"
+LABEL_AUTO_CREATED_FOR_INFRA = "hypershift.openshift.io/auto-created-for-infra"
 
 OCP_RELEASE_REPOSITORY = "quay.io/openshift-release-dev/ocp-release"
 
@@ -45,11 +76,6 @@ PLACEHOLDER_AMI = "ami-00000000000000000"
 PLACEHOLDER_USER_DATA = user_data({"ignition": {"version": IGNITION_VERSION}})
 #: Property paths HyperShift owns on a legacy EC2NodeClass; Pulumi declares them once and ignores changes.
 LEGACY_CONTROLLER_OWNED = ("spec.userData", "spec.amiSelectorTerms")
-
-_ETCD_DEFAULT = {
-    "managementType": "Managed",
-    "managed": {"storage": {"type": "PersistentVolume", "persistentVolume": {"size": "8Gi"}}},
-}
 
 
 def root_volume(gib: int) -> dict[str, Any]:
@@ -103,8 +129,92 @@ def _services(hc: HostedCluster) -> list[dict[str, Any]]:
     ]
 
 
+def _secret_encryption(hc: HostedCluster) -> dict[str, Any] | None:
+    enc = hc.secret_encryption
+    if enc is None:
+        return None
+    if enc.kms is not None:
+        aws: dict[str, Any] = {
+            "activeKey": {"arn": enc.kms.active_key_arn},
+            "auth": {"awsKms": enc.kms.role_arn},
+            "region": enc.kms.region or hc.region,
+        }
+        if enc.kms.backup_key_arn:
+            aws["backupKey"] = {"arn": enc.kms.backup_key_arn}
+        return {"type": "kms", "kms": {"provider": "AWS", "aws": aws}}
+    assert enc.aescbc is not None
+    aescbc: dict[str, Any] = {"activeKey": {"name": enc.aescbc.active_key.name}}
+    if enc.aescbc.backup_key is not None:
+        aescbc["backupKey"] = {"name": enc.aescbc.backup_key.name}
+    return {"type": "aescbc", "aescbc": aescbc}
+
+
+def _configuration(hc: HostedCluster) -> dict[str, Any]:
+    """``spec.configuration``: empty (as the CLI renders it) unless a proxy is declared."""
+    if hc.proxy is None:
+        return {}
+    p = hc.proxy
+    proxy: dict[str, Any] = {}
+    for key, value in (("httpProxy", p.http_proxy), ("httpsProxy", p.https_proxy), ("noProxy", p.no_proxy)):
+        if value:
+            proxy[key] = value
+    if p.readiness_endpoints:
+        proxy["readinessEndpoints"] = list(p.readiness_endpoints)
+    if p.trusted_ca:
+        proxy["trustedCA"] = {"name": p.trusted_ca}
+    return {"proxy": proxy}
+
+
+def _operator_configuration(hc: HostedCluster) -> dict[str, Any] | None:
+    oc = hc.operator_configuration
+    if oc is None:
+        return None
+    out: dict[str, Any] = {}
+    cno: dict[str, Any] = {}
+    if oc.disable_multi_network is not None:
+        cno["disableMultiNetwork"] = oc.disable_multi_network
+    if oc.ovn_kubernetes is not None:
+        ovn = oc.ovn_kubernetes
+        cfg: dict[str, Any] = {}
+        if ovn.mtu is not None:
+            cfg["mtu"] = ovn.mtu
+        ipv4 = {
+            key: value
+            for key, value in (
+                ("internalJoinSubnet", ovn.internal_join_subnet),
+                ("internalTransitSwitchSubnet", ovn.internal_transit_switch_subnet),
+            )
+            if value
+        }
+        if ipv4:
+            cfg["ipv4"] = ipv4
+        if ovn.v4_internal_subnet:
+            cfg["v4InternalSubnet"] = ovn.v4_internal_subnet
+        if cfg:
+            cno["ovnKubernetesConfig"] = cfg
+    if cno:
+        out["clusterNetworkOperator"] = cno
+    if oc.ingress is not None:
+        lb: dict[str, Any] = {
+            "scope": oc.ingress.scope,
+            "dnsManagementPolicy": oc.ingress.dns_management_policy,
+            "providerParameters": {"type": "AWS", "aws": {"type": oc.ingress.type}},
+        }
+        if oc.ingress.allowed_source_ranges:
+            lb["allowedSourceRanges"] = list(oc.ingress.allowed_source_ranges)
+        out["ingressOperator"] = {
+            "endpointPublishingStrategy": {"type": "LoadBalancerService", "loadBalancer": lb}
+        }
+    return out or None
+
+
 def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
-    """A ``hypershift.openshift.io/v1beta1`` HostedCluster on AWS, in ``hc.namespace``."""
+    """A ``hypershift.openshift.io/v1beta1`` HostedCluster on AWS, in ``hc.namespace``.
+
+    Field for field what ``hypershift create cluster aws --render`` prints for the same choices (see
+    ``tests/test_hypershift_cli_parity.py`` for the comparison and the remaining differences), with
+    production defaults where the CLI's are not (README, "HostedCluster reference").
+    """
     dns: dict[str, Any] = {"baseDomain": hc.dns.base_domain}
     if hc.dns.base_domain_prefix is not None:
         dns["baseDomainPrefix"] = hc.dns.base_domain_prefix
@@ -130,6 +240,15 @@ def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
     if hc.resource_tags:
         aws["resourceTags"] = [{"key": key, "value": value} for key, value in hc.resource_tags.items()]
     net = hc.networking
+    etcd: dict[str, Any] = {
+        "managementType": "Managed",
+        "managed": {
+            "storage": {
+                "type": "PersistentVolume",
+                "persistentVolume": {"size": hc.etcd.size, "storageClassName": hc.etcd.storage_class_name},
+            }
+        },
+    }
     spec: dict[str, Any] = {
         "release": {"image": release_image(hc)},
         "infraID": hc.infra_id,
@@ -142,13 +261,28 @@ def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
             "machineNetwork": [{"cidr": net.machine_network}],
         },
         "platform": {"type": "AWS", "aws": aws},
-        "etcd": copy.deepcopy(_ETCD_DEFAULT),
+        "etcd": etcd,
         "services": _services(hc),
         "pullSecret": {"name": hc.pull_secret.name},
+        "controllerAvailabilityPolicy": hc.controller_availability_policy,
+        "infrastructureAvailabilityPolicy": hc.infrastructure_availability_policy,
+        "fips": hc.fips,
+        "olmCatalogPlacement": hc.olm_catalog_placement,
+        "configuration": _configuration(hc),
     }
     if hc.ssh_key is not None:
         spec["sshKey"] = {"name": hc.ssh_key.name}
-    annotations = {k.ANNOTATION_RELEASE: hc.release}
+    encryption = _secret_encryption(hc)
+    if encryption is not None:
+        spec["secretEncryption"] = encryption
+    if hc.kube_api_server_dns_name:
+        spec["kubeAPIServerDNSName"] = hc.kube_api_server_dns_name
+    operators = _operator_configuration(hc)
+    if operators is not None:
+        spec["operatorConfiguration"] = operators
+    annotations = {**hc.annotations, k.ANNOTATION_RELEASE: hc.release}
+    if hc.cleanup_cloud_resources:
+        annotations[ANNOTATION_CLEANUP_CLOUD_RESOURCES] = "true"
     if hc.auto_node is not None:
         spec["autoNode"] = {
             "provisionerConfig": {
@@ -157,12 +291,27 @@ def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
             }
         }
         annotations[k.ANNOTATION_KARPENTER_INSTANCE_PROFILE] = default_instance_profile(hc)
+    metadata: dict[str, Any] = {"name": hc.name, "namespace": hc.namespace, "annotations": annotations}
+    if hc.labels:
+        metadata["labels"] = dict(hc.labels)
     return {
         "apiVersion": k.HOSTED_CLUSTER.api_version,
         "kind": k.HOSTED_CLUSTER.kind,
-        "metadata": {"name": hc.name, "namespace": hc.namespace, "annotations": annotations},
+        "metadata": metadata,
         "spec": spec,
     }
+
+
+def render_namespace(hc: HostedCluster) -> dict[str, Any]:
+    """The namespace the HostedCluster lives in, as the CLI renders and applies it."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": hc.namespace}}
+
+
+def secret_labels(hc: HostedCluster, delete_with_cluster: bool) -> dict[str, str]:
+    """Labels of a Secret nodefleet writes for ``hc`` in apply mode: the CLI's, when it goes with the cluster."""
+    if not delete_with_cluster:
+        return {}
+    return {LABEL_SAFE_TO_DELETE_WITH_CLUSTER: "true", LABEL_AUTO_CREATED_FOR_INFRA: hc.infra_id}
 
 
 def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -> dict[str, Any]:
@@ -177,10 +326,13 @@ def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -
         }
     else:
         management = {"upgradeType": "InPlace", "inPlace": {}}
+    management["autoRepair"] = np.auto_repair
     spec: dict[str, Any] = {
         "clusterName": hc.name,
         "release": {"image": node_release_image(hc, np)},
         "management": management,
+        "nodeDrainTimeout": np.node_drain_timeout,
+        "nodeVolumeDetachTimeout": np.node_volume_detach_timeout,
         "arch": np.arch,
         "platform": {
             "type": "AWS",
@@ -293,15 +445,58 @@ def render_legacy_ec2_node_class(hc: HostedCluster, nc: AutoNodeClass) -> dict[s
     }
 
 
-def render_karpenter_node_pool(
-    np: KarpenterNodePoolSpec, *, annotations: Mapping[str, str]
-) -> dict[str, Any]:
+def pool_reasons(np: NodePoolSpec) -> tuple[DisruptionReason, ...]:
+    """The disruption reasons that can replace or remove nodes of ``np``, in Karpenter's order.
+
+    A static pool never consolidates; a WhenEmpty pool never consolidates underutilized nodes; ``Unhealthy``
+    (node repair, Karpenter 1.15) counts only where the pool budgets it, since its gate is off by default.
+    """
+    if isinstance(np, StaticNodePoolSpec):
+        reasons: list[DisruptionReason] = ["Drifted"]
+    elif np.disruption.consolidate_after == "Never":
+        reasons = ["Drifted"]
+    elif np.disruption.consolidation_policy == "WhenEmpty":
+        reasons = ["Empty", "Drifted"]
+    else:
+        reasons = ["Empty", "Underutilized", "Drifted"]
+    if "Unhealthy" in np.disruption.budgets:
+        reasons.append("Unhealthy")
+    return tuple(r for r in REASON_ORDER if r in reasons)
+
+
+def disruption_budgets(np: NodePoolSpec) -> list[dict[str, Any]]:
+    """``spec.disruption.budgets``: an always-active budget for every reason that can act on the pool, then
+    the scheduled windows. Reasons with the same limit share one budget.
+
+    Karpenter applies, per reason, the smallest of the active budgets that name it (or name none); a reason
+    no budget names is unbounded, so nodefleet never leaves one out.
+    """
+    limits = np.disruption.effective_budgets(pool_reasons(np))
+    grouped: dict[str, list[str]] = {}
+    for reason, nodes in limits.items():
+        grouped.setdefault(nodes, []).append(reason)
+    budgets: list[dict[str, Any]] = [
+        {"nodes": nodes, "reasons": reasons} for nodes, reasons in grouped.items()
+    ]
+    for window in np.disruption.windows:
+        budget: dict[str, Any] = {"nodes": window.nodes}
+        if window.reasons is not None:
+            budget["reasons"] = [r for r in REASON_ORDER if r in window.reasons]
+        budgets.append({**budget, "schedule": window.schedule, "duration": window.duration})
+    budgets += [
+        {"nodes": w.nodes, "reasons": ["Drifted"], "schedule": w.schedule, "duration": w.duration}
+        for w in np.disruption.drift_windows
+    ]
+    return budgets
+
+
+def render_karpenter_node_pool(np: NodePoolSpec, *, annotations: Mapping[str, str]) -> dict[str, Any]:
     """A cluster-scoped ``karpenter.sh/v1`` NodePool referencing the EC2NodeClass named ``np.node_class``.
 
-    Budgets: ``drift_budget`` for ``Drifted`` at all times, then each drift window (e.g. ``nodes: "0"``
-    during business hours). Consolidation reasons get no budget of their own, so only drift is rate-limited.
-    Changing ``labels``, ``expireAfter`` or ``terminationGracePeriod`` drifts every node of the pool;
-    ``limits``, ``weight`` and ``disruption`` never do (see :mod:`nodefleet.drift`).
+    Dynamic pools carry limits, weight and consolidation settings; static pools (``replicas``) only
+    ``limits.nodes`` and ``consolidateAfter: Never`` (which older CRDs require and Karpenter ignores for
+    them). Changing ``labels``, ``expireAfter`` or ``terminationGracePeriod`` drifts every node of the pool;
+    ``limits``, ``weight``, ``replicas`` and ``disruption`` never do (see :mod:`nodefleet.drift`).
     """
     requirements: list[dict[str, Any]] = [
         {"key": "kubernetes.io/arch", "operator": "In", "values": list(np.architectures)},
@@ -340,28 +535,37 @@ def render_karpenter_node_pool(
     template: dict[str, Any] = {"spec": template_spec}
     if np.labels:
         template["metadata"] = {"labels": dict(np.labels)}
-    d = np.disruption
-    budgets: list[dict[str, Any]] = [{"nodes": d.drift_budget, "reasons": ["Drifted"]}]
-    budgets += [
-        {"nodes": w.nodes, "reasons": ["Drifted"], "schedule": w.schedule, "duration": w.duration}
-        for w in d.drift_windows
-    ]
-    spec: dict[str, Any] = {
-        "template": template,
-        "disruption": {
+    spec: dict[str, Any] = {"template": template}
+    metadata: dict[str, Any] = {"name": np.name}
+    notes = dict(annotations)
+    if isinstance(np, StaticNodePoolSpec):
+        spec["replicas"] = np.replicas
+        spec["disruption"] = {"consolidateAfter": "Never", "budgets": disruption_budgets(np)}
+        if np.limits.nodes is not None:
+            spec["limits"] = {"nodes": np.limits.nodes}
+        notes[ANNOTATION_PROVISIONING] = "static"
+    else:
+        d = np.disruption
+        spec["disruption"] = {
             "consolidationPolicy": d.consolidation_policy,
             "consolidateAfter": d.consolidate_after,
-            "budgets": budgets,
-        },
-    }
-    limits = {key: value for key, value in (("cpu", np.limits.cpu), ("memory", np.limits.memory)) if value}
-    if limits:
-        spec["limits"] = limits
-    if np.weight is not None:
-        spec["weight"] = np.weight
-    metadata: dict[str, Any] = {"name": np.name}
-    if annotations:
-        metadata["annotations"] = dict(annotations)
+            "budgets": disruption_budgets(np),
+        }
+        limits: dict[str, Any] = {
+            key: value
+            for key, value in (
+                ("cpu", np.limits.cpu),
+                ("memory", np.limits.memory),
+                ("nodes", np.limits.nodes),
+            )
+            if value is not None
+        }
+        if limits:
+            spec["limits"] = limits
+        if np.weight is not None:
+            spec["weight"] = np.weight
+    if notes:
+        metadata["annotations"] = notes
     return {
         "apiVersion": k.KARPENTER_NODE_POOL.api_version,
         "kind": k.KARPENTER_NODE_POOL.kind,

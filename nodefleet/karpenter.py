@@ -15,18 +15,27 @@ from typing import Any
 from nodefleet import kinds as k
 from nodefleet.catalog import BootImage
 from nodefleet.config import StandaloneCluster
-from nodefleet.config_karpenter import SelfManagedKarpenter, SelfManagedNodeClass
+from nodefleet.config_karpenter import OperatorNodeClass, SelfManagedKarpenter, SelfManagedNodeClass
 from nodefleet.hosted import root_volume
 from nodefleet.ignition import ignition_pointer, pointer_key, prefix_segments, s3_pointer, user_data
 
 __all__ = [
     "METADATA_OPTIONS",
+    "OPERATOR_OWNED",
     "mcs_source",
     "node_read_policy",
     "object_key",
     "payload_config",
+    "render_operator_ec2_node_class",
     "render_self_managed_ec2_node_class",
 ]
+
+#: EC2NodeClass fields Red Hat's karpenter-operator writes on every class and guards with admission policies
+#: (openshift/enhancements ``enhancements/autoscaling/karpenter-operator.md``, "Protected fields").
+OPERATOR_OWNED = ("amiFamily", "amiSelectorTerms", "userData")
+
+#: ``nodefleet.io/userdata-mode`` of classes whose userData, AMI and amiFamily the karpenter-operator owns.
+USERDATA_MODE_OPERATOR = "karpenter-operator"
 
 #: IMDSv2 only; the CRD's defaults spelled out so the server has nothing to default (no perpetual diff).
 METADATA_OPTIONS = {
@@ -107,6 +116,39 @@ def render_self_managed_ec2_node_class(
                 k.ANNOTATION_RELEASE: cluster.release,
                 k.ANNOTATION_RHCOS: image.raw_release,
                 k.ANNOTATION_STREAM: nc.stream,
+            },
+        },
+        "spec": spec,
+    }
+
+
+def render_operator_ec2_node_class(cluster: StandaloneCluster, nc: OperatorNodeClass) -> dict[str, Any]:
+    """A ``karpenter.k8s.aws/v1`` EC2NodeClass for a cluster whose Karpenter runs under Red Hat's operator.
+
+    Only what the operator leaves to users: selectors, instance profile (pre-populated only on its own
+    ``default`` class), block devices, tags, metadata options. The operator fills :data:`OPERATOR_OWNED` and
+    creates the MachineConfigPool ``karpenter-<class>`` the userData points at; its EC2NodeClass CRD, like
+    HyperShift's, requires none of those fields (inferred: the enhancement moves HyperShift's operator code).
+    """
+    assert cluster.karpenter_operator is not None
+    infra = cluster.infra_id
+    spec: dict[str, Any] = {
+        "instanceProfile": cluster.karpenter_operator.instance_profile,
+        "subnetSelectorTerms": _terms(nc.subnet_tags, {f"kubernetes.io/cluster/{infra}": "owned"}),
+        "securityGroupSelectorTerms": _terms(nc.security_group_tags, {"Name": f"{infra}-node"}),
+        "blockDeviceMappings": [root_volume(nc.root_volume_gib)],
+        "metadataOptions": dict(METADATA_OPTIONS),
+    }
+    if nc.tags:
+        spec["tags"] = dict(nc.tags)
+    return {
+        "apiVersion": k.EC2_NODE_CLASS.api_version,
+        "kind": k.EC2_NODE_CLASS.kind,
+        "metadata": {
+            "name": nc.name,
+            "annotations": {
+                k.ANNOTATION_USERDATA_MODE: USERDATA_MODE_OPERATOR,
+                k.ANNOTATION_RELEASE: cluster.release,
             },
         },
         "spec": spec,

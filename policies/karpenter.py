@@ -14,8 +14,10 @@ import json
 import re
 import urllib.parse
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
+import yaml
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -26,6 +28,7 @@ from pulumi_policy import (
 )
 
 from nodefleet import kinds as k
+from nodefleet.render_layout import manifest_path
 from nodefleet.versions import VersionError, parse_ocp
 from policies.props import ReportViolation, annotations_of, as_map, as_seq, name_of
 
@@ -341,11 +344,15 @@ karpenter_requirements = ResourceValidationPolicy(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# drift-budget: every NodePool bounds Drifted disruption
+# drift-budget: every NodePool bounds every disruption reason that can act on it
 # ---------------------------------------------------------------------------------------------------------
 
 MAX_DRIFTED_PERCENT = 10
 MAX_DRIFTED_NODES = 5
+MAX_PERCENT = 10
+MAX_NODES = 5
+#: Reasons a pool must bound by default; add "Unhealthy" for Karpenter 1.15+ with the NodeRepair gate.
+REQUIRED_REASONS = ["Empty", "Underutilized", "Drifted"]
 #: Karpenter's default when spec.disruption.budgets is absent.
 KARPENTER_DEFAULT_BUDGET = "10%"
 _NODES = re.compile(r"^(?:(?P<pct>100|[0-9]{1,2})%|(?P<count>[0-9]+))$")
@@ -362,45 +369,32 @@ def _budget_bound(nodes: Any, max_percent: int, max_nodes: int) -> tuple[bool, s
     return int(match.group("count")) <= max_nodes, f"{text} nodes"
 
 
-def _validate_drift_budget(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != k.KARPENTER_NODE_POOL.token:
-        return
-    config = args.get_config()
-    max_percent = int(config.get("maxDriftedPercent", MAX_DRIFTED_PERCENT))
-    max_nodes = int(config.get("maxDriftedNodes", MAX_DRIFTED_NODES))
-    name = name_of(args.props, args.name)
-    where = f"Karpenter NodePool '{name}'"
-    limit = f"{max_percent}% or {max_nodes} nodes"
-    fix = (
-        f'add a budget such as {{nodes: "{max_percent}%", reasons: [Drifted]}} to spec.disruption.budgets '
-        '(Drifted replacement is then rate-limited; nodes: "0" with a schedule blocks it in a window)'
-    )
-    budgets = as_map(as_map(args.props.get("spec")).get("disruption")).get("budgets")
-    if budgets is None:
-        ok, _ = _budget_bound(KARPENTER_DEFAULT_BUDGET, max_percent, max_nodes) or (False, "")
-        if not ok:
-            report(
-                f"{where} declares no disruption budgets, so Karpenter's default {{nodes: "
-                f"{KARPENTER_DEFAULT_BUDGET}}} applies to Drifted nodes, above the configured maximum of "
-                f"{limit}; {fix}.",
-                None,
-            )
-        return
-    if not as_seq(budgets):
-        report(
-            f"{where} declares an empty spec.disruption.budgets list, which replaces Karpenter's default "
-            f"{{nodes: {KARPENTER_DEFAULT_BUDGET}}} with no budget at all: Drifted disruption is unbounded; "
-            f"{fix}.",
-            None,
-        )
-        return
+def acting_reasons(spec: Mapping[str, Any], required: list[str]) -> list[str]:
+    """Which of ``required`` can replace or remove nodes of a NodePool with this ``spec``.
+
+    A static pool (``replicas``) and a pool with ``consolidateAfter: Never`` never consolidate; ``WhenEmpty``
+    never consolidates underutilized nodes.
+    """
+    disruption = as_map(spec.get("disruption"))
+    consolidation = {"Empty", "Underutilized"}
+    if "replicas" in spec or disruption.get("consolidateAfter") == "Never":
+        idle: set[str] = consolidation
+    elif disruption.get("consolidationPolicy") == "WhenEmpty":
+        idle = {"Underutilized"}
+    else:
+        idle = set()
+    return [r for r in required if r not in idle]
+
+
+def _reason_gaps(budgets: Any, reason: str, max_percent: int, max_nodes: int) -> list[str] | None:
+    """Why ``reason`` is not bounded by ``budgets`` (None when it is)."""
     scheduled: list[str] = []
     loose: list[str] = []
     invalid: list[str] = []
     for i, budget in enumerate(as_seq(budgets)):
         b = as_map(budget)
         reasons = [str(r) for r in as_seq(b.get("reasons"))]
-        if reasons and "Drifted" not in reasons:
+        if reasons and reason not in reasons:
             continue
         bound = _budget_bound(b.get("nodes"), max_percent, max_nodes)
         if bound is None:
@@ -411,32 +405,90 @@ def _validate_drift_budget(args: ResourceValidationArgs, report: ReportViolation
             continue
         ok, text = bound
         if ok:
-            return
+            return None
         loose.append(f"budgets[{i}] ({text})")
     details = []
     if loose:
-        details.append(f"the budgets that apply to Drifted allow more ({', '.join(loose)})")
+        details.append(f"the budgets that apply to {reason} allow more ({', '.join(loose)})")
     if scheduled:
         details.append(
-            f"{', '.join(scheduled)} only apply during their schedule window; outside it Drifted is unbounded by them"
+            f"{', '.join(scheduled)} only apply during their schedule window; outside it {reason} is unbounded "
+            "by them"
         )
     if invalid:
         details.append(f"{', '.join(invalid)} is not N% or a node count")
     if not details:
         details.append(
-            "no budget applies to Drifted (every budget lists other reasons), so drift is unbounded"
+            f"no budget applies to {reason} (every budget lists other reasons), so it is unbounded"
         )
-    report(
-        f"{where} does not bound Drifted disruption to {limit}: {'; '.join(details)}. Drift replaces nodes "
-        f"whenever the node class or template changes (e.g. a userData token rotation); {fix}.",
-        None,
+    return details
+
+
+def _validate_drift_budget(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != k.KARPENTER_NODE_POOL.token:
+        return
+    config = args.get_config()
+    drift_limits = (
+        int(config.get("maxDriftedPercent", MAX_DRIFTED_PERCENT)),
+        int(config.get("maxDriftedNodes", MAX_DRIFTED_NODES)),
     )
+    other_limits = (int(config.get("maxPercent", MAX_PERCENT)), int(config.get("maxNodes", MAX_NODES)))
+    required = [str(r) for r in config.get("reasons", REQUIRED_REASONS)]
+    name = name_of(args.props, args.name)
+    where = f"Karpenter NodePool '{name}'"
+    spec = as_map(args.props.get("spec"))
+    reasons = acting_reasons(spec, required)
+
+    def limit(reason: str) -> tuple[int, int]:
+        return drift_limits if reason == "Drifted" else other_limits
+
+    def text(reason: str) -> str:
+        pct, nodes = limit(reason)
+        return f"{pct}% or {nodes} nodes"
+
+    fix = (
+        'add a budget per reason to spec.disruption.budgets, e.g. {nodes: "10%", reasons: [Empty, Underutilized, '
+        'Drifted]} (replacement is then rate-limited; nodes: "0" with a schedule blocks it in a window)'
+    )
+    budgets = as_map(spec.get("disruption")).get("budgets")
+    if budgets is None:
+        loose = [
+            r for r in reasons if not (_budget_bound(KARPENTER_DEFAULT_BUDGET, *limit(r)) or (False, ""))[0]
+        ]
+        if loose:
+            report(
+                f"{where} declares no disruption budgets, so Karpenter's default {{nodes: "
+                f"{KARPENTER_DEFAULT_BUDGET}}} applies to {', '.join(loose)}, above the configured maximum of "
+                f"{'; '.join(f'{r}: {text(r)}' for r in loose)}; {fix}.",
+                None,
+            )
+        return
+    if not as_seq(budgets):
+        report(
+            f"{where} declares an empty spec.disruption.budgets list, which replaces Karpenter's default "
+            f"{{nodes: {KARPENTER_DEFAULT_BUDGET}}} with no budget at all: {', '.join(reasons)} disruption is "
+            f"unbounded; {fix}.",
+            None,
+        )
+        return
+    clauses = []
+    for reason in reasons:
+        gaps = _reason_gaps(budgets, reason, *limit(reason))
+        if gaps is not None:
+            clauses.append(f"does not bound {reason} disruption to {text(reason)}: {'; '.join(gaps)}")
+    if clauses:
+        report(
+            f"{where} {'. It '.join(clauses)}. Drift replaces nodes whenever the node class or template changes "
+            "(e.g. a userData token rotation), consolidation removes or replaces them, and a reason no active "
+            f"budget names is not limited at all; {fix}.",
+            None,
+        )
 
 
 drift_budget = ResourceValidationPolicy(
     name="drift-budget",
-    description="Every Karpenter NodePool has an always-active disruption budget that bounds Drifted "
-    "replacements.",
+    description="Every Karpenter NodePool has always-active disruption budgets that bound each reason that can "
+    "replace or remove its nodes (Empty, Underutilized, Drifted; Unhealthy on request).",
     validate=_validate_drift_budget,
     enforcement_level=EnforcementLevel.ADVISORY,
     config_schema=PolicyConfigSchema(
@@ -454,6 +506,146 @@ drift_budget = ResourceValidationPolicy(
                 "default": MAX_DRIFTED_NODES,
                 "description": 'Largest absolute budget (nodes: "N") accepted for Drifted.',
             },
+            "maxPercent": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 100,
+                "default": MAX_PERCENT,
+                "description": "Largest percentage budget accepted for every other reason.",
+            },
+            "maxNodes": {
+                "type": "integer",
+                "minimum": 0,
+                "default": MAX_NODES,
+                "description": "Largest absolute budget accepted for every other reason.",
+            },
+            "reasons": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["Empty", "Underutilized", "Drifted", "Unhealthy"]},
+                "default": REQUIRED_REASONS,
+                "description": "Reasons every pool must bound (those its consolidation settings let act).",
+            },
         }
     ),
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# karpenter-provisioning-switch: a NodePool switching between static and dynamic is replaced
+# ---------------------------------------------------------------------------------------------------------
+
+#: Where relative render directories are resolved: the project (the program's working directory).
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def previous_render(
+    props: Mapping[str, Any], provider_props: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """The last rendered copy of this object in its provider's render directory, if there is one."""
+    directory = as_map(provider_props).get("renderYamlToDirectory")
+    if not isinstance(directory, str) or not directory:
+        return None
+    path = Path(directory)
+    if not path.is_absolute():
+        path = PROJECT_DIR / path
+    try:
+        doc = yaml.safe_load((path / manifest_path(props)).read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def provisioning_switch(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """What switching a NodePool between static (``replicas``) and dynamic provisioning does; None if not."""
+    old_spec, new_spec = as_map(old.get("spec")), as_map(new.get("spec"))
+    was, becomes = "replicas" in old_spec, "replicas" in new_spec
+    if was == becomes:
+        return None
+    name = name_of(new, "")
+    if becomes:
+        after = (
+            f"then creates it as a static pool that keeps {new_spec.get('replicas')} node(s) whatever the pending "
+            "pods (Karpenter's StaticCapacity gate must be on)"
+        )
+        kinds = "dynamic to static"
+    else:
+        after = "then creates it as a dynamic pool, which launches nodes only for pending pods"
+        kinds = f"static ({old_spec.get('replicas')} replicas) to dynamic"
+    return (
+        f"Karpenter NodePool '{name}' switches from {kinds}. The NodePool API refuses that change in place "
+        "(has(self.replicas) == has(oldSelf.replicas)), so nodefleet replaces the pool: Pulumi deletes it first "
+        "(same name), and Karpenter drains and terminates every node of it, without disruption budgets, since "
+        f"they belong to the deleted pool; {after}. Move workloads to another pool first if they must not "
+        "wait for new nodes."
+    )
+
+
+def _validate_provisioning_switch(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != k.KARPENTER_NODE_POOL.token:
+        return
+    provider = args.provider.props if args.provider is not None else None
+    old = previous_render(args.props, provider)
+    if old is None:
+        return
+    message = provisioning_switch(old, args.props)
+    if message:
+        report(message, None)
+
+
+karpenter_provisioning_switch = ResourceValidationPolicy(
+    name="karpenter-provisioning-switch",
+    description="A Karpenter NodePool that switches between static and dynamic provisioning is pointed out: it "
+    "is deleted (its nodes drained) and created again.",
+    validate=_validate_provisioning_switch,
+    enforcement_level=EnforcementLevel.ADVISORY,
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# karpenter-operator-fields: classes Red Hat's karpenter-operator would reject
+# ---------------------------------------------------------------------------------------------------------
+
+#: Fields the karpenter-operator owns on every EC2NodeClass (its ValidatingAdmissionPolicies reject others').
+OPERATOR_OWNED = ("amiFamily", "amiSelectorTerms", "userData")
+OPERATOR_MODE = "karpenter-operator"
+
+
+def _validate_operator_fields(args: StackValidationArgs, report: ReportViolation) -> None:
+    operated: set[str] = set()
+    classes = [r for r in args.resources if r.resource_type == k.EC2_NODE_CLASS.token]
+    for r in classes:
+        if annotations_of(r.props).get(k.ANNOTATION_USERDATA_MODE) == OPERATOR_MODE:
+            operated.add(_provider_key(r))
+    for r in classes:
+        notes = annotations_of(r.props)
+        mode = notes.get(k.ANNOTATION_USERDATA_MODE)
+        if mode != OPERATOR_MODE and _provider_key(r) not in operated:
+            continue
+        owned = [f for f in OPERATOR_OWNED if f in as_map(r.props.get("spec"))]
+        if not owned:
+            continue
+        name = name_of(r.props, r.name)
+        how = "nodefleet's S3-pointer class writes them" if mode == S3_POINTER else "it declares them"
+        report(
+            f"EC2NodeClass '{name}' sets {', '.join(f'spec.{f}' for f in owned)} on a cluster whose Karpenter runs "
+            f"under Red Hat's karpenter-operator ({how}). The operator owns amiFamily, amiSelectorTerms and userData "
+            "on every node class (it points userData at the Machine Config Server, pool karpenter-<class>), and "
+            "its ValidatingAdmissionPolicies reject any other writer, so this object would be refused. Declare the "
+            "class under karpenterOperator.nodeClasses (nodefleet then writes only the fields users own) and "
+            "customize its nodes with MachineConfigs for that pool.",
+            r.urn,
+        )
+
+
+def _provider_key(r: Any) -> str:
+    provider = getattr(r, "provider", None)
+    return str(getattr(provider, "urn", "") or "")
+
+
+karpenter_operator_fields = StackValidationPolicy(
+    name="karpenter-operator-fields",
+    description="On clusters running Red Hat's karpenter-operator, no EC2NodeClass sets the amiFamily, "
+    "amiSelectorTerms or userData its admission policies reserve.",
+    validate=_validate_operator_fields,
+    enforcement_level=EnforcementLevel.ADVISORY,
 )

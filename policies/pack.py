@@ -9,6 +9,8 @@ from policies.hosted import version_skew
 from policies.karpenter import (
     drift_budget,
     karpenter_autonode_classes,
+    karpenter_operator_fields,
+    karpenter_provisioning_switch,
     karpenter_requirements,
     karpenter_token_carry,
     karpenter_userdata,
@@ -33,4 +35,6 @@ POLICIES: list[Policy] = [
     karpenter_token_carry,
     karpenter_requirements,
     drift_budget,
+    karpenter_provisioning_switch,
+    karpenter_operator_fields,
 ]

@@ -43,10 +43,11 @@ def test_pools_depend_on_their_class(hosted: MockRun) -> None:
         assert by_name[cls].urn in pool.depends_on
 
 
-def test_drifted_disruption_is_budgeted(hosted: MockRun) -> None:
+def test_every_reason_is_budgeted(hosted: MockRun) -> None:
     for pool in hosted.of_type(k.KARPENTER_NODE_POOL.token):
         budgets = pool.inputs["spec"]["disruption"]["budgets"]
-        assert any(b.get("reasons") == ["Drifted"] and "schedule" not in b for b in budgets)
+        for reason in ("Empty", "Underutilized", "Drifted"):
+            assert any(reason in b["reasons"] and "schedule" not in b for b in budgets), reason
 
 
 def test_management_and_hosted_objects_go_through_separate_providers(hosted: MockRun) -> None:
@@ -74,10 +75,59 @@ def test_apply_mode_creates_secrets_from_stack_secrets() -> None:
     raw["clusters"][0]["pullSecret"]["fromConfig"] = "pullSecret"
     run = run_program("hosted", {"nodefleet:fleet": raw, "nodefleet:pullSecret": '{"auths":{}}'})
     (secret,) = run.of_type("kubernetes:core/v1:Secret")
-    assert secret.inputs["metadata"] == {"name": "prod-east-pull-secret", "namespace": "clusters"}
+    # The CLI's labels: with both, the HostedCluster controller adopts the Secret and deletes it with the cluster.
+    assert secret.inputs["metadata"] == {
+        "name": "prod-east-pull-secret",
+        "namespace": "clusters",
+        "labels": {
+            "hypershift.openshift.io/safe-to-delete-with-cluster": "true",
+            "hypershift.openshift.io/auto-created-for-infra": "prod-east-4kq8z",
+        },
+    }
     assert secret.inputs["type"] == "kubernetes.io/dockerconfigjson"
     (hc,) = run.of_type(k.HOSTED_CLUSTER.token)
     assert secret.urn in hc.depends_on
+    # Apply mode: the namespace is a patch (created when missing, never deleted: other clusters share it).
+    (namespace,) = run.of_type("kubernetes:core/v1:NamespacePatch")
+    assert namespace.inputs["metadata"] == {"name": "clusters"}
+    assert run.of_type("kubernetes:core/v1:Namespace") == []
+    assert namespace.urn in hc.depends_on and namespace.urn in secret.depends_on
+
+
+def test_apply_mode_aescbc_key_and_unlabelled_secret() -> None:
+    raw = stack_fleet("hosted")
+    raw["output"] = {"mode": "apply"}
+    raw["clusters"][0]["hostedKubeconfig"] = "/tmp/hosted.kubeconfig"
+    raw["clusters"][0]["pullSecret"] = {
+        "name": "shared-pull-secret",
+        "fromConfig": "pullSecret",
+        "deleteWithCluster": False,
+    }
+    raw["clusters"][0]["secretEncryption"] = {
+        "aescbc": {"activeKey": {"name": "prod-east-etcd-key", "fromConfig": "etcdKey"}}
+    }
+    run = run_program(
+        "hosted",
+        {"nodefleet:fleet": raw, "nodefleet:pullSecret": '{"auths":{}}', "nodefleet:etcdKey": "a2V5"},
+    )
+    secrets = {s.inputs["metadata"]["name"]: s for s in run.of_type("kubernetes:core/v1:Secret")}
+    assert "labels" not in secrets["shared-pull-secret"].inputs["metadata"]
+    key = secrets["prod-east-etcd-key"]
+    assert key.inputs["data"] == {"key": "a2V5"} and "data" in key.secret_inputs
+    (hc,) = run.of_type(k.HOSTED_CLUSTER.token)
+    assert hc.inputs["spec"]["secretEncryption"] == {
+        "type": "aescbc",
+        "aescbc": {"activeKey": {"name": "prod-east-etcd-key"}},
+    }
+
+
+def test_render_mode_declares_the_namespace() -> None:
+    run = run_program("hosted")
+    (namespace,) = run.of_type("kubernetes:core/v1:Namespace")
+    assert namespace.inputs["metadata"] == {"name": "clusters"}
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["createNamespace"] = False
+    assert _run(raw).of_type("kubernetes:core/v1:Namespace") == []
 
 
 def test_missing_stack_secret_registers_nothing() -> None:

@@ -193,8 +193,19 @@ def test_hosted_cluster_shape() -> None:
     ]
     assert spec["etcd"] == {
         "managementType": "Managed",
-        "managed": {"storage": {"type": "PersistentVolume", "persistentVolume": {"size": "8Gi"}}},
+        "managed": {
+            "storage": {
+                "type": "PersistentVolume",
+                "persistentVolume": {"size": "8Gi", "storageClassName": "gp3-csi"},
+            }
+        },
     }
+    assert spec["controllerAvailabilityPolicy"] == "HighlyAvailable"
+    assert spec["infrastructureAvailabilityPolicy"] == "HighlyAvailable"
+    assert spec["fips"] is False and spec["olmCatalogPlacement"] == "management"
+    assert spec["configuration"] == {}
+    assert "secretEncryption" not in spec and "operatorConfiguration" not in spec
+    assert m["metadata"]["annotations"]["hypershift.openshift.io/cleanup-cloud-resources"] == "true"
     assert [(s["service"], s["servicePublishingStrategy"]["type"]) for s in spec["services"]] == [
         ("APIServer", "LoadBalancer"),
         ("Ignition", "Route"),
@@ -245,7 +256,9 @@ def test_replace_node_pool() -> None:
     assert spec["management"] == {
         "upgradeType": "Replace",
         "replace": {"strategy": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+        "autoRepair": True,
     }
+    assert spec["nodeDrainTimeout"] == "0s" and spec["nodeVolumeDetachTimeout"] == "0s"
     assert spec["arch"] == "amd64"
     assert spec["platform"] == {
         "type": "AWS",
@@ -266,7 +279,7 @@ def test_in_place_autoscaled_node_pool_with_its_own_release() -> None:
     assert spec["release"]["image"] == "quay.io/openshift-release-dev/ocp-release:4.21.9-multi"
     assert node_release_image(hc, np) == spec["release"]["image"]
     assert spec["autoScaling"] == {"min": 1, "max": 5} and "replicas" not in spec
-    assert spec["management"] == {"upgradeType": "InPlace", "inPlace": {}}
+    assert spec["management"] == {"upgradeType": "InPlace", "inPlace": {}, "autoRepair": True}
     assert spec["arch"] == "arm64"
     aws = spec["platform"]["aws"]
     assert aws["instanceProfile"] == "custom-profile"
@@ -404,6 +417,7 @@ def test_karpenter_node_pool_shape() -> None:
         "consolidationPolicy": "WhenEmptyOrUnderutilized",
         "consolidateAfter": "30s",
         "budgets": [
+            {"nodes": "10%", "reasons": ["Empty", "Underutilized"]},
             {"nodes": "20%", "reasons": ["Drifted"]},
             {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 9 * * mon-fri", "duration": "8h"},
         ],
@@ -419,7 +433,10 @@ def test_karpenter_node_pool_defaults() -> None:
     assert "terminationGracePeriod" not in spec["template"]["spec"]
     assert spec["template"]["spec"]["expireAfter"] == "720h"
     assert "limits" not in spec and "weight" not in spec
-    assert spec["disruption"]["budgets"] == [{"nodes": "10%", "reasons": ["Drifted"]}]
+    # Every reason that can act on the pool is bounded (one budget: they share the 10% default).
+    assert spec["disruption"]["budgets"] == [
+        {"nodes": "10%", "reasons": ["Empty", "Underutilized", "Drifted"]}
+    ]
     assert [r["key"] for r in spec["template"]["spec"]["requirements"]] == [
         "kubernetes.io/arch",
         "karpenter.sh/capacity-type",

@@ -544,15 +544,68 @@ def _drift(props: dict[str, Any], **kw: Any) -> list[str]:
     "budgets",
     [
         [{"nodes": "10%"}],
-        [{"nodes": "10%", "reasons": ["Drifted"]}],
-        [{"nodes": "50%", "reasons": ["Empty", "Underutilized"]}, {"nodes": "1", "reasons": ["Drifted"]}],
+        [{"nodes": "10%", "reasons": ["Empty", "Underutilized", "Drifted"]}],
+        [{"nodes": "5%", "reasons": ["Empty", "Underutilized"]}, {"nodes": "1", "reasons": ["Drifted"]}],
         [{"nodes": "5"}],
-        [{"nodes": "0", "reasons": ["Drifted"]}],
+        [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "2", "reasons": ["Empty", "Underutilized"]}],
         [{"nodes": "20%"}, {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"}, {"nodes": "2"}],
     ],
 )
-def test_drift_bounded(budgets: list[dict[str, Any]]) -> None:
+def test_every_reason_bounded(budgets: list[dict[str, Any]]) -> None:
     assert _drift(_budgets(*budgets)) == []
+
+
+def test_a_reason_no_budget_names_is_unbounded() -> None:
+    """Karpenter takes, per reason, the smallest active budget naming it (or none): unnamed means no limit."""
+    (msg,) = _drift(_budgets({"nodes": "10%", "reasons": ["Drifted"]}))
+    assert "does not bound Empty disruption to 10% or 5 nodes: no budget applies to Empty" in msg
+    assert "It does not bound Underutilized disruption" in msg and "Drifted" not in msg.split(".")[0]
+    (msg,) = _drift(
+        _budgets(
+            {"nodes": "50%", "reasons": ["Empty", "Underutilized"]}, {"nodes": "1", "reasons": ["Drifted"]}
+        )
+    )
+    assert (
+        "does not bound Empty disruption to 10% or 5 nodes: the budgets that apply to Empty allow more (budgets[0] (50%))"
+        in msg
+    )
+
+
+@pytest.mark.parametrize(
+    ("disruption", "extra", "bounded"),
+    [
+        # WhenEmpty never consolidates underutilized nodes: Underutilized needs no budget.
+        ({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "1m"}, {}, ["Empty", "Drifted"]),
+        # consolidateAfter: Never turns consolidation off: only Drifted acts.
+        ({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "Never"}, {}, ["Drifted"]),
+        # A static pool never consolidates.
+        ({"consolidateAfter": "Never"}, {"replicas": 3}, ["Drifted"]),
+        (
+            {"consolidationPolicy": "Balanced", "consolidateAfter": "1m"},
+            {},
+            ["Empty", "Underutilized", "Drifted"],
+        ),
+    ],
+)
+def test_only_reasons_that_can_act_need_a_budget(
+    disruption: dict[str, Any], extra: dict[str, Any], bounded: list[str]
+) -> None:
+    np = _node_pool(disruption={**disruption, "budgets": [{"nodes": "10%", "reasons": bounded}]})
+    np["spec"].update(extra)
+    assert _drift(np) == []
+    missing = {"Empty", "Underutilized", "Drifted"} - set(bounded)
+    if missing:
+        # Those reasons do not act here: leaving them out is fine, naming Drifted alone is not for others.
+        np["spec"]["disruption"]["budgets"] = [{"nodes": "10%", "reasons": ["Drifted"]}]
+        assert _drift(np) == [] if bounded == ["Drifted"] else len(_drift(np)) == 1
+
+
+def test_unhealthy_on_request() -> None:
+    np = _budgets({"nodes": "10%", "reasons": ["Empty", "Underutilized", "Drifted"]})
+    assert _drift(np) == []
+    reasons = ["Empty", "Underutilized", "Drifted", "Unhealthy"]
+    (msg,) = _drift(np, config={"drift-budget": {"reasons": reasons}})
+    assert "does not bound Unhealthy disruption" in msg
 
 
 def test_no_budgets_is_karpenters_default() -> None:
@@ -561,18 +614,21 @@ def test_no_budgets_is_karpenters_default() -> None:
     del np["spec"]["disruption"]
     assert _drift(np) == []
     (msg,) = _drift(np, config={"drift-budget": {"maxDriftedPercent": 5}})
-    assert "Karpenter's default {nodes: 10%}" in msg and "5% or 5 nodes" in msg
+    assert "Karpenter's default {nodes: 10%} applies to Drifted" in msg and "Drifted: 5% or 5 nodes" in msg
 
 
 def test_drift_budget_too_loose() -> None:
     (v,) = run_policy(drift_budget, NODE_POOL, _budgets({"nodes": "20%"}))
     assert v.level == "advisory"
-    assert (
-        "Karpenter NodePool 'spot-and-gpu' does not bound Drifted disruption to 10% or 5 nodes" in v.message
+    assert "Karpenter NodePool 'spot-and-gpu' does not bound Empty disruption to 10% or 5 nodes" in v.message
+    assert "It does not bound Drifted disruption to 10% or 5 nodes" in v.message
+    assert "budgets[0] (20%)" in v.message and "reasons: [Empty, Underutilized" in v.message
+    (msg,) = _drift(
+        _budgets(
+            {"nodes": "6", "reasons": ["Drifted"]}, {"nodes": "1", "reasons": ["Empty", "Underutilized"]}
+        )
     )
-    assert "budgets[0] (20%)" in v.message and "reasons: [Drifted]" in v.message
-    (msg,) = _drift(_budgets({"nodes": "6", "reasons": ["Drifted"]}))
-    assert "budgets[0] (6 nodes)" in msg
+    assert "budgets[0] (6 nodes)" in msg and "Empty" not in msg.split(":")[0]
 
 
 def test_drift_budget_other_reasons_only() -> None:
@@ -582,9 +638,12 @@ def test_drift_budget_other_reasons_only() -> None:
 
 def test_drift_budget_only_in_a_schedule_window() -> None:
     (msg,) = _drift(
-        _budgets({"nodes": "0", "reasons": ["Drifted"], "schedule": "0 9 * * mon-fri", "duration": "8h"})
+        _budgets(
+            {"nodes": "10%", "reasons": ["Empty", "Underutilized"]},
+            {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 9 * * mon-fri", "duration": "8h"},
+        )
     )
-    assert "budgets[0] only apply during their schedule window" in msg
+    assert "budgets[1] only apply during their schedule window" in msg
 
 
 def test_drift_budget_empty_list_and_invalid_nodes() -> None:
@@ -597,8 +656,9 @@ def test_drift_budget_empty_list_and_invalid_nodes() -> None:
 def test_drift_budget_config() -> None:
     np = _budgets({"nodes": "20%"}, {"nodes": "8", "reasons": ["Drifted"]})
     assert len(_drift(np)) == 1
-    assert _drift(np, config={"drift-budget": {"maxDriftedPercent": 25}}) == []
-    assert _drift(np, config={"drift-budget": {"maxDriftedNodes": 8}}) == []
+    assert len(_drift(np, config={"drift-budget": {"maxDriftedPercent": 25}})) == 1  # Empty/Underutilized 20%
+    assert _drift(np, config={"drift-budget": {"maxDriftedPercent": 25, "maxPercent": 20}}) == []
+    assert _drift(np, config={"drift-budget": {"maxDriftedNodes": 8, "maxPercent": 20}}) == []
     (v,) = run_policy(drift_budget, NODE_POOL, np, config={"drift-budget": {"enforcementLevel": "mandatory"}})
     assert v.level == "mandatory"
 

@@ -1,0 +1,365 @@
+"""Karpenter NodePools as of v1.14/v1.15: per-reason budgets, Balanced, static pools, and which Karpenter
+accepts what, against the real NodePool CRDs (the shared one after v1.14.1, upstream v1.15.0, and the copy
+HyperShift v0.1.80 installs into AutoNode clusters)."""
+
+from __future__ import annotations
+
+import copy
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from components.karpenter import node_pool_options
+from nodefleet.config_karpenter import (
+    AutoNode,
+    AutoNodeClass,
+    KarpenterNodePoolSpec,
+    NodePoolSpec,
+    SelfManagedKarpenter,
+    StaticNodePoolSpec,
+)
+from nodefleet.hosted import (
+    ANNOTATION_PROVISIONING,
+    NODE_POOL_REPLACE_ON,
+    disruption_budgets,
+    render_karpenter_node_pool,
+)
+from tests.conftest import SHARED_DATA
+from tests.crdschema import _strip
+
+FIXTURE_CRDS = Path(__file__).resolve().parent.parent / "fixtures" / "crds"
+CRDS = {
+    "shared (aws provider after v1.14.1)": SHARED_DATA / "crds" / "karpenter.sh_nodepools.yaml",
+    "upstream v1.15.0": FIXTURE_CRDS / "karpenter.sh_nodepools-v1.15.0.yaml",
+    "HyperShift v0.1.80 (AutoNode)": FIXTURE_CRDS / "karpenter.sh_nodepools-hypershift-v0.1.80.yaml",
+}
+POOL = TypeAdapter(NodePoolSpec)
+
+
+@cache
+def _crd(label: str) -> dict[str, Any]:
+    return yaml.safe_load(CRDS[label].read_text())
+
+
+def _validator(label: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(
+        _strip(_crd(label)["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    )
+
+
+def _pool(**raw: Any) -> Any:
+    return POOL.validate_python({"name": "p", "nodeClass": "general", **raw})
+
+
+def _render(**raw: Any) -> dict[str, Any]:
+    return render_karpenter_node_pool(_pool(**raw), annotations={})
+
+
+# --- per-reason budgets ------------------------------------------------------------------------------------
+
+
+def test_default_budgets_bound_every_reason_that_acts() -> None:
+    assert _render()["spec"]["disruption"]["budgets"] == [
+        {"nodes": "10%", "reasons": ["Empty", "Underutilized", "Drifted"]}
+    ]
+    # WhenEmpty: Underutilized never acts, so it is left out; consolidateAfter Never: only Drifted.
+    when_empty = _render(disruption={"consolidationPolicy": "WhenEmpty"})
+    assert when_empty["spec"]["disruption"]["budgets"] == [{"nodes": "10%", "reasons": ["Empty", "Drifted"]}]
+    never = _render(disruption={"consolidateAfter": "Never"})
+    assert never["spec"]["disruption"]["budgets"] == [{"nodes": "10%", "reasons": ["Drifted"]}]
+
+
+def test_budgets_per_reason_with_windows() -> None:
+    m = _render(
+        disruption={
+            "consolidationPolicy": "Balanced",
+            "budgets": {"Underutilized": "2", "Empty": "20%"},
+            "driftBudget": "5%",
+            "windows": [
+                {"schedule": "0 0 1 * *", "duration": "24h", "nodes": "0"},
+                {
+                    "schedule": "0 9 * * mon-fri",
+                    "duration": "8h",
+                    "nodes": "1",
+                    "reasons": ["Underutilized", "Empty"],
+                },
+            ],
+            "driftWindows": [{"schedule": "@daily", "duration": "2h"}],
+        }
+    )
+    assert m["spec"]["disruption"] == {
+        "consolidationPolicy": "Balanced",
+        "consolidateAfter": "1m",
+        "budgets": [
+            {"nodes": "20%", "reasons": ["Empty"]},
+            {"nodes": "2", "reasons": ["Underutilized"]},
+            {"nodes": "5%", "reasons": ["Drifted"]},
+            {"nodes": "0", "schedule": "0 0 1 * *", "duration": "24h"},  # every reason: a month-start freeze
+            {
+                "nodes": "1",
+                "reasons": ["Empty", "Underutilized"],
+                "schedule": "0 9 * * mon-fri",
+                "duration": "8h",
+            },
+            {"nodes": "0", "reasons": ["Drifted"], "schedule": "@daily", "duration": "2h"},
+        ],
+    }
+    for label in ("shared (aws provider after v1.14.1)", "upstream v1.15.0"):
+        _validator(label).validate(m)
+
+
+def test_unhealthy_budgets_only_in_v1_15() -> None:
+    m = _render(disruption={"budgets": {"Unhealthy": "1"}})
+    assert {"nodes": "1", "reasons": ["Unhealthy"]} in m["spec"]["disruption"]["budgets"]
+    _validator("upstream v1.15.0").validate(m)
+    with pytest.raises(jsonschema.ValidationError, match="Unhealthy"):
+        _validator("shared (aws provider after v1.14.1)").validate(m)
+
+
+@pytest.mark.parametrize(
+    ("disruption", "match"),
+    [
+        ({"budgets": {"Drifted": "ten"}}, "budgets.Drifted"),
+        ({"budgets": {"Expired": "1"}}, "budgets.Expired"),
+        ({"driftBudget": "5%", "budgets": {"Drifted": "1"}}, "keep one"),
+        ({"windows": [{"schedule": "daily", "duration": "8h"}]}, "schedule"),
+        ({"windows": [{"schedule": "0 9 * * *", "duration": "30s"}]}, "duration"),
+        (
+            {"windows": [{"schedule": "0 9 * * *", "duration": "8h", "reasons": ["NodeClassDrift"]}]},
+            "reasons",
+        ),
+        ({"consolidationPolicy": "WhenUnderutilized"}, "consolidationPolicy"),
+    ],
+)
+def test_bad_budgets_are_refused_by_the_config_model(disruption: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(match)):
+        _pool(disruption=disruption)
+
+
+def test_the_crd_rejects_what_the_config_model_refuses() -> None:
+    good = _render(disruption={"windows": [{"schedule": "0 9 * * *", "duration": "8h"}]})
+    for path, bad in (
+        (("budgets", 0, "nodes"), "ten"),
+        (("budgets", 0, "reasons"), ["Expired"]),
+        (("budgets", 1, "schedule"), "daily"),
+        (("budgets", 1, "duration"), "30s"),
+        (("consolidationPolicy",), "WhenUnderutilized"),
+    ):
+        m = copy.deepcopy(good)
+        target: Any = m["spec"]["disruption"]
+        for part in path[:-1]:
+            target = target[part]
+        target[path[-1]] = bad
+        with pytest.raises(jsonschema.ValidationError):
+            _validator("shared (aws provider after v1.14.1)").validate(m)
+
+
+# --- Balanced ----------------------------------------------------------------------------------------------
+
+
+def test_balanced_is_in_v1_14_crds_but_not_in_hypershifts() -> None:
+    m = _render(disruption={"consolidationPolicy": "Balanced"})
+    _validator("shared (aws provider after v1.14.1)").validate(m)
+    _validator("upstream v1.15.0").validate(m)
+    with pytest.raises(jsonschema.ValidationError, match="Balanced"):
+        _validator("HyperShift v0.1.80 (AutoNode)").validate(m)
+
+
+def test_balanced_has_no_threshold_field() -> None:
+    """v1.15.0 hard-codes the Balanced threshold (score >= 1/k, k = 2): no API field to render."""
+    disruption = _crd("upstream v1.15.0")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"][
+        "spec"
+    ]["properties"]["disruption"]["properties"]
+    assert set(disruption) == {"budgets", "consolidateAfter", "consolidationPolicy"}
+
+
+def _autonode(pools: list[dict[str, Any]], **karpenter: Any) -> AutoNode:
+    raw: dict[str, Any] = {
+        "roleArn": "arn:aws:iam::123456789012:role/k",
+        "nodeClasses": [{"name": "general"}],
+        "nodePools": pools,
+    }
+    if karpenter:
+        raw["karpenter"] = karpenter
+    return AutoNode.model_validate(raw)
+
+
+def test_autonode_refuses_what_hypershifts_karpenter_lacks() -> None:
+    balanced = [{"name": "b", "nodeClass": "general", "disruption": {"consolidationPolicy": "Balanced"}}]
+    with pytest.raises(
+        ValidationError, match=re.escape("Balanced needs Karpenter 1.14 or later and this cluster's is 1.13")
+    ):
+        _autonode(balanced)
+    assert _autonode(balanced, version="1.14").node_pools[0].disruption.consolidation_policy == "Balanced"
+    unhealthy = [{"name": "u", "nodeClass": "general", "disruption": {"budgets": {"Unhealthy": "1"}}}]
+    with pytest.raises(ValidationError, match=re.escape("Unhealthy budget reason needs Karpenter 1.15")):
+        _autonode(unhealthy, version="1.14")
+    static = [{"name": "s", "nodeClass": "general", "replicas": 3}]
+    with pytest.raises(ValidationError, match="StaticCapacity feature gate"):
+        _autonode(static)
+    assert _autonode(static, version="1.13", featureGates=["StaticCapacity"]).node_pools[0].static
+
+
+def test_self_managed_karpenter_defaults_to_v1_15() -> None:
+    raw = {
+        "bucket": "b-ignition",
+        "nodeRole": "r",
+        "instanceProfile": "p",
+        "clusterDomain": "c.example.com",
+        "nodeClasses": [{"name": "general", "configVersion": "rendered-worker-1"}],
+        "nodePools": [
+            {
+                "name": "b",
+                "nodeClass": "general",
+                "disruption": {"consolidationPolicy": "Balanced", "budgets": {"Unhealthy": "1"}},
+            }
+        ],
+    }
+    assert SelfManagedKarpenter.model_validate(raw).version == "1.15"
+    with pytest.raises(ValidationError, match="version"):
+        SelfManagedKarpenter.model_validate({**raw, "version": "v1.15.0"})
+
+
+# --- static NodePools --------------------------------------------------------------------------------------
+
+
+def test_static_pool_renders_only_what_the_api_allows() -> None:
+    m = _render(replicas=3, limits={"nodes": 5}, disruption={"driftBudget": "1"})
+    spec = m["spec"]
+    assert spec["replicas"] == 3 and spec["limits"] == {"nodes": 5}
+    assert "weight" not in spec and "consolidationPolicy" not in spec["disruption"]
+    assert spec["disruption"] == {
+        "consolidateAfter": "Never",
+        "budgets": [{"nodes": "1", "reasons": ["Drifted"]}],
+    }
+    assert m["metadata"]["annotations"] == {ANNOTATION_PROVISIONING: "static"}
+    for label in CRDS:
+        _validator(label).validate(m)
+    dynamic = _render()
+    assert "replicas" not in dynamic["spec"] and "annotations" not in dynamic["metadata"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ({"weight": 10}, "weight"),
+        ({"limits": {"cpu": "100"}}, "limits.cpu"),
+        ({"disruption": {"consolidationPolicy": "WhenEmpty"}}, "disruption.consolidationPolicy"),
+        ({"replicas": -1}, "replicas"),
+    ],
+)
+def test_static_pool_cannot_express_what_the_api_rejects(raw: dict[str, Any], key: str) -> None:
+    """The CRD's CEL rules (no weight, only limits.nodes) are unrepresentable: a static pool has no such keys."""
+    with pytest.raises(ValidationError, match=re.escape(key)):
+        _pool(
+            replicas=2, **{k: v for k, v in raw.items() if k != "replicas"}
+        ) if "replicas" not in raw else _pool(**raw)
+
+
+def test_the_crds_cel_rules_for_static_pools_are_the_ones_modelled() -> None:
+    rules = {
+        r["message"]: r["rule"]
+        for r in _crd("upstream v1.15.0")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"][
+            "spec"
+        ]["x-kubernetes-validations"]
+    }
+    assert rules == {
+        "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes": "has(self.replicas) == has(oldSelf.replicas)",
+        "only 'limits.nodes' is supported on static NodePools": "!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))",
+        "'weight' is not supported on static NodePools": "!has(self.replicas) || !has(self.weight)",
+    }
+    assert isinstance(_pool(replicas=1), StaticNodePoolSpec) and isinstance(_pool(), KarpenterNodePoolSpec)
+
+
+def test_a_switch_is_a_delete_first_replacement() -> None:
+    """The kind of pool is in an annotation the component replaces on; same name, so delete first."""
+    opts = node_pool_options([])
+    assert (
+        opts.replace_on_changes
+        == NODE_POOL_REPLACE_ON
+        == [f'metadata.annotations["{ANNOTATION_PROVISIONING}"]']
+    )
+    assert opts.delete_before_replace is True
+    # Scaling a static pool changes replicas, not the annotation: an update, never a replacement.
+    assert _render(replicas=2)["metadata"] == _render(replicas=5)["metadata"]
+
+
+def test_budget_helper_matches_rendering() -> None:
+    np = _pool(replicas=2, disruption={"budgets": {"Unhealthy": "1"}})
+    assert disruption_budgets(np) == [
+        {"nodes": "10%", "reasons": ["Drifted"]},
+        {"nodes": "1", "reasons": ["Unhealthy"]},
+    ]
+
+
+# --- OpenshiftEC2NodeClass version -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "version", ["4.22.1", "5.0.0-ec.2", "5.0.0-0.nightly-2026-05-20-043516", "5.1.0-rc.1"]
+)
+def test_node_class_version_accepts_full_releases(version: str) -> None:
+    assert AutoNodeClass.model_validate({"name": "a", "version": version}).version == version
+
+
+@pytest.mark.parametrize("version", ["4.22", "v4.22.1", "4.22.1+build.5", "04.22.1"])
+def test_node_class_version_refuses_what_is_not_a_release(version: str) -> None:
+    with pytest.raises(ValidationError, match="version"):
+        AutoNodeClass.model_validate({"name": "a", "version": version})
+
+
+# --- the example stacks, object by object ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stack", "node_pool_crd"),
+    [("hosted", "HyperShift v0.1.80 (AutoNode)"), ("karpenter", "shared (aws provider after v1.14.1)")],
+)
+def test_example_stacks_fit_the_crds_their_clusters_run(stack: str, node_pool_crd: str) -> None:
+    """AutoNode pools against the NodePool CRD HyperShift installs; the rest against the shared CRDs."""
+    from harness.mockrun import run_program
+    from nodefleet import kinds as k
+    from tests.crdschema import validate_manifest
+
+    run = run_program(stack)
+    checked = 0
+    for reg in run.registrations:
+        kind = next(
+            (
+                x
+                for x in (
+                    k.HOSTED_CLUSTER,
+                    k.HYPERSHIFT_NODE_POOL,
+                    k.OPENSHIFT_EC2_NODE_CLASS,
+                    k.EC2_NODE_CLASS,
+                    k.KARPENTER_NODE_POOL,
+                )
+                if x.token == reg.type
+            ),
+            None,
+        )
+        if kind is None:
+            continue
+        manifest = {"apiVersion": kind.api_version, "kind": kind.kind, **reg.inputs}
+        if kind == k.KARPENTER_NODE_POOL:
+            _validator(node_pool_crd).validate(manifest)
+        else:
+            validate_manifest(manifest)
+        checked += 1
+    assert checked >= 4
+
+
+def test_replicas_and_budgets_do_not_drift_nodes() -> None:
+    """Karpenter v1.15.0 still hashes spec.template only (NodePoolHashVersion v3): a pool's kind, limits and
+    budgets never drift its nodes (a switch replaces the pool anyway)."""
+    from nodefleet.drift import node_pool_static_view, static_hash
+
+    a = _render(disruption={"consolidationPolicy": "Balanced"})
+    b = _render(replicas=3, disruption={"budgets": {"Drifted": "1"}})
+    assert static_hash(node_pool_static_view(a["spec"])) == static_hash(node_pool_static_view(b["spec"]))
