@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from cli.exits import EXIT_OK
 from cli.stacks import load_run
@@ -19,8 +18,10 @@ def run(args: argparse.Namespace) -> int:
     for skipped in plan.skipped:
         print(f"  skipped {skipped} (values stay off disk)")
     for f in plan.files:
-        directory = args.out / Path(f.target).name if args.out else PROJECT_DIR / f.target
-        file = directory / f.path
+        root = (
+            args.out if args.out else PROJECT_DIR / OutputSettings().directory.replace("{stack}", mock.stack)
+        )
+        file = root / f.relpath
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_bytes(f.content)
         print(f"  wrote {file.relative_to(PROJECT_DIR) if file.is_relative_to(PROJECT_DIR) else file}")
