@@ -18,6 +18,7 @@ from pathlib import Path
 
 from cli import check, render
 from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError
+from cli.roots import add_roots, allowed_roots
 from cli.stacks import add_source
 
 Command = Callable[[argparse.Namespace], int]
@@ -32,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
             "examples:\n"
             "  python -m nodefleet check --stack dev\n"
             "  python -m nodefleet check --config-file path/Pulumi.prod.yaml --json\n"
-            "  python -m nodefleet render --stack hosted --out /tmp/manifests\n\n"
+            "  python -m nodefleet render --stack hosted --out /tmp/manifests\n"
+            "  NODEFLEET_RENDER_ROOT=../gitops python -m nodefleet render --config-file prod/Pulumi.prod.yaml\n\n"
             f"{CONTRACT}\n"
             "`pulumi preview --policy-pack policies` stays the gate: it also runs the providers' checks."
         ),
@@ -42,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("check", help="run the program under the mock runtime and evaluate the policy pack")
     add_source(s)
+    add_roots(s)
     s.add_argument("--json", action="store_true", help='print {"resources": N, "violations": [...]}')
     s.add_argument(
         "--policy-config",
@@ -52,7 +55,15 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("render", help="write the Kubernetes manifests the program declares to a directory")
     add_source(s)
+    add_roots(s)
     s.add_argument("--out", type=Path, help="output directory (default: the stack's output.directory)")
+    s.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="wait this long for another render of the same directory to finish (default: 60)",
+    )
     s.set_defaults(run=render.run)
     return p
 
@@ -61,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command: Command = args.run
     try:
-        return command(args)
+        with allowed_roots(args):
+            return command(args)
     except InputError as exc:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)

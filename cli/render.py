@@ -1,31 +1,81 @@
-"""``render``: the manifests the program declares, written in the Kubernetes provider's render layout."""
+"""``render``: the manifests the program declares, written as the Kubernetes provider's render mode writes them.
+
+The tree it leaves holds exactly the current manifests (stale ones pruned, foreign files untouched), is
+written atomically and by one render at a time (:mod:`harness.render_tree`), and lies inside the project or
+inside a root the operator allowed (:mod:`nodefleet.paths`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
-from cli.exits import EXIT_OK
-from cli.stacks import load_run
+from cli.exits import EXIT_OK, InputError
+from cli.stacks import load, load_run
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.mockrun import PROJECT_DIR
+    from harness.render_tree import RenderTreeError, write_tree
     from harness.rendering import plan_render
-    from nodefleet.config import OutputSettings
+    from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
+    from nodefleet.paths import PathError, contain
 
     mock = load_run(args)
-    plan = plan_render(mock, OutputSettings().directory.replace("{stack}", mock.stack))
+    stack, config = load(args)
+    try:
+        fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR)
+    except ConfigError as e:
+        raise InputError(str(e)) from None
+    plan = plan_render(mock, fleet.render_directory)
+    if args.out is not None:
+        try:
+            out = contain(
+                str(Path(args.out).expanduser().resolve()),
+                project_dir=PROJECT_DIR,
+                roots=[Path(args.out).expanduser().resolve()],
+                allow="--out",
+                example="--out /tmp/manifests",
+            )
+        except PathError as e:
+            raise InputError(f"--out {args.out}: {e}") from None
+        if out.path == Path(out.path.anchor):
+            raise InputError(f"--out {args.out}: is the file system root; name a folder for the manifests")
+        root = out.path
+    else:
+        root = fleet.render_dir.path
     for skipped in plan.skipped:
         print(f"  skipped {skipped} (values stay off disk)")
-    for f in plan.files:
-        directory = args.out / Path(f.target).name if args.out else PROJECT_DIR / f.target
-        file = directory / f.path
-        file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_bytes(f.content)
-        print(f"  wrote {file.relative_to(PROJECT_DIR) if file.is_relative_to(PROJECT_DIR) else file}")
+    try:
+        result = write_tree(
+            root,
+            stack,
+            plan,
+            lock_timeout=args.lock_timeout,
+            on_wait=lambda: print(f"waiting for another render of {_show(root)} to finish", file=sys.stderr),
+        )
+    except RenderTreeError as e:
+        raise InputError(str(e)) from None
+    if result.recovered:
+        print(f"  completed an interrupted render of {_show(root)} first")
+    for rel in result.written:
+        print(f"  {'adopted' if rel in result.adopted else 'wrote'} {_show(root / rel)}")
+    for rel in result.removed:
+        print(f"  removed {_show(root / rel)}")
+    for folder in result.removed_folders:
+        print(f"  removed folder {_show(root / folder)}")
     print(
-        f"nodefleet render: stack '{mock.stack}': {len(plan.files)} manifests "
-        "(from the mock runtime, not the provider)"
+        f"nodefleet render: stack '{stack}': {len(plan.files)} manifests in {_show(root)} "
+        f"({len(result.written)} written, {len(result.unchanged)} unchanged, {len(result.removed)} removed; "
+        "from the mock runtime, not the provider)"
     )
     return EXIT_OK
+
+
+def _show(path: Path) -> str:
+    try:
+        return os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
+    except ValueError:
+        return str(path)

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from nodefleet.config import OutputSettings
+from nodefleet.paths import PathError, check_folder_name, render_directory
+
+#: The project directory (this package's parent): where a relative render directory starts.
+PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
 def cluster_provider(
@@ -21,11 +27,19 @@ def cluster_provider(
 
     In render mode every object is written under ``<directory>/<target>`` for Argo CD or Flux instead of
     being applied; the policy pack forbids Secrets with data on such a provider, because the provider would
-    write their values in plaintext.
+    write their values in plaintext. The directory obeys the same containment rule as configuration
+    validation and ``nodefleet render`` (:func:`nodefleet.paths.render_directory`): whoever builds a
+    provider, it never writes outside the project or an operator-allowed root.
     """
     if output.mode == "render":
-        directory = f"{output.directory.replace('{stack}', stack)}/{target}"
-        return k8s.Provider(f"{target}-k8s", render_yaml_to_directory=directory, opts=opts)
+        try:
+            check_folder_name(target)
+            root = render_directory(output.directory, stack, project_dir=PROJECT_DIR, environ=os.environ)
+        except PathError as e:
+            raise pulumi.RunError(
+                f"output.directory of stack {stack}, render folder {target!r}: {e}"
+            ) from None
+        return k8s.Provider(f"{target}-k8s", render_yaml_to_directory=f"{root.text}/{target}", opts=opts)
     return k8s.Provider(f"{target}-k8s", kubeconfig=kubeconfig or output.kubeconfig, opts=opts)
 
 

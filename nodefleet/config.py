@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from nodefleet.config_karpenter import (
     StaticNodePoolSpec,
 )
 from nodefleet.modelbase import DNS_LABEL, PATTERN_HELP, REGION, ZONE, ConfigModel, OCPRelease
+from nodefleet.paths import ContainedPath, PathError, catalog_file, check_stack_name, render_directory
+from nodefleet.render_layout import render_targets
 from nodefleet.versions import OCPVersion, parse_ocp
 
 CONFIG_KEY = "nodefleet:fleet"
@@ -47,7 +50,8 @@ class OutputSettings(ConfigModel):
     )
     directory: str = Field(
         "rendered/{stack}",
-        description="Render directory, relative to the project; `{stack}` is replaced by the stack name.",
+        description="Render directory, relative to the project; `{stack}` is replaced by the stack name. "
+        "Outside the project only inside a root allowed by `--root` or NODEFLEET_RENDER_ROOT.",
     )
     kubeconfig: str | None = Field(
         None, description="apply mode only: kubeconfig path (default: $KUBECONFIG / ~/.kube/config)."
@@ -252,6 +256,17 @@ class FleetConfig(ConfigModel):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"clusters: names must be unique, repeated: {', '.join(sorted(dup))}")
+        _no_shared_render_folder(self.clusters)
+        infra_ids: dict[str, int] = {}
+        for i, c in enumerate(self.clusters):
+            if c.infra_id in infra_ids:
+                j = infra_ids[c.infra_id]
+                raise ValueError(
+                    f"clusters[{i}].infraId: '{c.infra_id}' is also the infraId of clusters[{j}] "
+                    f"'{self.clusters[j].name}'; every cluster has its own infrastructure ID (its MachineSet "
+                    "and node names, tags and IAM scope derive from it), so correct one of them"
+                )
+            infra_ids[c.infra_id] = i
         for i, c in enumerate(self.clusters):
             if (
                 isinstance(c, HostedCluster)
@@ -264,6 +279,27 @@ class FleetConfig(ConfigModel):
                     "pools live inside the hosted cluster; set it to the hosted cluster's kubeconfig path"
                 )
         return self
+
+
+def _no_shared_render_folder(clusters: Sequence[StandaloneCluster | HostedCluster]) -> None:
+    """Every render target (provider) has its own folder: ``<directory>/<cluster>``, and for a hosted
+    cluster also ``<directory>/<cluster>-hosted``. Two targets in one folder would overwrite or prune each
+    other's files (and their providers would share a resource name)."""
+    owner: dict[str, tuple[int, str]] = {}
+    for i, c in enumerate(clusters):
+        for folder in render_targets(c.name, isinstance(c, HostedCluster)):
+            if folder in owner:
+                j, other = owner[folder]
+                why = (
+                    f"hosted cluster clusters[{j}] '{other}' puts its hosted-cluster objects in <directory>/{folder}"
+                    if folder != other
+                    else f"clusters[{j}] '{other}' renders to <directory>/{folder}"
+                )
+                raise ValueError(
+                    f"clusters[{i}].name: '{c.name}' would render into <directory>/{folder}, but {why}; "
+                    "rename one of the clusters"
+                )
+            owner[folder] = (i, c.name)
 
 
 @dataclass(frozen=True)
@@ -299,10 +335,13 @@ class Fleet:
     stack: str
     config: FleetConfig
     clusters: tuple[ResolvedCluster | ResolvedHostedCluster, ...]
+    #: ``output.directory`` for this stack, checked by :func:`nodefleet.paths.render_directory`.
+    render_dir: ContainedPath
 
     @property
     def render_directory(self) -> str:
-        return self.config.output.directory.replace("{stack}", self.stack)
+        """The render directory as the providers get it (relative to the project when written so)."""
+        return self.render_dir.text
 
     def secret_keys(self) -> list[tuple[str, str]]:
         """Stack secrets (``nodefleet:<key>``) the program will read, each with the reason it needs it.
@@ -335,13 +374,27 @@ def stack_file(stack: str) -> str:
     return f"stacks/Pulumi.{stack}.yaml"
 
 
-def load_fleet(raw: Any, stack: str, project_dir: Path, source: str | None = None) -> Fleet:
+def load_fleet(
+    raw: Any,
+    stack: str,
+    project_dir: Path,
+    source: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> Fleet:
     """Validate the ``nodefleet:fleet`` value of ``stack`` and resolve every boot image.
 
-    ``source`` names the file the value came from in messages (default: the stack file).
+    ``source`` names the file the value came from in messages (default: the stack file). ``environ``
+    (default: the process environment) holds the roots the operator allowed outside the project
+    (``NODEFLEET_RENDER_ROOT``, ``NODEFLEET_CATALOG_ROOTS``).
     Raises ``ConfigError`` with every problem found, one per line.
     """
     where = source or stack_file(stack)
+    env = os.environ if environ is None else environ
+    try:
+        check_stack_name(stack)
+    except PathError as e:
+        raise ConfigError(f"{where}: {e}") from None
     if raw is None:
         raise ConfigError(
             f"{where}: no '{CONFIG_KEY}' value. Add one under `config:` (see README, 'Stack configuration')."
@@ -350,25 +403,45 @@ def load_fleet(raw: Any, stack: str, project_dir: Path, source: str | None = Non
         config = FleetConfig.model_validate(raw)
     except ValidationError as e:
         raise ConfigError("\n".join(_describe(where, err) for err in _without_echoes(e.errors()))) from None
+    try:
+        render_dir = render_directory(config.output.directory, stack, project_dir=project_dir, environ=env)
+    except PathError as e:
+        raise ConfigError(f"{where}: {CONFIG_KEY}.output.directory: {e}") from None
     return Fleet(
         stack=stack,
         config=config,
-        clusters=tuple(_resolve_any(where, c, i, project_dir) for i, c in enumerate(config.clusters)),
+        clusters=tuple(_resolve_any(where, c, i, project_dir, env) for i, c in enumerate(config.clusters)),
+        render_dir=render_dir,
     )
 
 
 def _resolve_any(
-    where: str, cluster: StandaloneCluster | HostedCluster, index: int, project_dir: Path
+    where: str,
+    cluster: StandaloneCluster | HostedCluster,
+    index: int,
+    project_dir: Path,
+    environ: Mapping[str, str],
 ) -> ResolvedCluster | ResolvedHostedCluster:
     if isinstance(cluster, HostedCluster):
         return ResolvedHostedCluster(cluster)
-    return _resolve(where, cluster, index, project_dir)
+    return _resolve(where, cluster, index, project_dir, environ)
 
 
-def _resolve(where: str, cluster: StandaloneCluster, index: int, project_dir: Path) -> ResolvedCluster:
-    base = f"{CONFIG_KEY}.clusters[{index}]"
+def _catalog_path(where: str, base: str, catalog: str, project_dir: Path, environ: Mapping[str, str]) -> Path:
+    """A catalog is read only inside the project or a root allowed for catalogs (nodefleet.paths)."""
     try:
-        catalog = _catalog(project_dir / cluster.catalog, cluster.catalog)
+        return catalog_file(catalog, project_dir=project_dir, environ=environ).path
+    except PathError as e:
+        raise ConfigError(f"{where}: {base}.catalog: {e}") from None
+
+
+def _resolve(
+    where: str, cluster: StandaloneCluster, index: int, project_dir: Path, environ: Mapping[str, str]
+) -> ResolvedCluster:
+    base = f"{CONFIG_KEY}.clusters[{index}]"
+    path = _catalog_path(where, base, cluster.catalog, project_dir, environ)
+    try:
+        catalog = _catalog(path, cluster.catalog)
     except FileNotFoundError:
         raise ConfigError(
             f"{where}: {base}.catalog: file '{cluster.catalog}' does not exist (looked in {project_dir}). "

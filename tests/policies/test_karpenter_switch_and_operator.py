@@ -70,8 +70,9 @@ def test_no_switch_no_finding(tmp_path: Path) -> None:
     assert provisioning_switch(_pool(1), _pool(1)) is None
 
 
-def test_check_sees_a_switch_against_the_last_render(tmp_path: Path) -> None:
+def test_check_sees_a_switch_against_the_last_render(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end: the example stack rendered, then its spot pool made static."""
+    monkeypatch.setenv("NODEFLEET_RENDER_ROOT", str(tmp_path))
     raw = stack_fleet("hosted")
     raw["output"] = {"mode": "render", "directory": str(tmp_path / "{stack}")}
     first = run_program("hosted", {"nodefleet:fleet": raw})
