@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import runpy
 import sys
 from dataclasses import dataclass, field
@@ -13,6 +14,8 @@ from typing import Any
 
 import pulumi
 from pulumi.runtime import mocks, rpc, settings
+
+from nodefleet.config import STACK_FILE_ENV
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # Stack secrets (`secure:` values) need the stack's secrets provider, which the mock runtime does not have. It
@@ -150,10 +153,13 @@ def run_program(
     *,
     preview: bool = False,
     project_dir: Path = PROJECT_DIR,
+    source: str | None = None,
 ) -> MockRun:
     """Run ``__main__.py`` for ``stack`` with ``config`` (default: the stack file's) and record registrations.
 
-    Raises whatever the program raises, e.g. ``pulumi.RunError`` for invalid configuration.
+    ``source`` is the file the config was read from when it is not ``stacks/Pulumi.<stack>.yaml``: the
+    program names it in its messages. Raises whatever the program raises, e.g. ``pulumi.RunError`` for
+    invalid configuration.
     """
     values = read_stack_config(stack_path(stack, project_dir)) if config is None else config
     monitor = _RecordingMonitor()
@@ -171,6 +177,11 @@ def run_program(
     def _program() -> None:
         runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")
 
+    previous = os.environ.get(STACK_FILE_ENV)
+    if source is not None:
+        os.environ[STACK_FILE_ENV] = source
+    else:
+        os.environ.pop(STACK_FILE_ENV, None)
     try:
         _program()
     except Exception as e:
@@ -178,6 +189,10 @@ def run_program(
         e.registrations = monitor.registrations  # type: ignore[attr-defined]
         raise
     finally:
+        if previous is None:
+            os.environ.pop(STACK_FILE_ENV, None)
+        else:
+            os.environ[STACK_FILE_ENV] = previous
         for loop in {own_loop, asyncio.get_event_loop(), *monitor.thread_loops}:
             loop.close()
         # Loops the runtime made on its own threads are unreachable now; collecting them here closes them
