@@ -274,12 +274,25 @@ def stream_finding(
             f"supported. Use a RHEL {payload_major} boot image from the catalog's {stream} stream.",
         )
     if boot_major > payload_major:
-        fix = (
-            f"Boot it from the pool's stream (stream: {stream}), or move the pool to rhel-{boot_major} "
-            "(osImageStream; for the worker pool, the cluster's osImageStream)"
-            if pool
-            else f"Use a boot image from the catalog's {stream} stream"
-        )
+        if payload_major < 9:
+            # Before OS streams a release has one OS; a boot image of a later release cannot go back to it.
+            return SkewFinding(
+                "error",
+                "stream-ahead-of-pool",
+                f"Boot image {image} is RHEL {boot_major}, newer than {target}: its nodes would have to "
+                "downgrade their OS on first boot, which is not supported. Use the boot image catalog of the "
+                "cluster's own release.",
+            )
+        newer = f"rhel-{boot_major}"
+        if not pool:
+            fix = f"Use a boot image from the catalog's {stream} stream"
+        elif newer in os_streams(cluster):
+            fix = (
+                f"Boot it from the pool's stream (stream: {stream}), or move the pool to {newer} "
+                "(osImageStream; for the worker pool, the cluster's osImageStream)"
+            )
+        else:
+            fix = f"Boot it from the pool's stream (stream: {stream}); {cluster} ships no {newer} stream"
         return SkewFinding(
             "error",
             "stream-ahead-of-pool",
