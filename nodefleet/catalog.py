@@ -44,7 +44,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -209,9 +209,7 @@ class BootImageCatalog:
         if "architectures" in document:
             by_arch = _parse_stream(document, source_name, "the stream JSON")
             stream = _name_stream(by_arch, document, source_name, "the stream JSON", stated=None)
-            stream = CatalogStream(
-                stream.name, stream.rhel_major, stream.origin, default=stream.name == "rhel-9"
-            )
+            stream = replace(stream, default=stream.name == _DEFAULT_STREAM)
             return cls(source_name, {stream.name: _renamed(by_arch, stream.name)}, info={stream.name: stream})
         if document.get("kind") == "ConfigMap" or "data" in document:
             return _from_configmap(document, source_name, cls)
@@ -530,7 +528,7 @@ def _from_configmap(
         legacy_doc = _json_value(data["stream"], source, "data.stream")
         by_arch = _parse_stream(legacy_doc, source, "data.stream", "data.stream: ")
         legacy = _name_stream(by_arch, legacy_doc, source, "data.stream", stated=None)
-        legacy = CatalogStream(legacy.name, legacy.rhel_major, legacy.origin, default=True)
+        legacy = replace(legacy, default=True)
         renamed = _renamed(by_arch, legacy.name)
         if legacy.name not in images:
             images[legacy.name] = renamed
@@ -538,9 +536,7 @@ def _from_configmap(
         images[DEFAULT_STREAM_ALIAS] = renamed
         info[DEFAULT_STREAM_ALIAS] = legacy
     elif _DEFAULT_STREAM in info:
-        info[_DEFAULT_STREAM] = CatalogStream(
-            _DEFAULT_STREAM, info[_DEFAULT_STREAM].rhel_major, info[_DEFAULT_STREAM].origin, default=True
-        )
+        info[_DEFAULT_STREAM] = replace(info[_DEFAULT_STREAM], default=True)
     return cls(source, images, _release_version(data.get("releaseVersion"), source), info)
 
 
