@@ -20,7 +20,7 @@ def load(args: argparse.Namespace) -> tuple[str, dict[str, Any], str | None]:
 
     The file is ``None`` for ``--stack``: the program's default, ``stacks/Pulumi.<stack>.yaml``, is right.
     """
-    from harness.mockrun import StackFileError, read_stack_config, stack_path
+    from harness.mockrun import read_stack_config, stack_path
 
     try:
         if args.stack:
@@ -28,7 +28,7 @@ def load(args: argparse.Namespace) -> tuple[str, dict[str, Any], str | None]:
         path: Path = args.config_file
         stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
         return stack, read_stack_config(path), str(path)
-    except (FileNotFoundError, StackFileError) as exc:
+    except FileNotFoundError as exc:
         raise InputError(str(exc)) from None
 
 

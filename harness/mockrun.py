@@ -134,35 +134,13 @@ def stack_path(stack: str, project_dir: Path = PROJECT_DIR) -> Path:
     return path
 
 
-class StackFileError(ValueError):
-    """A stack file that cannot be read as one; the message names the file and never prints its content."""
-
-
 def read_stack_config(path: Path) -> dict[str, Any]:
     """The ``config:`` block of a stack file, as the CLI would hand it to the program."""
     import yaml
 
-    from nodefleet.catalog import yaml_problem
-
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such stack file")
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except IsADirectoryError:
-        raise StackFileError(f"{path}: is a directory; give the stack file (Pulumi.<stack>.yaml)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror
-        raise StackFileError(f"{path}: cannot be read as a stack file ({reason})") from None
-    except yaml.YAMLError as exc:
-        raise StackFileError(f"{path}: not valid YAML ({yaml_problem(exc)})") from None
-    if document is not None and not isinstance(document, dict):
-        raise StackFileError(
-            f"{path}: a stack file is a YAML mapping with a `config:` key, but its top level is "
-            f"{type(document).__name__}"
-        )
-    config = (document or {}).get("config") or {}
-    if not isinstance(config, dict):
-        raise StackFileError(f"{path}: `config:` must be a mapping of keys such as nodefleet:fleet")
+    config = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
     return {
         key: SECRET_PLACEHOLDER if isinstance(v, dict) and set(v) == {"secure"} else v
         for key, v in config.items()

@@ -64,7 +64,6 @@ __all__ = [
     "load_catalog",
     "normalize_arch",
     "resolve_catalog_reference",
-    "yaml_problem",
 ]
 
 #: Accepted architecture spellings -> the stream-metadata (RHCOS) name. AWS has only these two.
@@ -418,7 +417,7 @@ def _parse_document(text: str, name: str) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise CatalogError(
-            f"Boot image catalog '{name}' is neither valid JSON nor valid YAML ({yaml_problem(exc)}); "
+            f"Boot image catalog '{name}' is neither valid JSON nor valid YAML ({_yaml_problem(exc)}); "
             f"check that the right file was given, or {_EXPORT_HINT}."
         ) from None
 
@@ -443,12 +442,8 @@ def _unclosed(text: str) -> bool:
     return in_string or depth > 0
 
 
-def yaml_problem(exc: yaml.YAMLError) -> str:
-    """PyYAML's problem and position, without the quoted source line ``str(exc)`` would include.
-
-    For every message about a file that failed to parse: the file may not be what the user meant to give
-    (a credentials file, a private key), and a message must not print it.
-    """
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's problem and position, without the quoted source line ``str(exc)`` would include."""
     problem = getattr(exc, "problem", None) or "unparsable"
     context = getattr(exc, "context", None)
     text = f"{context}: {problem}" if context else str(problem)

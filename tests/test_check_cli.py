@@ -296,17 +296,3 @@ def test_version_skew_profile_from_policy_config(
     assert len(found) == violations
     if found:
         assert found[0]["policy"] == "version-skew" and f"profile {profile or 'ocp'}" in found[0]["message"]
-
-
-def test_a_stack_file_that_is_not_one_exits_2_without_printing_it(tmp_path: Path) -> None:
-    broken = tmp_path / "Pulumi.broken.yaml"
-    broken.write_text('config:\n  nodefleet:fleet: [unclosed "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n')
-    for path, fragment in (
-        (broken, "not valid YAML (while parsing a flow sequence"),
-        (tmp_path, "is a directory"),
-    ):
-        result = _nodefleet("check", "--config-file", str(path))
-        assert result.returncode == 2, result.stderr
-        (line,) = result.stderr.splitlines()
-        assert line.startswith(f"error: {path}: ") and fragment in line
-        assert "wJalrXUtnFEMI" not in result.stderr
