@@ -17,9 +17,17 @@ from tests.conftest import PROJECT, stack_fleet
 BAD = PROJECT / "tests" / "stacks"
 
 
-def _nodefleet(*args: str) -> subprocess.CompletedProcess[str]:
+def _nodefleet(*args: str, catalog_root: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m nodefleet`` in the project; ``catalog_root`` is passed as ``NODEFLEET_CATALOG_ROOTS``: the
+    directory outside the project that a stack's catalog may come from."""
+    env = {**os.environ, "NODEFLEET_CATALOG_ROOTS": str(catalog_root)} if catalog_root else None
     return subprocess.run(
-        [sys.executable, "-m", "nodefleet", *args], cwd=PROJECT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "nodefleet", *args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
 
 
@@ -223,7 +231,7 @@ def test_the_catalog_annotation_is_relative_to_the_project(tmp_path: Path) -> No
     stack = tmp_path / "Pulumi.prod-east.yaml"
     stack.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}))
     out = tmp_path / "rendered"
-    result = _nodefleet("render", "--config-file", str(stack), "--out", str(out))
+    result = _nodefleet("render", "--config-file", str(stack), "--out", str(out), catalog_root=tmp_path)
     assert result.returncode == 0, result.stderr
     (manifest,) = [p for p in out.rglob("*machineset*worker-us-east-1a*.yaml")]
     annotation = yaml.safe_load(manifest.read_text())["metadata"]["annotations"][
@@ -268,7 +276,7 @@ def test_unreadable_catalogs_exit_2_with_one_line(
     catalog = tmp_path / name
     catalog.write_bytes(content)
     stack = _stack_with_catalog(tmp_path, catalog)
-    result = _nodefleet("check", "--config-file", str(stack))
+    result = _nodefleet("check", "--config-file", str(stack), catalog_root=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     (line,) = result.stderr.splitlines()
     assert line.startswith(
