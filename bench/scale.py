@@ -29,6 +29,7 @@ def synthetic_fleet(clusters: int) -> dict[str, Any]:
             "region": "us-east-1",
             "release": "5.0.0-ec.2",
             "catalog": "catalogs/coreos-bootimages-5.0.yaml",
+            "osImageStream": "rhel-9",  # upgraded from 4.x, like the dev stack: no stream advice to report
             "pools": [{"name": "infra"}],
             "machineSets": [
                 {

@@ -24,9 +24,9 @@ def run(args: argparse.Namespace) -> int:
     from nodefleet.paths import PathError, contain
 
     mock = load_run(args)
-    stack, config = load(args)
+    stack, config, source = load(args)
     try:
-        fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR)
+        fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
     except ConfigError as e:
         raise InputError(str(e)) from None
     plan = plan_render(mock, fleet.render_directory)

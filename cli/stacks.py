@@ -15,17 +15,24 @@ def add_source(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--config-file", type=Path, help="a stack file elsewhere (Pulumi.<name>.yaml)")
 
 
-def load(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
-    """(stack name, the stack file's ``config:`` block)."""
+def load(args: argparse.Namespace) -> tuple[str, dict[str, Any], str | None]:
+    """(stack name, the stack file's ``config:`` block, the file as messages must name it).
+
+    The file is ``None`` for ``--stack``: the program's default, ``stacks/Pulumi.<stack>.yaml``, is right.
+    """
     from harness.mockrun import read_stack_config, stack_path
     from nodefleet.yamlfile import YAMLFileError
 
     try:
         if args.stack:
-            return args.stack, read_stack_config(stack_path(args.stack), f"stacks/Pulumi.{args.stack}.yaml")
+            return (
+                args.stack,
+                read_stack_config(stack_path(args.stack), f"stacks/Pulumi.{args.stack}.yaml"),
+                None,
+            )
         path: Path = args.config_file
         stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
-        return stack, read_stack_config(path)
+        return stack, read_stack_config(path), str(path)
     except (FileNotFoundError, YAMLFileError) as exc:
         raise InputError(str(exc)) from None
 
@@ -36,8 +43,8 @@ def load_run(args: argparse.Namespace) -> Any:
 
     from harness.mockrun import run_program
 
-    stack, config = load(args)
+    stack, config, source = load(args)
     try:
-        return run_program(stack, config)
+        return run_program(stack, config, source=source)
     except pulumi.RunError as exc:
         raise InputError(str(exc)) from None

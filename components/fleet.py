@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pulumi
@@ -15,7 +16,7 @@ from components.karpenter import (
 )
 from components.kubernetes import cluster_provider
 from components.standalone import StandaloneCluster, StandaloneClusterArgs
-from nodefleet.config import ConfigError, Fleet, ResolvedCluster, load_fleet, stack_file
+from nodefleet.config import STACK_FILE_ENV, ConfigError, Fleet, ResolvedCluster, load_fleet, stack_file
 
 #: Stack secrets by key (``nodefleet:<key>``), read before anything is registered so a missing one stops cleanly.
 StackSecrets = dict[str, pulumi.Output[str]]
@@ -25,8 +26,9 @@ def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
     """This stack's validated ``nodefleet:fleet`` and secrets; invalid config stops before any registration."""
     config = pulumi.Config("nodefleet")
     stack = pulumi.get_stack()
+    source = os.environ.get(STACK_FILE_ENV) or stack_file(stack)
     try:
-        fleet = load_fleet(config.get_object("fleet"), stack, project_dir)
+        fleet = load_fleet(config.get_object("fleet"), stack, project_dir, source)
     except ConfigError as e:
         # RunError prints the message alone, without a Python traceback.
         raise pulumi.RunError(str(e)) from None
@@ -35,7 +37,7 @@ def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
         value = config.get_secret(key)
         if value is None:
             raise pulumi.RunError(
-                f"{stack_file(stack)}: nodefleet:{key} is not set ({why}). Set it with "
+                f"{source}: nodefleet:{key} is not set ({why}). Set it with "
                 f"`pulumi config set --secret nodefleet:{key} --stack {stack} < <file>`."
             )
         secrets[key] = value

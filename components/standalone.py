@@ -52,7 +52,7 @@ class StandaloneCluster(pulumi.ComponentResource):
     def _create_machine_set(
         self, ms: ResolvedMachineSet, opts: pulumi.ResourceOptions
     ) -> k8s.apiextensions.CustomResource:
-        manifest = render_machine_set(self._args.cluster.config, ms, self._args.cluster.config.catalog)
+        manifest = render_machine_set(self._args.cluster.config, ms, self._args.cluster.catalog_reference)
         depends = [self.pools[ms.spec.pool]] if ms.spec.pool in self.pools else []
         # Once the MCO boot image controller owns the AMI, re-applying the catalog's AMI would fight it: the
         # controller patches it back and after 3 identical patches degrades, blocking minor upgrades.

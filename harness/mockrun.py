@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import runpy
 import sys
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks, rpc, settings
 
+from nodefleet.config import STACK_FILE_ENV
 from nodefleet.yamlfile import YAMLFileError, load_yaml, read_text
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -178,10 +180,13 @@ def run_program(
     *,
     preview: bool = False,
     project_dir: Path = PROJECT_DIR,
+    source: str | None = None,
 ) -> MockRun:
     """Run ``__main__.py`` for ``stack`` with ``config`` (default: the stack file's) and record registrations.
 
-    Raises whatever the program raises, e.g. ``pulumi.RunError`` for invalid configuration.
+    ``source`` is the file the config was read from when it is not ``stacks/Pulumi.<stack>.yaml``: the
+    program names it in its messages. Raises whatever the program raises, e.g. ``pulumi.RunError`` for
+    invalid configuration.
     """
     values = read_stack_config(stack_path(stack, project_dir)) if config is None else config
     monitor = _RecordingMonitor()
@@ -199,6 +204,11 @@ def run_program(
     def _program() -> None:
         runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")
 
+    previous = os.environ.get(STACK_FILE_ENV)
+    if source is not None:
+        os.environ[STACK_FILE_ENV] = source
+    else:
+        os.environ.pop(STACK_FILE_ENV, None)
     try:
         _program()
     except Exception as e:
@@ -206,6 +216,10 @@ def run_program(
         e.registrations = monitor.registrations  # type: ignore[attr-defined]
         raise
     finally:
+        if previous is None:
+            os.environ.pop(STACK_FILE_ENV, None)
+        else:
+            os.environ[STACK_FILE_ENV] = previous
         for loop in {own_loop, asyncio.get_event_loop(), *monitor.thread_loops}:
             loop.close()
         # Loops the runtime made on its own threads are unreachable now; collecting them here closes them

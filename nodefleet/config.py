@@ -21,7 +21,14 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
-from nodefleet.catalog import BootImage, BootImageCatalog, CatalogError, normalize_arch
+from nodefleet.catalog import (
+    BootImage,
+    BootImageCatalog,
+    CatalogError,
+    catalog_reference,
+    load_catalog,
+    normalize_arch,
+)
 from nodefleet.config_hosted import HostedCluster
 from nodefleet.config_karpenter import (
     KarpenterNodePoolSpec,
@@ -32,7 +39,8 @@ from nodefleet.config_karpenter import (
 from nodefleet.modelbase import DNS_LABEL, PATTERN_HELP, REGION, ZONE, ConfigModel, OCPRelease
 from nodefleet.paths import ContainedPath, PathError, catalog_file, check_stack_name, render_directory
 from nodefleet.render_layout import render_targets
-from nodefleet.versions import OCPVersion, parse_ocp
+from nodefleet.skew import stream_finding
+from nodefleet.versions import OCPVersion, VersionError, default_stream, parse_ocp
 
 CONFIG_KEY = "nodefleet:fleet"
 
@@ -144,6 +152,12 @@ class StandaloneCluster(ConfigModel):
         description="Boot image catalog: a coreos-bootimages ConfigMap export or a stream JSON, relative to "
         "the project."
     )
+    os_image_stream: Literal["rhel-9", "rhel-10"] | None = Field(
+        None,
+        description="The cluster's default OS stream (OSImageStream `cluster`, set by the installer): the "
+        "worker pool's stream, inherited by custom pools without their own. Default: what an install of "
+        "`release` chooses, rhel-10 from 5.0, rhel-9 before; a cluster upgraded to 5.0 keeps rhel-9.",
+    )
     boot_image_management: BootImageManagement = BootImageManagement()
     skew_enforcement: SkewEnforcement = SkewEnforcement()
     pools: list[CustomPool] = []
@@ -225,6 +239,21 @@ class StandaloneCluster(ConfigModel):
             return ms.stream
         pool = self.pool(ms.pool)
         return (pool.os_image_stream if pool else None) or "rhel-9"
+
+    @property
+    def default_stream(self) -> str:
+        """The cluster's default OS stream: declared, else the one an install of its release chooses."""
+        if self.os_image_stream:
+            return self.os_image_stream
+        try:
+            return default_stream(self.ocp)
+        except VersionError:
+            return "rhel-9"  # older than the payload table: before OS streams, the only stream
+
+    def pool_stream(self, name: str) -> str:
+        """The OS stream pool ``name`` runs: a custom pool's own, else the cluster's default (worker's)."""
+        pool = self.pool(name)
+        return (pool.os_image_stream if pool else None) or self.default_stream
 
 
 def machine_set_name(cluster: StandaloneCluster, ms: MachineSetSpec) -> str:
@@ -310,6 +339,8 @@ class ResolvedMachineSet:
     name: str
     stream: str
     boot_image: BootImage
+    #: The OS stream of the MachineSet's pool, which its nodes run after their first boot.
+    pool_stream: str = "rhel-9"
 
 
 @dataclass(frozen=True)
@@ -319,6 +350,8 @@ class ResolvedCluster:
     machine_sets: tuple[ResolvedMachineSet, ...]
     #: Self-managed Karpenter node class name -> its boot image from the same catalog.
     karpenter_images: Mapping[str, BootImage]
+    #: The catalog as the objects name it (``nodefleet.catalog.catalog_reference``): relative to the project.
+    catalog_reference: str = ""
 
 
 @dataclass(frozen=True)
@@ -370,7 +403,14 @@ class ConfigError(ValueError):
     """Invalid stack configuration: the message names the stack file, the field and the fix."""
 
 
+#: Environment variable naming the file the stack configuration was read from, for messages. Whoever runs
+#: the program with a stack file other than ``stacks/Pulumi.<stack>.yaml`` sets it: ``python -m nodefleet
+#: --config-file`` does, and so can a wrapper around ``pulumi --config-file``.
+STACK_FILE_ENV = "NODEFLEET_STACK_FILE"
+
+
 def stack_file(stack: str) -> str:
+    """The stack file Pulumi reads for ``stack`` (``stackConfigDir: stacks``), as messages name it."""
     return f"stacks/Pulumi.{stack}.yaml"
 
 
@@ -442,12 +482,6 @@ def _resolve(
     path = _catalog_path(where, base, cluster.catalog, project_dir, environ)
     try:
         catalog = _catalog(path, cluster.catalog)
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{where}: {base}.catalog: file '{cluster.catalog}' does not exist (looked in {project_dir}). "
-            "Export one with `oc -n openshift-machine-config-operator get configmap coreos-bootimages -o yaml` "
-            "and point catalog at it."
-        ) from None
     except CatalogError as e:
         raise ConfigError(f"{where}: {base}.catalog: {e}") from None
     resolved = []
@@ -457,7 +491,9 @@ def _resolve(
             image = catalog.resolve(cluster.region, normalize_arch(ms.architecture), stream)
         except CatalogError as e:
             raise ConfigError(f"{where}: {base}.machineSets[{i}]: {e}") from None
-        resolved.append(ResolvedMachineSet(ms, machine_set_name(cluster, ms), stream, image))
+        pool_stream = cluster.pool_stream(ms.pool)
+        _refuse_stream_ahead(where, f"{base}.machineSets[{i}].stream", cluster, image, pool_stream, ms.pool)
+        resolved.append(ResolvedMachineSet(ms, machine_set_name(cluster, ms), stream, image, pool_stream))
     karpenter_images = {}
     for i, nc in enumerate(cluster.karpenter.node_classes if cluster.karpenter else []):
         try:
@@ -466,13 +502,47 @@ def _resolve(
             )
         except CatalogError as e:
             raise ConfigError(f"{where}: {base}.karpenter.nodeClasses[{i}]: {e}") from None
-    return ResolvedCluster(cluster, catalog, tuple(resolved), karpenter_images)
+        _refuse_stream_ahead(
+            where,
+            f"{base}.karpenter.nodeClasses[{i}].stream",
+            cluster,
+            karpenter_images[nc.name],
+            cluster.pool_stream(nc.pool),
+            nc.pool,
+        )
+    reference = catalog_reference(path, project_dir)
+    return ResolvedCluster(cluster, catalog, tuple(resolved), karpenter_images, reference)
+
+
+def _refuse_stream_ahead(
+    where: str, field: str, cluster: StandaloneCluster, image: BootImage, pool_stream: str, pool: str
+) -> None:
+    """A boot image of a newer RHEL major than its pool runs cannot make a supported node: refuse it here.
+
+    The other findings of the same rule (a rhel-9 image for a rhel-10 pool) are advice, reported by the
+    policy pack from what the objects carry, in the same words.
+    """
+    try:
+        finding = stream_finding(image.release, cluster.ocp, pool_stream, pool)
+    except VersionError:
+        return  # the release does not ship that stream, or predates the payload table: the policies say so
+    if finding is not None and finding.code == "stream-ahead-of-pool":
+        raise ConfigError(f"{where}: {field}: {finding.message}")
+
+
+def _catalog(path: Path, name: str) -> BootImageCatalog:
+    """Catalogs are shared by many clusters of a fleet: each file is parsed once per process and version."""
+    try:
+        stat = path.stat()
+        version = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        version = (0, 0)  # load_catalog says what is wrong with the path
+    return _cached_catalog(path, name, version)
 
 
 @functools.lru_cache(maxsize=64)
-def _catalog(path: Path, name: str) -> BootImageCatalog:
-    """Catalogs are shared by many clusters of a fleet: each file is parsed once per process."""
-    return BootImageCatalog.from_text(path.read_text(), source_name=name)
+def _cached_catalog(path: Path, name: str, version: tuple[int, int]) -> BootImageCatalog:
+    return load_catalog(path, name)
 
 
 def _without_echoes(errors: Sequence[Any]) -> list[Any]:

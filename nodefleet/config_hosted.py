@@ -206,7 +206,8 @@ class HostedCluster(ConfigModel):
     infra_id: Annotated[str, Field(pattern=DNS_LABEL, max_length=27)]
     region: Annotated[str, Field(pattern=REGION)]
     release: OCPRelease = Field(
-        description="Control-plane release, e.g. 4.22.3 (OCP 5.0 counts as 4.23 for skew)."
+        description="Control-plane release, e.g. 4.22.3; node releases may trail it as far as the version-skew "
+        "policy's profile allows (README, 'Skew profiles')."
     )
     release_image: str | None = Field(
         None,

@@ -53,7 +53,10 @@ ANNOTATION_ARCH = "capacity.cluster-autoscaler.kubernetes.io/labels"
 ANNOTATION_OWNER = "nodefleet.io/boot-image-owner"  # "mco" or "nodefleet"
 ANNOTATION_RHCOS = "nodefleet.io/boot-image-rhcos"  # RHCOS version of a pinned AMI
 ANNOTATION_STREAM = "nodefleet.io/boot-image-stream"
+# The OS stream of the MachineSet's pool (its osImageStream, else the cluster's default): what its nodes run.
+ANNOTATION_POOL_STREAM = "nodefleet.io/pool-os-stream"
 ANNOTATION_RELEASE = "nodefleet.io/cluster-release"
+# The catalog the AMI was resolved from, relative to the project (nodefleet.catalog.catalog_reference).
 ANNOTATION_CATALOG = "nodefleet.io/boot-image-catalog"
 # On objects inside a hosted cluster (node classes, Karpenter NodePools): the HostedCluster they belong to,
 # as "<namespace>/<name>", so stack-level policies can pair them across providers.

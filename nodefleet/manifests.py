@@ -28,7 +28,11 @@ def arch_annotation(arch: str) -> str:
 
 
 def render_machine_set(cluster: StandaloneCluster, ms: ResolvedMachineSet, catalog: str) -> dict[str, Any]:
-    """A ``machine.openshift.io/v1beta1`` MachineSet with an AWS providerSpec and its AMI by id."""
+    """A ``machine.openshift.io/v1beta1`` MachineSet with an AWS providerSpec and its AMI by id.
+
+    ``catalog`` names the catalog the AMI came from, as ``nodefleet.catalog.catalog_reference`` gives it
+    (relative to the project): the policy pack judges the MachineSet by that file.
+    """
     spec = ms.spec
     infra = cluster.infra_id
     managed = spec.boot_image == "managed"
@@ -43,6 +47,7 @@ def render_machine_set(cluster: StandaloneCluster, ms: ResolvedMachineSet, catal
         k.ANNOTATION_ARCH: arch_annotation(spec.architecture),
         k.ANNOTATION_OWNER: "mco" if managed else "nodefleet",
         k.ANNOTATION_STREAM: ms.stream,
+        k.ANNOTATION_POOL_STREAM: ms.pool_stream,
         k.ANNOTATION_RELEASE: cluster.release,
         k.ANNOTATION_CATALOG: catalog,
     }

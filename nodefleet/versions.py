@@ -1,8 +1,8 @@
 """OpenShift (OCP) and RHCOS version parsing, ordering and the OCP -> RHEL payload table.
 
 Why this module exists: every skew decision nodefleet makes -- which boot image is the oldest, whether a
-boot image is below the MCO floor, whether a HyperShift NodePool trails its HostedCluster by more than
-three minors -- starts from a version string. Parsing them in one place means the components that build
+boot image is below the MCO floor, whether a HyperShift NodePool trails its HostedCluster further than
+its skew profile allows -- starts from a version string. Parsing them in one place means the components that build
 MachineSets and the policies that judge them cannot disagree about what ``416.94.202405291527-0`` means.
 
 Background (DESIGN.md section 1.2, background/mco-bootimages-custompools.md sections 1.2 and 6):

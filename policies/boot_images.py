@@ -4,8 +4,9 @@ whether the RHCOS version it boots is inside the skew its cluster supports (skew
 from __future__ import annotations
 
 import functools
+import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,9 @@ from pulumi_policy import (
 )
 
 from nodefleet import kinds as k
-from nodefleet.catalog import BootImageCatalog, CatalogError, load_catalog
+from nodefleet.catalog import BootImageCatalog, CatalogError, load_catalog, resolve_catalog_reference
 from nodefleet.releases import parse_release_image
-from nodefleet.skew import DEFAULT_SKEW_POLICY, MCO_FLOOR_OCP, MCO_FLOOR_RHEL, SkewPolicy, evaluate_skew
+from nodefleet.skew import MCO_FLOOR_OCP, MCO_FLOOR_RHEL, SkewPolicy, evaluate_skew
 from nodefleet.versions import (
     OCPVersion,
     RHCOSVersion,
@@ -103,9 +104,12 @@ boot_image_ownership = ResourceValidationPolicy(
 # Boot image skew: the boot image's RHCOS version judged by nodefleet.skew.evaluate_skew
 # ---------------------------------------------------------------------------------------------------------
 
-#: The project root: catalog paths in policy config are relative to it.
+#: The project root: the catalog a MachineSet names, and catalog paths in policy config, are relative to it.
+#: The pack is the project's ``policies/`` folder, so this holds for ``pulumi preview --policy-pack policies``
+#: (whatever the working directory of the pack's process) and for ``python -m nodefleet check`` alike.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _CATALOG_DIR = PROJECT_ROOT / "catalogs"
+_CATALOG_SUFFIXES = (".yaml", ".yml", ".json")
 #: The OS stream of a boot image without a stream annotation or osstream label (what the MCO assumes).
 _DEFAULT_STREAM = "rhel-9"
 _FLOOR_RHEL = f"{MCO_FLOOR_RHEL[0]}.{MCO_FLOOR_RHEL[1]}"
@@ -114,10 +118,14 @@ _SKEW_TYPES = (k.MACHINE_SET.token, k.HYPERSHIFT_NODE_POOL.token)
 
 
 def default_catalogs() -> list[str]:
-    """Every file in the project's ``catalogs/`` folder, relative to the project root."""
+    """Every catalog file (YAML or JSON) in the project's ``catalogs/`` folder, relative to the project root."""
     if not _CATALOG_DIR.is_dir():
         return []
-    return sorted(p.relative_to(PROJECT_ROOT).as_posix() for p in _CATALOG_DIR.iterdir() if p.is_file())
+    return sorted(
+        p.relative_to(PROJECT_ROOT).as_posix()
+        for p in _CATALOG_DIR.iterdir()
+        if p.is_file() and p.suffix in _CATALOG_SUFFIXES
+    )
 
 
 #: JSON schema of the ``catalogs`` config property shared by every policy that looks AMIs up.
@@ -126,17 +134,36 @@ CATALOGS_PROPERTY: dict[str, Any] = {
     "items": {"type": "string"},
     "default": default_catalogs(),
     "description": "Boot image catalogs (coreos-bootimages ConfigMap exports or stream JSON) to look AMIs "
-    "up in, relative to the project root. Default: every file in catalogs/.",
+    "up in, relative to the project root, for objects that do not name their own catalog (hand-written "
+    "MachineSets, HyperShift NodePools); searched after the catalog a nodefleet MachineSet names. Default: "
+    "every catalog file in catalogs/.",
 }
 
 
-@functools.lru_cache(maxsize=128)
 def _load(path: str) -> BootImageCatalog | str:
-    """A catalog, or the reason it cannot be read (cached too: the pack runs once per preview)."""
+    """A catalog, or the reason it cannot be read; parsed once per file version (the pack runs per preview)."""
     try:
-        return load_catalog(path)
+        stat = os.stat(path)
+        version = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        version = (0, 0)
+    return _load_version(path, version)
+
+
+@functools.lru_cache(maxsize=128)
+def _load_version(path: str, version: tuple[int, int]) -> BootImageCatalog | str:
+    try:
+        return load_catalog(path, _shown(path))
     except CatalogError as exc:
         return str(exc)
+
+
+def _shown(path: str) -> str:
+    """A catalog path as messages show it: relative to the project when inside it."""
+    try:
+        return Path(path).relative_to(PROJECT_ROOT).as_posix()
+    except ValueError:
+        return path
 
 
 def catalog_paths(config: Mapping[str, Any]) -> list[str]:
@@ -144,6 +171,19 @@ def catalog_paths(config: Mapping[str, Any]) -> list[str]:
     configured = config.get("catalogs")
     names = default_catalogs() if configured is None else [str(c) for c in configured]
     return [str(PROJECT_ROOT / name) for name in names]
+
+
+def catalogs_for(annotations: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+    """The catalogs to judge one object by: the one it was built from, then the configured ones.
+
+    A nodefleet MachineSet names its catalog (``nodefleet.io/boot-image-catalog``, relative to the project),
+    so it is judged by the file the program used, wherever it lives, without repeating it in policy config.
+    The configured catalogs follow: they serve hand-written objects, and an MCO-managed MachineSet whose
+    AMI Pulumi keeps from an earlier catalog (``ignore_changes``) after the named one was re-exported.
+    """
+    own = annotations.get(k.ANNOTATION_CATALOG)
+    named = [str(resolve_catalog_reference(str(own), PROJECT_ROOT))] if own else []
+    return list(dict.fromkeys(named + catalog_paths(config)))
 
 
 @dataclass(frozen=True)
@@ -157,8 +197,9 @@ class RHCOSLookup:
 def boot_image_rhcos(annotations: Mapping[str, Any], ami: Any, catalogs: Sequence[str]) -> RHCOSLookup:
     """RHCOS version of a boot image: the ``nodefleet.io/boot-image-rhcos`` annotation, else the catalogs.
 
-    ``ami`` is the AMI id (or None when the object references its AMI some other way). Shared by
-    boot-image-skew and skew-record so the two cannot disagree about which version a MachineSet boots.
+    ``ami`` is the AMI id (or None when the object references its AMI some other way); ``catalogs`` comes
+    from :func:`catalogs_for`. Shared by boot-image-skew, boot-image-advice and skew-record so they cannot
+    disagree about which version a MachineSet boots.
     """
     recorded = annotations.get(k.ANNOTATION_RHCOS)
     if recorded:
@@ -185,14 +226,16 @@ def boot_image_rhcos(annotations: Mapping[str, Any], ami: Any, catalogs: Sequenc
         image = catalog.find_ami(ami)
         if image is not None:
             return RHCOSLookup(image.release)
-    searched = ", ".join(Path(p).name for p in catalogs) or "none configured"
+    searched = ", ".join(_shown(p) for p in catalogs) or "none configured"
+    own = annotations.get(k.ANNOTATION_CATALOG)
+    built_from = f" It was built from catalog '{own}' ({k.ANNOTATION_CATALOG})." if own else ""
     unreadable = f" Unreadable catalogs: {' '.join(errors)}" if errors else ""
     return RHCOSLookup(
         None,
         f"AMI '{ami}' has no {k.ANNOTATION_RHCOS} annotation and is in none of the boot image catalogs "
-        f"searched ({searched}), so its RHCOS version cannot be established. Pin the AMI from a boot image "
-        "catalog (the cluster's coreos-bootimages ConfigMap), or add the catalog that lists it to the "
-        f"policy's `catalogs` config.{unreadable}",
+        f"searched ({searched}), so its RHCOS version cannot be established.{built_from} Pin the AMI from a "
+        "boot image catalog (the cluster's coreos-bootimages ConfigMap), or add the catalog that lists it to "
+        f"the policy's `catalogs` config.{unreadable}",
     )
 
 
@@ -203,18 +246,22 @@ def _stream(meta: Mapping[str, Any], default: str = _DEFAULT_STREAM) -> str:
 
 @dataclass(frozen=True)
 class _BootImageSubject:
-    """What boot-image-skew judges: one object's boot image, its node release and OS stream."""
+    """What boot-image-skew judges: one object's boot image, its node release and the OS its node runs."""
 
     where: str
     kind: str
     release: OCPVersion
+    #: The OS stream the node runs: its pool's (nodefleet MachineSets), else the object's own.
     stream: str
+    #: The MachineConfigPool the node joins, when the object says (for the wording of stream findings).
+    pool: str | None
     lookup: RHCOSLookup
 
 
-def _subject(args: ResourceValidationArgs, catalogs: Sequence[str]) -> _BootImageSubject | str | None:
+def _subject(args: ResourceValidationArgs) -> _BootImageSubject | str | None:
     """The object to judge, a problem message, or None when there is nothing to judge."""
     props = args.props
+    config = args.get_config()
     meta = as_map(props.get("metadata"))
     annotations = as_map(meta.get("annotations"))
     name = meta.get("name") or args.name
@@ -231,8 +278,18 @@ def _subject(args: ResourceValidationArgs, catalogs: Sequence[str]) -> _BootImag
                 "cluster's release (x.y.z) so the boot image skew can be judged."
             )
         ami = as_map(provider_spec(props).get("ami")).get("id")
+        pool_stream = annotations.get(k.ANNOTATION_POOL_STREAM)
+        template_labels = as_map(
+            as_map(as_map(as_map(props.get("spec")).get("template")).get("metadata")).get("labels")
+        )
+        pool = template_labels.get(k.LABEL_MACHINE_ROLE) if pool_stream else None
         return _BootImageSubject(
-            where, "MachineSet", release, _stream(meta), boot_image_rhcos(annotations, ami, catalogs)
+            where,
+            "MachineSet",
+            release,
+            str(pool_stream) if pool_stream else _stream(meta),
+            str(pool) if pool else None,
+            boot_image_rhcos(annotations, ami, catalogs_for(annotations, config)),
         )
     if args.resource_type == k.HYPERSHIFT_NODE_POOL.token:
         where = f"HyperShift NodePool '{name}'"
@@ -248,7 +305,12 @@ def _subject(args: ResourceValidationArgs, catalogs: Sequence[str]) -> _BootImag
         # Without a stream of its own, a NodePool boots its release's default stream (rhel-10 from 5.0).
         stream = _stream(meta, default=default_stream(node_release))
         return _BootImageSubject(
-            where, "NodePool", node_release, stream, boot_image_rhcos(annotations, ami, catalogs)
+            where,
+            "NodePool",
+            node_release,
+            stream,
+            None,
+            boot_image_rhcos(annotations, ami, catalogs_for(annotations, config)),
         )
     return None
 
@@ -260,8 +322,12 @@ _NODEPOOL_HINT = (
 
 
 def _skew_findings(args: ResourceValidationArgs, policy: SkewPolicy) -> tuple[list[str], list[str]]:
-    """(error messages, warning messages) for one object; both empty when there is nothing to judge."""
-    subject = _subject(args, catalog_paths(args.get_config()))
+    """(error messages, warning messages) for one object; both empty when there is nothing to judge.
+
+    The level of every finding comes from ``nodefleet.skew``: boot-image-skew reports the errors,
+    boot-image-advice the warnings, of one and the same evaluation.
+    """
+    subject = _subject(args)
     if subject is None:
         return [], []
     if isinstance(subject, str):
@@ -269,83 +335,81 @@ def _skew_findings(args: ResourceValidationArgs, policy: SkewPolicy) -> tuple[li
     hint = _NODEPOOL_HINT if subject.kind == "NodePool" else ""
     if subject.lookup.version is None:
         return [f"{subject.where}: {subject.lookup.problem}{hint}"], []
-    findings = evaluate_skew(subject.lookup.version, subject.release, policy, subject.stream)
+    findings = evaluate_skew(subject.lookup.version, subject.release, policy, subject.stream, subject.pool)
     errors = [f"{subject.where}: {f.message}{hint}" for f in findings if f.level == "error"]
     warnings = [f"{subject.where}: {f.message}" for f in findings if f.level == "warning"]
     return errors, warnings
 
 
-def _skew_policy(config: Mapping[str, Any]) -> SkewPolicy:
-    """The SkewPolicy of the boot-image-skew config; raises ValueError naming the bad key."""
+def _skew_policy(config: Mapping[str, Any], policy_name: str) -> SkewPolicy:
+    """The SkewPolicy of a boot image policy's config; raises ValueError naming the bad key."""
     floor_rhel, floor_ocp = config.get("floorRhel", _FLOOR_RHEL), config.get("floorOcp", _FLOOR_OCP)
     try:
         rhel = parse_rhel(str(floor_rhel))
     except VersionError as exc:
-        raise ValueError(f"boot-image-skew config floorRhel: {exc}") from None
+        raise ValueError(f"{policy_name} config floorRhel: {exc}") from None
     try:
         ocp = parse_ocp(str(floor_ocp))
     except VersionError as exc:
-        raise ValueError(f"boot-image-skew config floorOcp: {exc}") from None
+        raise ValueError(f"{policy_name} config floorOcp: {exc}") from None
     return SkewPolicy(floor_rhcos=rhel, floor_ocp=ocp, strict=bool(config.get("strict", False)))
 
 
-def _validate_skew(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in _SKEW_TYPES:
-        return
-    try:
-        policy = _skew_policy(args.get_config())
-    except ValueError as exc:
-        report(f"{exc}; fix the policy pack config (floorRhel is 'major.minor', floorOcp 'x.y.z').", None)
-        return
-    errors, _ = _skew_findings(args, policy)
-    for message in errors:
-        report(message, None)
+def _validator(policy_name: str, errors: bool) -> Callable[[ResourceValidationArgs, ReportViolation], None]:
+    def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        if args.resource_type not in _SKEW_TYPES:
+            return
+        try:
+            policy = _skew_policy(args.get_config(), policy_name)
+        except ValueError as exc:
+            report(f"{exc}; fix the policy pack config (floorRhel is 'major.minor', floorOcp 'x.y.z').", None)
+            return
+        found, advice = _skew_findings(args, policy)
+        for message in found if errors else advice:
+            report(message, None)
+
+    return validate
 
 
-def _validate_advice(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in _SKEW_TYPES:
-        return
-    _, warnings = _skew_findings(args, DEFAULT_SKEW_POLICY)
-    for message in warnings:
-        report(message, None)
-
+#: The config both boot image policies take: one evaluation, split by level, needs the same settings.
+SKEW_CONFIG = PolicyConfigSchema(
+    properties={
+        "strict": {
+            "type": "boolean",
+            "default": False,
+            "description": "Also require the boot image's RHEL minor to be at least the payload's "
+            "(the enhancement's moving floor), not only the MCO's compiled-in floor.",
+        },
+        "floorRhel": {
+            "type": "string",
+            "pattern": r"^[0-9]+\.[0-9]+$",
+            "default": _FLOOR_RHEL,
+            "description": "RHEL major.minor floor of boot images (the MCO's own is 9.2).",
+        },
+        "floorOcp": {
+            "type": "string",
+            "pattern": r"^[0-9]+\.[0-9]+\.[0-9]+$",
+            "default": _FLOOR_OCP,
+            "description": "OCP floor of legacy-format boot images (the MCO's own is 4.13.0).",
+        },
+        "catalogs": CATALOGS_PROPERTY,
+    }
+)
 
 boot_image_skew = ResourceValidationPolicy(
     name="boot-image-skew",
     description="Every MachineSet and HyperShift NodePool boot image has a known RHCOS version inside the "
-    "boot image skew its cluster release supports.",
-    validate=_validate_skew,
+    "boot image skew its cluster release enforces.",
+    validate=_validator("boot-image-skew", errors=True),
     enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=PolicyConfigSchema(
-        properties={
-            "strict": {
-                "type": "boolean",
-                "default": False,
-                "description": "Also require the boot image's RHEL minor to be at least the payload's "
-                "(the enhancement's moving floor), not only the MCO's compiled-in floor.",
-            },
-            "floorRhel": {
-                "type": "string",
-                "pattern": r"^[0-9]+\.[0-9]+$",
-                "default": _FLOOR_RHEL,
-                "description": "RHEL major.minor floor of boot images (the MCO's own is 9.2).",
-            },
-            "floorOcp": {
-                "type": "string",
-                "pattern": r"^[0-9]+\.[0-9]+\.[0-9]+$",
-                "default": _FLOOR_OCP,
-                "description": "OCP floor of legacy-format boot images (the MCO's own is 4.13.0).",
-            },
-            "catalogs": CATALOGS_PROPERTY,
-        }
-    ),
+    config_schema=SKEW_CONFIG,
 )
 
 boot_image_advice = ResourceValidationPolicy(
     name="boot-image-advice",
-    description="Boot images that work but are not the best choice for their OS stream or release are "
-    "pointed out (e.g. a RHEL 9 boot image for a rhel-10 pool).",
-    validate=_validate_advice,
+    description="Boot images that work today but are not the best choice are pointed out: below the floor "
+    "on a release whose MCO does not enforce it yet, or a RHEL 9 boot image for a rhel-10 pool.",
+    validate=_validator("boot-image-advice", errors=False),
     enforcement_level=EnforcementLevel.ADVISORY,
-    config_schema=PolicyConfigSchema(properties={"catalogs": CATALOGS_PROPERTY}),
+    config_schema=SKEW_CONFIG,
 )

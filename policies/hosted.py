@@ -1,4 +1,5 @@
-"""HyperShift version skew: node releases never lead their HostedCluster and trail it by at most 3 minors."""
+"""HyperShift version skew: node releases never lead their HostedCluster and trail it by at most what the
+chosen skew profile allows (``nodefleet.skew.node_version_skew``: ocp, hypershift or rosa)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,9 @@ from pulumi_policy import (
 
 from nodefleet import kinds as k
 from nodefleet.releases import parse_release_image
-from nodefleet.versions import OCPVersion, VersionError, minors_between, parse_ocp
+from nodefleet.skew import DEFAULT_SKEW_PROFILE, SKEW_PROFILES, node_skew_rule, node_version_skew
+from nodefleet.versions import OCPVersion, VersionError, parse_ocp
 from policies.props import ReportViolation, as_map
-
-#: HyperShift's supported skew: NodePools and node classes may trail the control plane by n-3.
-MAX_MINORS_BEHIND = 3
 
 
 def _meta(resource: PolicyResource) -> Mapping[str, Any]:
@@ -47,31 +46,43 @@ def _check(
     field: str,
     cluster_name: str,
     cluster: OCPVersion,
-    max_behind: int,
+    profile: str,
+    max_behind: int | None,
 ) -> str | None:
     """The violation message for a node release against its control plane's, or None when inside the skew."""
-    if node > cluster:
-        return (
-            f"{where} runs {node} ({field}), newer than its HostedCluster '{cluster_name}' at {cluster}; nodes "
-            f"may never lead the control plane. Upgrade the HostedCluster first, or set {field} to {cluster} "
-            "or older."
-        )
     try:
-        behind = minors_between(node, cluster)
+        problem = node_version_skew(node, cluster, profile, max_behind)
     except VersionError as exc:
         return f"{where}: the skew to HostedCluster '{cluster_name}' cannot be computed ({exc})."
-    if behind > max_behind:
-        return (
-            f"{where} runs {node} ({field}), {behind} minor releases behind its HostedCluster "
-            f"'{cluster_name}' at {cluster} (OCP 5.0 counts as 4.23); at most {max_behind} are supported. "
-            f"Upgrade the nodes to {cluster.major}.{cluster.minor} or a release at most {max_behind} minors "
-            "older before upgrading the control plane further."
+    if problem is None:
+        return None
+    return f"{where} runs {node} ({field}) on HostedCluster '{cluster_name}': {problem}"
+
+
+def _settings(config: Any) -> tuple[str, int | None]:
+    """(profile, maxMinorsBehind override) of the version-skew config; ValueError names the bad key."""
+    profile = str(config.get("profile") or DEFAULT_SKEW_PROFILE)
+    max_behind = config.get("maxMinorsBehind")
+    if max_behind is not None and (
+        not isinstance(max_behind, int) or isinstance(max_behind, bool) or max_behind < 0
+    ):
+        raise ValueError(
+            f"version-skew config maxMinorsBehind must be a whole number >= 0, got {max_behind!r}; fix the "
+            "policy pack config, or remove it and choose a profile (ocp, hypershift, rosa)."
         )
-    return None
+    try:
+        node_skew_rule(OCPVersion(4, 22, 0), profile, max_behind)
+    except ValueError as exc:
+        raise ValueError(f"version-skew config profile: {exc}") from None
+    return profile, max_behind
 
 
 def _validate_version_skew(args: StackValidationArgs, report: ReportViolation) -> None:
-    max_behind = int(args.get_config().get("maxMinorsBehind", MAX_MINORS_BEHIND))
+    try:
+        profile, max_behind = _settings(args.get_config())
+    except ValueError as exc:
+        report(str(exc), None)
+        return
     clusters: dict[str, tuple[str, OCPVersion | None]] = {}
     for r in args.resources:
         if r.resource_type == k.HOSTED_CLUSTER.token:
@@ -111,7 +122,7 @@ def _validate_version_skew(args: StackValidationArgs, report: ReportViolation) -
         cluster_name, cluster = clusters[key]
         if cluster is None:
             continue
-        message = _check(where, node, field, cluster_name, cluster, max_behind)
+        message = _check(where, node, field, cluster_name, cluster, profile, max_behind)
         if message:
             report(message, r.urn)
 
@@ -119,17 +130,25 @@ def _validate_version_skew(args: StackValidationArgs, report: ReportViolation) -
 version_skew = StackValidationPolicy(
     name="version-skew",
     description="HyperShift NodePools and OpenshiftEC2NodeClass versions are never newer than their "
-    "HostedCluster and at most 3 minor releases older.",
+    "HostedCluster and trail it by at most the minors the chosen skew profile allows.",
     validate=_validate_version_skew,
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=PolicyConfigSchema(
         properties={
+            "profile": {
+                "type": "string",
+                "enum": list(SKEW_PROFILES),
+                "default": DEFAULT_SKEW_PROFILE,
+                "description": "Which published skew rule to hold nodes to: ocp (documented support: y-2 "
+                "for an even control-plane minor, y-1 for an odd one), hypershift (what the operator "
+                "accepts: y-3), rosa (y-2).",
+            },
             "maxMinorsBehind": {
                 "type": "integer",
                 "minimum": 0,
-                "default": MAX_MINORS_BEHIND,
-                "description": "How many minor releases nodes may trail the control plane (HyperShift: 3).",
-            }
+                "description": "Overrides the profile's limit: how many minor releases nodes may trail the "
+                "control plane, for every control-plane release.",
+            },
         }
     ),
 )

@@ -16,7 +16,7 @@ from pulumi_policy import (
 from nodefleet import kinds as k
 from nodefleet.skew import manual_skew_record
 from nodefleet.versions import RHCOSVersion
-from policies.boot_images import CATALOGS_PROPERTY, boot_image_rhcos, catalog_paths, provider_spec
+from policies.boot_images import CATALOGS_PROPERTY, boot_image_rhcos, catalogs_for, provider_spec
 from policies.props import ReportViolation, as_map
 
 _MACHINE_CONFIGURATION = (k.MACHINE_CONFIGURATION.token, k.MACHINE_CONFIGURATION.patch_token)
@@ -57,7 +57,7 @@ def _record_text(record: Mapping[str, Any]) -> str:
 def _validate_record(args: StackValidationArgs, report: ReportViolation) -> None:
     configurations = [r for r in args.resources if r.resource_type in _MACHINE_CONFIGURATION]
     machine_sets = [r for r in args.resources if r.resource_type == k.MACHINE_SET.token]
-    catalogs = catalog_paths(args.get_config())
+    config = args.get_config()
     for mc in configurations:
         enforcement = as_map(as_map(mc.props.get("spec")).get("bootImageSkewEnforcement"))
         if enforcement.get("mode") != "Manual":
@@ -74,7 +74,7 @@ def _validate_record(args: StackValidationArgs, report: ReportViolation) -> None
         for ms in members:
             annotations = as_map(as_map(ms.props.get("metadata")).get("annotations"))
             ami = as_map(provider_spec(ms.props).get("ami")).get("id")
-            lookup = boot_image_rhcos(annotations, ami, catalogs)
+            lookup = boot_image_rhcos(annotations, ami, catalogs_for(annotations, config))
             if lookup.version is None:
                 unknown.append(f"MachineSet '{_name(ms)}': {lookup.problem}")
             else:

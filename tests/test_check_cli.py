@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, stack_fleet
 
 BAD = PROJECT / "tests" / "stacks"
 
 
-def _nodefleet(*args: str) -> subprocess.CompletedProcess[str]:
+def _nodefleet(*args: str, catalog_root: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m nodefleet`` in the project; ``catalog_root`` is passed as ``NODEFLEET_CATALOG_ROOTS``: the
+    directory outside the project that a stack's catalog may come from."""
+    env = {**os.environ, "NODEFLEET_CATALOG_ROOTS": str(catalog_root)} if catalog_root else None
     return subprocess.run(
-        [sys.executable, "-m", "nodefleet", *args], cwd=PROJECT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "nodefleet", *args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
 
 
@@ -78,8 +89,9 @@ def test_invalid_configuration_exits_2_with_the_message_on_stderr(tmp_path: Path
     result = _nodefleet("check", "--config-file", str(bad))
     assert result.returncode == 2
     assert result.stdout == ""
+    # The message names the file that was read, not stacks/Pulumi.typo.yaml.
     assert result.stderr.strip() == (
-        "error: stacks/Pulumi.typo.yaml: nodefleet:fleet.clusters[0].machineSets[0].instanceTyp: unknown key "
+        f"error: {bad}: nodefleet:fleet.clusters[0].machineSets[0].instanceTyp: unknown key "
         "'instanceTyp'; did you mean 'instanceType'?"
     )
 
@@ -108,3 +120,187 @@ def test_help_lists_both_commands_and_exit_codes() -> None:
     result = _nodefleet("--help")
     assert result.returncode == 0
     assert "check" in result.stdout and "render" in result.stdout and "2 invalid input" in result.stdout
+
+
+# --- real boot image data: known-bad stacks of each class ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stack", "exit_code", "expected"),
+    [
+        # Below 4.22 the MCO does not enforce the floor: advice, exit 0.
+        ("floor-before-4-22", 0, {("boot-image-advice", "advisory", "old-5tq2w-worker-us-east-1a")}),
+        ("rhel9-image-rhel10-pool", 0, {("boot-image-advice", "advisory", "rebase-2hv6d-r10-us-east-1a")}),
+        # The same boot image on a 4.22 cluster is a mandatory violation.
+        ("stale-boot-images", 1, {("boot-image-skew", "mandatory", "legacy-p2n8v-worker-us-east-1a")}),
+    ],
+)
+def test_boot_image_known_bad_stacks(stack: str, exit_code: int, expected: set[tuple[str, str, str]]) -> None:
+    result = _nodefleet("check", "--config-file", str(BAD / f"Pulumi.{stack}.yaml"), "--json")
+    assert result.returncode == exit_code, result.stderr
+    found = {
+        (v["policy"], v["level"], v["resource"].rsplit("::", 1)[-1])
+        for v in json.loads(result.stdout)["violations"]
+    }
+    assert found == expected
+
+
+@pytest.mark.parametrize(
+    ("stack", "field", "fragment"),
+    [
+        (
+            "rhel10-image-rhel9-pool",
+            "machineSets[0].stream",
+            "a RHEL 10 node in a RHEL 9 pool is not a supported state",
+        ),
+        ("rhel10-stream-as-default", "machineSets[0]", "OS stream 'rhel-9' is not in boot image catalog"),
+        ("catalog-directory", "catalog", "Boot image catalog 'catalogs' is a directory, not a file"),
+    ],
+)
+def test_boot_image_known_bad_configs_exit_2(stack: str, field: str, fragment: str) -> None:
+    path = BAD / f"Pulumi.{stack}.yaml"
+    result = _nodefleet("check", "--config-file", str(path))
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: {path}: nodefleet:fleet.clusters[0].{field}: ")
+    assert fragment in line
+
+
+def test_advice_in_check_has_the_domains_wording() -> None:
+    """check reports what the policy reads off the objects, in the words of nodefleet.skew.stream_finding."""
+    from nodefleet.catalog import load_catalog
+    from nodefleet.skew import stream_finding
+    from nodefleet.versions import parse_ocp
+
+    image = load_catalog(PROJECT / "catalogs/coreos-bootimages-5.0.yaml").resolve(
+        "us-east-1", "x86_64", "rhel-9"
+    )
+    finding = stream_finding(image.release, parse_ocp("5.0.0-ec.2"), "rhel-10", "r10")
+    assert finding is not None
+    result = _nodefleet("check", "--config-file", str(BAD / "Pulumi.rhel9-image-rhel10-pool.yaml"), "--json")
+    (v,) = json.loads(result.stdout)["violations"]
+    assert v["message"] == f"MachineSet 'rebase-2hv6d-r10-us-east-1a': {finding.message}"
+
+
+# --- the catalog the program used judges the MachineSet, wherever it is ------------------------------------------
+
+
+def _catalog_elsewhere(directory: Path) -> Path:
+    """The real 5.0 ConfigMap with its rhel-9 us-east-1 x86_64 AMI replaced by one no project catalog lists."""
+    configmap = yaml.safe_load((PROJECT / "catalogs" / "coreos-bootimages-5.0.yaml").read_text())
+    data = configmap["data"]
+    stream = json.loads(data["stream"])
+    streams = json.loads(data["streams"])
+    for document in (stream, streams["rhel-9"]):
+        document["architectures"]["x86_64"]["images"]["aws"]["regions"]["us-east-1"]["image"] = AMI_ELSEWHERE
+    data["stream"], data["streams"] = json.dumps(stream), json.dumps(streams)
+    path = directory / "exports" / "prod-east" / "coreos-bootimages.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(configmap))
+    return path
+
+
+AMI_ELSEWHERE = "ami-0a1b2c3d4e5f60718"
+
+
+def test_machine_sets_are_judged_by_the_catalog_the_stack_declared(tmp_path: Path) -> None:
+    catalog = _catalog_elsewhere(tmp_path)
+    stack = tmp_path / "Pulumi.prod-east.yaml"
+    fleet = stack_fleet("dev")
+    fleet["clusters"][0]["catalog"] = str(catalog)
+    stack.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}))
+    # The policy pack runs in its own process; its working directory must not matter.
+    env = {**os.environ, "PYTHONPATH": str(PROJECT), "NODEFLEET_CATALOG_ROOTS": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "nodefleet", "check", "--config-file", str(stack), "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["violations"] == []
+
+
+def test_the_catalog_annotation_is_relative_to_the_project(tmp_path: Path) -> None:
+    """Rendered manifests go to Git: the annotation names the catalog without this machine's absolute path."""
+    catalog = _catalog_elsewhere(tmp_path)
+    fleet = stack_fleet("dev")
+    fleet["clusters"][0]["catalog"] = str(catalog)
+    stack = tmp_path / "Pulumi.prod-east.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}))
+    out = tmp_path / "rendered"
+    result = _nodefleet("render", "--config-file", str(stack), "--out", str(out), catalog_root=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (manifest,) = [p for p in out.rglob("*machineset*worker-us-east-1a*.yaml")]
+    annotation = yaml.safe_load(manifest.read_text())["metadata"]["annotations"][
+        "nodefleet.io/boot-image-catalog"
+    ]
+    assert not annotation.startswith("/") and annotation.endswith("exports/prod-east/coreos-bootimages.yaml")
+    assert (PROJECT / annotation).resolve() == catalog.resolve()
+
+
+# --- catalog files that are not catalogs: exit 2, one line naming the stack file read, the field and the fix --
+
+
+def _stack_with_catalog(directory: Path, catalog: Path) -> Path:
+    fleet = stack_fleet("dev")
+    fleet["clusters"][0]["catalog"] = str(catalog)
+    stack = directory / "Pulumi.elsewhere.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}))
+    return stack
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "fragment"),
+    [
+        ("rhcos.json.gz", gzip.compress(b'{"stream": "rhcos-4.16"}'), "is gzip-compressed"),
+        ("rhcos.img", bytes(range(256)), "is not a text file"),
+        ("empty.yaml", b"", "is empty"),
+        (
+            "truncated.json",
+            (PROJECT / "catalogs" / "rhcos-4.16.json").read_bytes()[:20000],
+            "is not valid JSON (",
+        ),
+        (
+            "credentials",
+            b'aws_secret_access_key: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n',
+            "neither valid JSON nor valid YAML",
+        ),
+    ],
+)
+def test_unreadable_catalogs_exit_2_with_one_line(
+    tmp_path: Path, name: str, content: bytes, fragment: str
+) -> None:
+    catalog = tmp_path / name
+    catalog.write_bytes(content)
+    stack = _stack_with_catalog(tmp_path, catalog)
+    result = _nodefleet("check", "--config-file", str(stack), catalog_root=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        f"error: {stack}: nodefleet:fleet.clusters[0].catalog: Boot image catalog '{catalog}' "
+    )
+    assert fragment in line
+    assert "Traceback" not in result.stderr and "wJalrXUtnFEMI" not in result.stderr
+
+
+# --- version-skew profiles: the same rule in check as at preview (policy pack config) ---------------------------
+
+
+@pytest.mark.parametrize(("profile", "violations"), [(None, 1), ("rosa", 1), ("hypershift", 0)])
+def test_version_skew_profile_from_policy_config(
+    tmp_path: Path, profile: str | None, violations: int
+) -> None:
+    args = ["check", "--config-file", str(BAD / "Pulumi.hosted-three-behind.yaml"), "--json"]
+    if profile is not None:
+        cfg = tmp_path / "policy-config.json"
+        cfg.write_text(json.dumps({"version-skew": {"profile": profile}}))
+        args += ["--policy-config", str(cfg)]
+    result = _nodefleet(*args)
+    found = json.loads(result.stdout)["violations"]
+    assert result.returncode == (1 if violations else 0)
+    assert len(found) == violations
+    if found:
+        assert found[0]["policy"] == "version-skew" and f"profile {profile or 'ocp'}" in found[0]["message"]

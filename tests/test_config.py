@@ -137,3 +137,128 @@ def test_old_catalog_on_newer_cluster_is_valid_config(dev_fleet: dict[str, Any])
     cluster.update(catalog="catalogs/coreos-bootimages-4.10.yaml", release="4.22.3")
     fleet = load_fleet(dev_fleet, "dev", Path(PROJECT))
     assert fleet.clusters[0].machine_sets[0].boot_image.raw_release.startswith("410.84.")
+
+
+# --- boot image catalogs known from their own content (a bare RHEL 10 stream JSON) --------------------------
+
+RHEL10_STREAM = "catalogs/coreos-rhel-10-5.0.0-ec.2.json"  # data.streams["rhel-10"] of the 5.0 ConfigMap
+
+
+def _standalone(release: str, catalog: str, *machine_sets: dict[str, Any], **cluster: Any) -> dict[str, Any]:
+    """One standalone cluster in us-east-1 with the given MachineSets (zone us-east-1a unless given)."""
+    sets = [{"name": f"m{i}", "zone": "us-east-1a", **ms} for i, ms in enumerate(machine_sets)]
+    return {
+        "clusters": [
+            {
+                "name": "c",
+                "infraId": "c-7xk2p",
+                "region": "us-east-1",
+                "release": release,
+                "catalog": catalog,
+                "machineSets": sets,
+                **cluster,
+            }
+        ]
+    }
+
+
+def test_bare_rhel_10_stream_serves_rhel_10_machine_sets() -> None:
+    fleet = load_fleet(
+        _standalone("5.0.0-ec.2", RHEL10_STREAM, {"stream": "rhel-10", "bootImage": "pinned"}), "t", PROJECT
+    )
+    (ms,) = fleet.clusters[0].machine_sets  # type: ignore[union-attr]
+    assert (ms.stream, ms.boot_image.ami, ms.boot_image.raw_release) == (
+        "rhel-10",
+        "ami-04b3d999e39d62c5b",
+        "10.2.20260405-0",
+    )
+
+
+def test_bare_rhel_10_stream_does_not_serve_the_default_stream() -> None:
+    """A MachineSet that takes the default stream (rhel-9) is refused, not handed a RHEL 10 AMI."""
+    msg = _error(_standalone("5.0.0-ec.2", RHEL10_STREAM, {"bootImage": "pinned"}), "t")
+    assert msg.startswith(
+        "stacks/Pulumi.t.yaml: nodefleet:fleet.clusters[0].machineSets[0]: OS stream 'rhel-9' is "
+    )
+    assert f"not in boot image catalog '{RHEL10_STREAM}'; it has: rhel-10 (RHEL 10)." in msg
+
+
+# --- a MachineSet's boot image against its pool's OS stream --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("release", "cluster", "pools", "pool"),
+    [
+        ("4.22.3", {}, [], "worker"),  # the worker pool of a 4.22 cluster runs rhel-9
+        ("5.0.0-ec.2", {"osImageStream": "rhel-9"}, [], "worker"),  # upgraded to 5.0: still rhel-9
+        ("5.0.0-ec.2", {}, [{"name": "infra", "osImageStream": "rhel-9"}], "infra"),
+        ("4.22.3", {}, [{"name": "infra"}], "infra"),  # a custom pool without a stream inherits worker's
+    ],
+)
+def test_rhel_10_boot_image_into_a_rhel_9_pool_is_refused(
+    release: str, cluster: dict[str, Any], pools: list[dict[str, Any]], pool: str
+) -> None:
+    raw = _standalone(
+        release,
+        "catalogs/coreos-bootimages-5.0.yaml",
+        {"pool": pool, "stream": "rhel-10", "bootImage": "pinned"},
+        pools=pools,
+        **cluster,
+    )
+    msg = _error(raw, "t")
+    assert msg.startswith(
+        "stacks/Pulumi.t.yaml: nodefleet:fleet.clusters[0].machineSets[0].stream: Boot image "
+    )
+    assert f"is RHEL 10, newer than pool '{pool}', which runs OS stream rhel-9 (RHEL 9.8 on {release})" in msg
+    assert "a RHEL 10 node in a RHEL 9 pool is not a supported state" in msg and "\n" not in msg
+
+
+def test_rhel_10_boot_images_where_the_pool_runs_rhel_10() -> None:
+    """5.0 installs default to RHEL 10: the worker pool, and custom pools without a stream, run rhel-10."""
+    ms = {"stream": "rhel-10", "bootImage": "pinned"}
+    fleet = load_fleet(
+        _standalone("5.0.0-ec.2", RHEL10_STREAM, ms, {**ms, "pool": "infra"}, pools=[{"name": "infra"}]),
+        "t",
+        PROJECT,
+    )
+    assert [m.pool_stream for m in fleet.clusters[0].machine_sets] == ["rhel-10", "rhel-10"]  # type: ignore[union-attr]
+    explicit = _standalone(
+        "4.22.3", RHEL10_STREAM, {**ms, "pool": "r10"}, pools=[{"name": "r10", "osImageStream": "rhel-10"}]
+    )
+    assert load_fleet(explicit, "t", PROJECT).clusters[0].machine_sets[0].pool_stream == "rhel-10"  # type: ignore[union-attr]
+
+
+def test_rhel_9_boot_image_into_a_rhel_10_pool_is_valid_config() -> None:
+    """It works (one extra reboot per node): the policy pack advises, config accepts."""
+    fleet = load_fleet(_standalone("5.0.0-ec.2", "catalogs/coreos-bootimages-5.0.yaml", {}), "t", PROJECT)
+    (ms,) = fleet.clusters[0].machine_sets  # type: ignore[union-attr]
+    assert (ms.stream, ms.pool_stream) == ("rhel-9", "rhel-10")
+
+
+def test_karpenter_node_class_stream_against_its_pool() -> None:
+    raw = stack_fleet("karpenter")
+    raw["clusters"][0]["karpenter"]["nodeClasses"][0]["stream"] = "rhel-10"
+    msg = _error(raw, "karpenter")
+    assert (
+        "clusters[0].karpenter.nodeClasses[0].stream: Boot image" in msg and "newer than pool 'worker'" in msg
+    )
+
+
+# --- catalog files that cannot be read: one line, the stack file, the field, the fix ---------------------------
+
+
+def test_a_catalog_that_is_a_directory(dev_fleet: dict[str, Any]) -> None:
+    dev_fleet["clusters"][0]["catalog"] = "catalogs"
+    msg = _error(dev_fleet)
+    assert msg.startswith(
+        "stacks/Pulumi.dev.yaml: nodefleet:fleet.clusters[0].catalog: Boot image catalog 'catalogs' is a "
+        "directory, not a file; point catalog at one exported ConfigMap or stream JSON (it holds: "
+        "coreos-bootimages-4.10.yaml, coreos-bootimages-5.0.yaml,"
+    )
+
+
+def test_messages_name_the_file_the_config_was_read_from(dev_fleet: dict[str, Any]) -> None:
+    dev_fleet["clusters"][0]["catalog"] = "catalogs"
+    with pytest.raises(ConfigError) as e:
+        load_fleet(dev_fleet, "prod", PROJECT, "/srv/fleet/Pulumi.prod.yaml")
+    assert str(e.value).startswith("/srv/fleet/Pulumi.prod.yaml: nodefleet:fleet.clusters[0].catalog: ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from collections.abc import Mapping
@@ -10,7 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nodefleet.catalog import BootImageCatalog, CatalogError, kube_arch, load_catalog, normalize_arch
+from nodefleet.catalog import (
+    BootImageCatalog,
+    CatalogError,
+    CatalogStream,
+    kube_arch,
+    load_catalog,
+    normalize_arch,
+)
 from nodefleet.versions import parse_ocp
 
 SHARED = Path(__file__).parents[3] / "shared" / "data" / "bootimages"
@@ -226,3 +234,188 @@ def test_unreadable_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     with pytest.raises(CatalogError, match=r"nope\.yaml"):
         load_catalog(missing)
+
+
+# --- streams known from their own content ------------------------------------------------------------------
+
+RHEL10_FIXTURE = SHIPPED / "coreos-rhel-10-5.0.0-ec.2.json"
+
+
+def _streams_of(file: str) -> dict[str, object]:
+    """``data.streams`` of a real ConfigMap, parsed."""
+    configmap = yaml.safe_load((SHARED / file).read_text())
+    streams: dict[str, object] = json.loads(configmap["data"]["streams"])
+    return streams
+
+
+def test_rhel10_fixture_is_the_5_0_configmaps_rhel_10_entry() -> None:
+    """catalogs/coreos-rhel-10-5.0.0-ec.2.json is data.streams["rhel-10"] of the real 5.0 ConfigMap."""
+    assert json.loads(RHEL10_FIXTURE.read_text()) == _streams_of("coreos-bootimages-5.0.yaml")["rhel-10"]
+
+
+@pytest.mark.parametrize("form", ["committed fixture", "extracted here"])
+def test_bare_rhel_10_stream_json_is_stream_rhel_10(form: str, tmp_path: Path) -> None:
+    if form == "committed fixture":
+        path = RHEL10_FIXTURE
+    else:
+        path = tmp_path / "rhel-10.json"
+        path.write_text(json.dumps(_streams_of("coreos-bootimages-5.0.yaml")["rhel-10"]))
+    catalog = load_catalog(path)
+    assert catalog.streams == ("rhel-10",)
+    assert catalog.stream("rhel-10").rhel_major == 10
+    image = catalog.resolve("us-east-1", "x86_64", "rhel-10")
+    assert (image.ami, image.raw_release, image.stream) == (
+        "ami-04b3d999e39d62c5b",
+        "10.2.20260405-0",
+        "rhel-10",
+    )
+    # A MachineSet that takes the default (rhel-9) stream must not silently get a RHEL 10 AMI.
+    for stream in ("rhel-9", "default"):
+        with pytest.raises(CatalogError) as excinfo:
+            catalog.resolve("us-east-1", "x86_64", stream)
+        assert "it has: rhel-10 (RHEL 10)" in str(excinfo.value)
+        assert "coreos-bootimages ConfigMap, which carries every stream" in str(excinfo.value)
+
+
+def test_each_data_streams_entry_on_its_own_keeps_its_stream(tmp_path: Path) -> None:
+    for name, document in _streams_of("coreos-bootimages-5.0.yaml").items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(document))
+        assert load_catalog(path).streams == (name,)
+
+
+def test_every_stream_knows_its_os_and_origin() -> None:
+    c410 = load_catalog(SHARED / "coreos-bootimages-4.10.yaml")
+    c416 = load_catalog(SHARED / "rhcos-4.16.json")
+    c50 = load_catalog(SHARED / "coreos-bootimages-5.0.yaml")
+    # 4.10 predates OS streams: its only stream is RHEL 8, addressed as the MCO's default, rhel-9.
+    assert c410.stream("rhel-9") == CatalogStream("rhel-9", 8, "data.stream", default=True)
+    assert c410.stream("default") == c410.stream("rhel-9")
+    assert "RHEL 8 images, the default stream of a release before OS streams" in c410.describe_streams()
+    assert c416.stream("rhel-9") == CatalogStream("rhel-9", 9, "the stream JSON", default=True)
+    assert c50.stream("rhel-9") == CatalogStream("rhel-9", 9, "data.streams.rhel-9")
+    assert c50.stream("rhel-10") == CatalogStream("rhel-10", 10, "data.streams.rhel-10")
+    # The MCO's boot image controller reads the legacy data.stream document: that is what "default" means.
+    assert c50.stream("default") == CatalogStream("rhel-9", 9, "data.stream", default=True)
+
+
+def _configmap_with(streams: Mapping[str, object], stream: object | None = None) -> str:
+    data: dict[str, object] = {"releaseVersion": "5.0.0-ec.2", "streams": json.dumps(streams)}
+    if stream is not None:
+        data["stream"] = json.dumps(stream)
+    return _configmap(data)
+
+
+def test_a_stated_stream_that_contradicts_its_images_is_refused() -> None:
+    real = _streams_of("coreos-bootimages-5.0.yaml")
+    # The streams swapped: each key names the other OS.
+    swapped = {"rhel-9": real["rhel-10"], "rhel-10": real["rhel-9"]}
+    with pytest.raises(CatalogError) as excinfo:
+        BootImageCatalog.from_text(_configmap_with(swapped), "swapped.yaml")
+    message = str(excinfo.value)
+    assert message.startswith(
+        "Boot image catalog 'swapped.yaml': data.streams.rhel-9 says RHEL 9, but its boot"
+    )
+    assert (
+        "images are RHEL 10 (10.2.20260405-0 at architectures.aarch64.images.aws.regions.us-east-1)"
+        in message
+    )
+    assert "the file contradicts itself" in message and "\n" not in message
+    # A bare stream JSON whose "stream" field names an OS must agree with its images too.
+    labelled = dict(real["rhel-10"])  # type: ignore[call-overload]
+    labelled["stream"] = "rhel-9"
+    with pytest.raises(
+        CatalogError, match=r'\(its "stream": "rhel-9"\) says RHEL 9, but its boot images are RHEL 10'
+    ):
+        BootImageCatalog.from_text(json.dumps(labelled), "labelled.json")
+    # ... while a build label such as rhcos-4.22 is not a statement about the OS.
+    assert BootImageCatalog.from_text(json.dumps(real["rhel-10"]), "ok.json").streams == ("rhel-10",)
+
+
+def test_a_stream_mixing_rhel_majors_is_refused() -> None:
+    real = _streams_of("coreos-bootimages-5.0.yaml")
+    mixed = json.loads(json.dumps(real["rhel-9"]))
+    mixed["architectures"]["aarch64"] = real["rhel-10"]["architectures"]["aarch64"]  # type: ignore[index]
+    with pytest.raises(CatalogError) as excinfo:
+        BootImageCatalog.from_text(json.dumps(mixed), "mixed.json")
+    assert "the stream JSON mixes RHEL 9 (9.8.20260403-0" in str(excinfo.value)
+    assert "and RHEL 10 (10.2.20260405-0" in str(excinfo.value)
+
+
+def test_a_data_streams_key_that_names_no_os_is_refused() -> None:
+    real = _streams_of("coreos-bootimages-5.0.yaml")
+    with pytest.raises(CatalogError, match=r"data.streams.fcos is not an OS stream name"):
+        BootImageCatalog.from_text(_configmap_with({"fcos": real["rhel-9"]}), "fcos.yaml")
+
+
+# --- files that are not catalogs: one line naming the file and the fix, never the file's content --------------
+
+SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+def _refused(path: Path) -> str:
+    with pytest.raises(CatalogError) as excinfo:
+        load_catalog(path, "catalogs/prod.yaml")
+    message = str(excinfo.value)
+    assert message.startswith("Boot image catalog 'catalogs/prod.yaml' ")
+    assert "\n" not in message
+    return message
+
+
+def test_a_directory_is_refused_and_its_files_listed(tmp_path: Path) -> None:
+    shutil.copy(SHARED / "rhcos-4.16.json", tmp_path / "rhcos-4.16.json")
+    message = _refused(tmp_path)
+    assert "is a directory, not a file" in message and "(it holds: rhcos-4.16.json)" in message
+
+
+def test_compressed_and_binary_files_are_refused(tmp_path: Path) -> None:
+    gz = tmp_path / "rhcos-4.16.json.gz"
+    gz.write_bytes(gzip.compress((SHARED / "rhcos-4.16.json").read_bytes()))
+    message = _refused(gz)
+    assert "is gzip-compressed" in message and "`gunzip -k catalogs/prod.yaml`" in message
+    binary = tmp_path / "ami.img"
+    binary.write_bytes(bytes(range(256)) * 4)
+    assert "is not a text file (it holds binary data)" in _refused(binary)
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("stream: caf\xe9\n".encode("latin-1"))
+    assert "is not a text file" in _refused(latin1)
+
+
+def test_an_empty_file_is_refused(tmp_path: Path) -> None:
+    for content in ("", "\n  \n"):
+        empty = tmp_path / "empty.yaml"
+        empty.write_text(content)
+        assert "is empty" in _refused(empty)
+
+
+def test_a_truncated_stream_json_gets_the_json_error_not_yamls(tmp_path: Path) -> None:
+    text = (SHARED / "rhcos-4.16.json").read_text()
+    truncated = tmp_path / "rhcos-4.16.json"
+    truncated.write_text(text[: len(text) // 2])
+    message = _refused(truncated)
+    assert (
+        "is not valid JSON (" in message
+        and "it ends inside an object or string, so it looks truncated" in message
+    )
+    assert "YAML" not in message
+    # Valid flow-style YAML that is not JSON still loads.
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(yaml.safe_dump(json.loads(text), default_flow_style=True).replace('"', ""))
+    assert load_catalog(flow).streams == ("rhel-9",)
+
+
+def test_parser_errors_never_echo_the_file(tmp_path: Path) -> None:
+    """PyYAML quotes the offending line; a secrets file given as a catalog must not be printed."""
+    cases = {
+        "credentials.yaml": f'aws_access_key_id: AKIAIOSFODNN7EXAMPLE\naws_secret_access_key: "{SECRET}\n',
+        "credentials": f"[default]\naws_secret_access_key = {SECRET}\n",
+        "secret.json": f'{{"password": "{SECRET}", ',
+        "key.pem": f"-----BEGIN PRIVATE KEY-----\n{SECRET}\n-----END PRIVATE KEY-----\n",
+        "env": f"PASSWORD={SECRET}\n",
+        "tabs.yaml": f"data:\n\tstream: {SECRET}\n",
+    }
+    for name, content in cases.items():
+        path = tmp_path / name
+        path.write_text(content)
+        message = _refused(path)
+        assert SECRET not in message and "AKIA" not in message, name

@@ -11,7 +11,15 @@ import pytest
 import yaml
 
 from nodefleet.catalog import load_catalog
-from nodefleet.skew import SkewPolicy, evaluate_skew, manual_skew_enforcement, manual_skew_record
+from nodefleet.skew import (
+    SkewPolicy,
+    evaluate_skew,
+    manual_skew_enforcement,
+    manual_skew_record,
+    node_skew_rule,
+    node_version_skew,
+    stream_finding,
+)
 from nodefleet.versions import RHCOSVersion, parse_ocp, parse_rhcos
 
 DATA = Path(__file__).parents[3] / "shared" / "data"
@@ -46,11 +54,33 @@ def test_4_10_boot_image_fails_the_floor_on_4_22() -> None:
     assert "4.13.0" in message
 
 
-def test_floor_is_reported_below_4_22_with_a_note_that_the_mco_does_not_enforce_it() -> None:
-    findings = evaluate_skew(RHCOS_410, parse_ocp("4.21.3"))
+@pytest.mark.parametrize(
+    ("rhcos", "cluster"),
+    [
+        ("48.84.202208021106-0", "4.8.0"),  # a 4.8 boot image on 4.8: nothing on that cluster can fix it
+        ("411.86.202212072103-0", "4.11.5"),
+        (RHCOS_410.raw, "4.10.3"),
+        (RHCOS_410.raw, "4.21.3"),  # the 4.21 MCO has the API field but no enforcement code
+    ],
+)
+def test_floor_below_4_22_is_a_warning_that_names_the_4_22_upgrade(rhcos: str, cluster: str) -> None:
+    """Below 4.22 the MCO does not enforce the floor: advice, not a violation nothing can fix."""
+    findings = evaluate_skew(parse_rhcos(rhcos), parse_ocp(cluster))
+    assert _codes(findings) == [("warning", "below-floor")]
+    message = findings[0].message
+    assert f"The MCO of {cluster} does not enforce the floor" in message
+    assert (
+        "once the cluster runs 4.22 it is blocked from further minor upgrades (Upgradeable=False)" in message
+    )
+    assert "before or during the upgrade to 4.22" in message
+
+
+@pytest.mark.parametrize("cluster", ["4.22.0", "4.22.3", "5.0.0-ec.2", "5.1.0"])
+def test_floor_from_4_22_is_an_error(cluster: str) -> None:
+    findings = [f for f in evaluate_skew(RHCOS_410, parse_ocp(cluster)) if f.code == "below-floor"]
     assert _codes(findings) == [("error", "below-floor")]
-    assert "does not enforce" in findings[0].message
-    assert "does not enforce" not in evaluate_skew(RHCOS_410, parse_ocp("4.22.0"))[0].message
+    assert "does not enforce" not in findings[0].message
+    assert "blocks minor upgrades while it is recorded" in findings[0].message
 
 
 def test_floor_boundary_4_13_passes_4_12_fails() -> None:
@@ -99,14 +129,50 @@ def test_rhel_8_boot_image_for_rhel_10_stream_is_an_error() -> None:
 
 def test_rhel_9_boot_image_for_rhel_10_stream_is_a_warning() -> None:
     findings = evaluate_skew(RHCOS_50_RHEL9, parse_ocp("5.0.0-ec.2"), stream="rhel-10")
-    assert _codes(findings) == [("warning", "rhel-9-to-10")]
+    assert _codes(findings) == [("warning", "stream-behind-pool")]
     assert RHCOS_50_RHEL9.raw in findings[0].message
-    assert "rhel-10" in findings[0].message
+    assert "rhel-10" in findings[0].message and "cross-stream rebase" in findings[0].message
 
 
 def test_rhel_10_boot_image_for_rhel_9_stream_is_an_error() -> None:
     findings = evaluate_skew(RHCOS_50_RHEL10, parse_ocp("5.0.0"), stream="rhel-9")
-    assert _codes(findings) == [("error", "rhel-major-downgrade")]
+    assert _codes(findings) == [("error", "stream-ahead-of-pool")]
+
+
+# --- a boot image against its pool's OS stream (one function for config, check and preview) ---------------
+
+
+@pytest.mark.parametrize("cluster", ["4.22.3", "5.0.0-ec.2"])
+def test_rhel_10_boot_image_into_a_rhel_9_pool_is_an_error(cluster: str) -> None:
+    finding = stream_finding(RHCOS_50_RHEL10, parse_ocp(cluster), "rhel-9", "worker")
+    assert finding is not None and (finding.level, finding.code) == ("error", "stream-ahead-of-pool")
+    assert finding.message == (
+        f"Boot image RHCOS 10.2.20260405-0 (RHEL 10.2) is RHEL 10, newer than pool 'worker', which runs OS "
+        f"stream rhel-9 (RHEL 9.8 on {cluster}): a RHEL 10 node in a RHEL 9 pool is not a supported state, "
+        "and OS streams only migrate forward (rhel-9 -> rhel-10). Boot it from the pool's stream (stream: "
+        "rhel-9), or move the pool to rhel-10 (osImageStream; for the worker pool, the cluster's "
+        "osImageStream)."
+    )
+    # evaluate_skew reports the same finding, in the same words, for the same node.
+    assert [
+        f.message for f in evaluate_skew(RHCOS_50_RHEL10, parse_ocp(cluster), stream="rhel-9", pool="worker")
+    ] == [finding.message]
+
+
+def test_rhel_9_boot_image_into_a_rhel_10_pool_is_a_warning() -> None:
+    finding = stream_finding(RHCOS_50_RHEL9, parse_ocp("5.0.0-ec.2"), "rhel-10", "infra")
+    assert finding is not None and (finding.level, finding.code) == ("warning", "stream-behind-pool")
+    assert "pool 'infra', which runs OS stream rhel-10 (RHEL 10.2 on 5.0.0-ec.2)" in finding.message
+    assert "one extra reboot" in finding.message and "stream: rhel-10, bootImage: pinned" in finding.message
+
+
+def test_matching_streams_and_pre_stream_releases_have_no_stream_finding() -> None:
+    assert stream_finding(RHCOS_50_RHEL9, parse_ocp("5.0.0"), "rhel-9", "worker") is None
+    assert stream_finding(RHCOS_50_RHEL10, parse_ocp("5.0.0"), "rhel-10", "worker") is None
+    # On 4.10 the default ("rhel-9") stream is RHEL 8: a 4.10 boot image matches it.
+    assert stream_finding(RHCOS_410, parse_ocp("4.10.3"), "rhel-9", "worker") is None
+    # A RHEL 8 image on a RHEL 9 release is the floor's business, not a stream mismatch.
+    assert stream_finding(RHCOS_410, parse_ocp("4.16.0"), "rhel-9", "worker") is None
 
 
 def test_rhel_10_stream_before_4_22_and_unknown_streams_are_errors() -> None:
@@ -224,3 +290,77 @@ def test_legacy_version_too_long_for_the_crd_is_recorded_by_ocp_version() -> Non
 def test_manual_record_needs_at_least_one_boot_image() -> None:
     with pytest.raises(ValueError, match="at least one boot image"):
         manual_skew_record([])
+
+
+# --- node release vs control plane: the three published skew profiles ------------------------------------
+
+# The example table of openshift-docs modules/hcp-np-version-skew.adoc, row by row: (HostedCluster, NodePool
+# versions supported, NodePool versions not supported).
+OCP_DOCS_TABLE = [
+    ("4.18.0", ["4.17.0", "4.16.0"], ["4.15.0", "4.14.0"]),
+    ("4.17.0", ["4.16.0"], ["4.15.0"]),
+    ("4.18.5", ["4.18.5", "4.18.4", "4.17.9", "4.16.0"], ["4.15.9", "4.19.0", "4.18.6"]),
+    ("4.17.5", ["4.17.5", "4.17.4", "4.16.3"], ["4.15.2", "4.18.0"]),
+]
+
+
+@pytest.mark.parametrize(("control_plane", "supported", "unsupported"), OCP_DOCS_TABLE)
+def test_ocp_profile_is_the_documented_table(
+    control_plane: str, supported: list[str], unsupported: list[str]
+) -> None:
+    cp = parse_ocp(control_plane)
+    for node in supported:
+        assert node_version_skew(parse_ocp(node), cp, "ocp") is None, node
+    for node in unsupported:
+        assert node_version_skew(parse_ocp(node), cp, "ocp") is not None, node
+
+
+@pytest.mark.parametrize(
+    ("profile", "control_plane", "oldest_supported", "first_unsupported"),
+    [
+        ("ocp", "4.22.3", "4.20.0", "4.19.9"),  # even minor: y-2
+        ("ocp", "4.21.3", "4.20.0", "4.19.9"),  # odd minor: y-1
+        ("ocp", "5.0.1", "4.21.0", "4.20.9"),  # 5.0 is an even minor; 4.22 -> 5.0 is one minor
+        ("ocp", "5.1.0", "5.0.0", "4.22.9"),
+        ("hypershift", "4.22.3", "4.19.0", "4.18.9"),
+        ("hypershift", "5.0.1", "4.20.0", "4.19.9"),  # 5.x counted as 4.(23+x)
+        ("rosa", "4.16.2", "4.14.0", "4.13.9"),
+        ("rosa", "4.17.2", "4.15.0", "4.14.9"),
+        ("rosa", "5.0.0", "4.21.0", "4.20.9"),
+    ],
+)
+def test_profiles_trail_limits(
+    profile: str, control_plane: str, oldest_supported: str, first_unsupported: str
+) -> None:
+    cp = parse_ocp(control_plane)
+    assert node_version_skew(parse_ocp(oldest_supported), cp, profile) is None
+    problem = node_version_skew(parse_ocp(first_unsupported), cp, profile)
+    assert problem is not None and f"profile {profile}" in problem
+    assert f"Upgrade the nodes to {oldest_supported.rsplit('.', 1)[0]} or newer" in problem
+
+
+@pytest.mark.parametrize("profile", ["ocp", "hypershift", "rosa"])
+def test_no_profile_lets_nodes_lead_the_control_plane(profile: str) -> None:
+    for cp, node in [
+        ("4.22.3", "4.22.4"),
+        ("4.22.3", "5.0.0"),
+        ("5.0.0-ec.1", "5.0.0-ec.2"),
+        ("5.0.0-ec.2", "5.0.0"),
+    ]:
+        problem = node_version_skew(parse_ocp(node), parse_ocp(cp), profile)
+        assert problem is not None and "nodes may never lead the control plane" in problem
+
+
+def test_max_minors_behind_overrides_the_profile() -> None:
+    cp = parse_ocp("4.22.3")
+    assert node_version_skew(parse_ocp("4.18.0"), cp, "ocp", max_behind=4) is None
+    problem = node_version_skew(parse_ocp("4.21.0"), cp, "hypershift", max_behind=0)
+    assert problem is not None and "maxMinorsBehind 0 overrides profile hypershift" in problem
+    assert node_skew_rule(cp, "rosa", 5).max_behind == 5
+
+
+def test_unknown_profile_is_refused() -> None:
+    with pytest.raises(
+        ValueError, match="'eus' is not a version skew profile; use one of: ocp, hypershift, rosa"
+    ):
+        node_version_skew(parse_ocp("4.20.0"), parse_ocp("4.22.0"), "eus")

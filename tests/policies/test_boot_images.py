@@ -149,7 +149,7 @@ def test_invalid_cluster_release_annotation() -> None:
 
 def test_rhel_8_boot_image_for_a_rhel_10_pool() -> None:
     ms = _machine_set(AMI_410, release="5.0.0")
-    ms["metadata"]["annotations"][k.ANNOTATION_STREAM] = "rhel-10"
+    ms["metadata"]["annotations"][k.ANNOTATION_POOL_STREAM] = "rhel-10"
     messages = _skew(ms)
     assert len(messages) == 2
     assert "older than the boot image floor" in messages[0]
@@ -175,7 +175,9 @@ def test_config_floor_ocp() -> None:
 def test_config_catalogs_limit_the_lookup() -> None:
     ms = _machine_set(AMI_410)
     (msg,) = _skew(ms, config={"boot-image-skew": {"catalogs": ["catalogs/rhcos-4.16.json"]}})
-    assert "cannot be established" in msg and "rhcos-4.16.json" in msg
+    assert "cannot be established" in msg
+    # Searched: the catalog the MachineSet names, then the configured ones.
+    assert "(catalogs/coreos-bootimages-5.0.yaml, catalogs/rhcos-4.16.json)" in msg
 
 
 def test_config_catalogs_accepts_another_catalog(tmp_path: Path) -> None:
@@ -282,9 +284,11 @@ def test_advice_rhel9_image_for_rhel10_stream() -> None:
     assert "rhel10-q9d4m-rhel10-us-west-2a" in v.message and "cross-stream rebase" in v.message
 
 
-def test_advice_reads_the_osstream_label_without_the_annotation() -> None:
+def test_advice_reads_the_osstream_label_without_the_annotations() -> None:
+    """An object without nodefleet's stream annotations is judged by its osstream label."""
     ms = _rhel10_with_rhel9_image()
     del ms["metadata"]["annotations"][k.ANNOTATION_STREAM]
+    del ms["metadata"]["annotations"][k.ANNOTATION_POOL_STREAM]
     assert ms["metadata"]["labels"][k.LABEL_OS_STREAM] == "rhel-10"
     (msg,) = _advice(ms)
     assert "cross-stream rebase" in msg
@@ -302,8 +306,13 @@ def test_advice_config_and_unknowns() -> None:
     assert (
         run_policy(boot_image_advice, k.MACHINE_SET.token, ms, config={"boot-image-advice": "disabled"}) == []
     )
-    # The 5.0 catalog is not searched: no version, so nothing to advise (boot-image-skew reports it).
-    assert _advice(ms, config={"boot-image-advice": {"catalogs": ["catalogs/rhcos-4.16.json"]}}) == []
+    # Without a catalog of its own, the 5.0 catalog is not searched: no version, so nothing to advise
+    # (boot-image-skew reports it).
+    hand_written = copy.deepcopy(ms)
+    del hand_written["metadata"]["annotations"][k.ANNOTATION_CATALOG]
+    assert (
+        _advice(hand_written, config={"boot-image-advice": {"catalogs": ["catalogs/rhcos-4.16.json"]}}) == []
+    )
     ms["spec"]["template"]["spec"]["providerSpec"]["value"]["ami"] = {"id": UNKNOWN_STRING_VALUE}
     (v,) = run_policy(boot_image_advice, k.MACHINE_SET.token, ms)
     assert v.level == "advisory" and "cannot verify" in v.message

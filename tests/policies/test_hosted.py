@@ -1,4 +1,5 @@
-"""version-skew: HyperShift NodePools and node classes never lead their HostedCluster, trail it by <= 3 minors."""
+"""version-skew: HyperShift NodePools and node classes never lead their HostedCluster and trail it by at most
+what the configured skew profile allows (default ocp)."""
 
 from __future__ import annotations
 
@@ -143,8 +144,9 @@ def test_fixtures_fit_the_crds() -> None:
     [
         ("4.22.3", "4.22.3"),
         ("4.22.3", "4.22.1"),
-        ("4.22.3", "4.19.0"),
-        ("5.0.0", "4.20.4"),
+        ("4.22.3", "4.20.0"),
+        ("4.21.3", "4.20.0"),
+        ("5.0.0", "4.21.4"),
         ("5.0.0-ec.2", "5.0.0-ec.2"),
     ],
 )
@@ -163,10 +165,11 @@ def test_node_pool_newer_than_control_plane_patch_included() -> None:
     resources = _stack((HC, _hosted_cluster("4.22.3")), (NP, _node_pool("4.22.4")))
     (v,) = run_stack_policy(version_skew, resources)
     assert v.level == "mandatory" and v.resource == resources[-1].urn
-    assert (
-        "HyperShift NodePool 'workers'" in v.message and "newer than its HostedCluster 'example'" in v.message
+    assert v.message.startswith(
+        "HyperShift NodePool 'workers' runs 4.22.4 (spec.release.image) on HostedCluster 'example': newer than "
+        "its control plane at 4.22.3; nodes may never lead the control plane."
     )
-    assert "Upgrade the HostedCluster first" in v.message
+    assert "Upgrade the control plane first" in v.message
 
 
 def test_prerelease_nodes_on_final_control_plane_and_vice_versa() -> None:
@@ -177,13 +180,39 @@ def test_prerelease_nodes_on_final_control_plane_and_vice_versa() -> None:
 
 def test_node_pool_too_old() -> None:
     (msg,) = _messages((HC, _hosted_cluster("4.22.3")), (NP, _node_pool("4.18.9")))
-    assert "4 minor releases behind" in msg and "at most 3" in msg
+    assert "4 minor releases behind its control plane at 4.22.3; at most 2 are supported" in msg
+    assert "profile ocp" in msg and "Upgrade the nodes to 4.20 or newer" in msg
 
 
-def test_ocp_5_0_counts_as_4_23() -> None:
-    assert _messages((HC, _hosted_cluster("5.0.1")), (NP, _node_pool("4.20.0"))) == []
-    (msg,) = _messages((HC, _hosted_cluster("5.0.1")), (NP, _node_pool("4.19.9")))
-    assert "4 minor releases behind" in msg and "OCP 5.0 counts as 4.23" in msg
+def test_ocp_profile_is_the_default_and_follows_the_control_planes_parity() -> None:
+    """Documented support: y-2 for an even control-plane minor, y-1 for an odd one."""
+    (msg,) = _messages((HC, _hosted_cluster("4.22.3")), (NP, _node_pool("4.19.0")))
+    assert "3 minor releases behind" in msg and "at most 2" in msg and "even minor such as 4.22" in msg
+    (msg,) = _messages((HC, _hosted_cluster("4.21.3")), (NP, _node_pool("4.19.0")))
+    assert "2 minor releases behind" in msg and "at most 1" in msg and "odd minor such as 4.21" in msg
+
+
+def test_hypershift_profile_accepts_three_minors_and_counts_5_0_as_4_23() -> None:
+    config = {"version-skew": {"profile": "hypershift"}}
+    assert _messages((HC, _hosted_cluster("4.22.3")), (NP, _node_pool("4.19.0")), config=config) == []
+    assert _messages((HC, _hosted_cluster("5.0.1")), (NP, _node_pool("4.20.0")), config=config) == []
+    (msg,) = _messages((HC, _hosted_cluster("5.0.1")), (NP, _node_pool("4.19.9")), config=config)
+    assert "4 minor releases behind" in msg and "OCP 5.0 counts as 4.23" in msg and "at most 3" in msg
+
+
+def test_rosa_profile_is_y_minus_2_for_every_minor() -> None:
+    config = {"version-skew": {"profile": "rosa"}}
+    assert _messages((HC, _hosted_cluster("4.21.3")), (NP, _node_pool("4.19.0")), config=config) == []
+    (msg,) = _messages((HC, _hosted_cluster("4.21.3")), (NP, _node_pool("4.18.0")), config=config)
+    assert "profile rosa" in msg and "at most 2" in msg
+
+
+def test_bad_profile_config_is_one_clear_violation() -> None:
+    objects = ((HC, _hosted_cluster("4.22.3")), (NP, _node_pool("4.22.3")))
+    (msg,) = _messages(*objects, config={"version-skew": {"profile": "eus"}})
+    assert msg.startswith("version-skew config profile: 'eus' is not a version skew profile")
+    (msg,) = _messages(*objects, config={"version-skew": {"maxMinorsBehind": "three"}})
+    assert "maxMinorsBehind must be a whole number" in msg
 
 
 def test_node_class_version_skew() -> None:

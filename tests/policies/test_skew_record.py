@@ -214,10 +214,21 @@ def test_unknown_values_are_advisory() -> None:
     assert v.level == "advisory" and "cannot verify" in v.message
 
 
+def _without_catalog_annotation(sets: list[dict[str, Any]]) -> None:
+    """As if written by hand: the MachineSets do not name the catalog they were built from."""
+    for ms in sets:
+        del ms["metadata"]["annotations"][k.ANNOTATION_CATALOG]
+
+
 def test_config() -> None:
     # Without the 5.0 catalog the MCO-managed MachineSets (no recorded version) cannot be looked up.
-    (msg,) = _messages(_stack("dev"), config={"skew-record": {"catalogs": ["catalogs/rhcos-4.16.json"]}})
+    (msg,) = _messages(
+        _stack("dev", edit_sets=_without_catalog_annotation),
+        config={"skew-record": {"catalogs": ["catalogs/rhcos-4.16.json"]}},
+    )
     assert "cannot be verified" in msg and "rhcos-4.16.json" in msg
+    # A MachineSet nodefleet built names its catalog: it needs no policy config at all.
+    assert _messages(_stack("dev"), config={"skew-record": {"catalogs": []}}) == []
     (v,) = run_stack_policy(
         skew_record, _stack("dev", edit_sets=_pin_416), config={"skew-record": "advisory"}
     )
