@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from cli import check, render
+from cli import check, ops, render
 from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError
 from cli.stacks import add_source
 
@@ -38,7 +38,8 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("--debug", action="store_true", help="on an internal error, print the full traceback")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{check,render}")
+    commands = ",".join(("check", "render", *ops.OPERATIONS))
+    sub = p.add_subparsers(dest="command", required=True, metavar="{" + commands + "}")
 
     s = sub.add_parser("check", help="run the program under the mock runtime and evaluate the policy pack")
     add_source(s)
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     add_source(s)
     s.add_argument("--out", type=Path, help="output directory (default: the stack's output.directory)")
     s.set_defaults(run=render.run)
+    ops.register(sub)
     return p
 
 
