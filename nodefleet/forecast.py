@@ -625,8 +625,7 @@ def _machine_set_item(before: Obj, after: Obj) -> Item:
         if others:
             reasons.append(f"template: {_paths_text(others)}")
         reasons.append(
-            f"the {count if count is not None else 'existing'} running machines keep the old template; "
-            "only machines created from now on get the new one"
+            f"{_running(count)} the old template; only machines created from now on get the new one"
         )
         return Item(
             after.cluster,
@@ -959,3 +958,9 @@ def snapshot_from_state(export: Mapping[str, Any], source: str = "Pulumi state")
         target = providers.get(str(r.get("provider", "")), "default")
         objects.append(Obj(target, manifest, tuple(str(p) for p in r.get("ignoreChanges") or ())))
     return Snapshot(source, tuple(objects))
+
+
+def _running(count: int | None) -> str:
+    if count is None:
+        return "the running machines keep"
+    return "the 1 running machine keeps" if count == 1 else f"the {count} running machines keep"
