@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -191,8 +191,8 @@ def test_completed_version_reads_history_like_hypershift() -> None:
 class _HostedClusterAPI(BaseHTTPRequestHandler):
     """Serves one HostedCluster the way the Kubernetes API does, for the real client to read."""
 
-    history: list[dict[str, str]] = []
-    requests: list[str] = []
+    history: ClassVar[list[dict[str, str]]] = []
+    requests: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         _HostedClusterAPI.requests.append(f"{self.path} {self.headers.get('Authorization')}")
