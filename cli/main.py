@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from cli import check, render
+from cli import check, ops, render
 from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError
 from cli.roots import add_roots, allowed_roots
 from cli.stacks import add_source
@@ -40,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("--debug", action="store_true", help="on an internal error, print the full traceback")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{check,render}")
+    commands = ",".join(("check", "render", *ops.OPERATIONS))
+    sub = p.add_subparsers(dest="command", required=True, metavar="{" + commands + "}")
 
     s = sub.add_parser("check", help="run the program under the mock runtime and evaluate the policy pack")
     add_source(s)
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         help="wait this long for another render of the same directory to finish (default: 60)",
     )
     s.set_defaults(run=render.run)
+    ops.register(sub)
     return p
 
 

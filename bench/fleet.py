@@ -1,0 +1,117 @@
+"""Fleet runner timing: every example stack plus generated ones, one process per stack, ``--parallel N``.
+
+The generated stacks are variations of the example stacks (standalone and hosted, renamed, with other
+infra IDs, zones and replica counts), written with the example stacks into a scratch stacks directory.
+``--broken`` adds one stack with a typo (exit 2) and one with a stale boot image (exit 1), to show what a
+failing stack does to the others: nothing; they run and report as usual, and the fleet exits with the
+worst code.
+
+    venv/bin/python -m bench.fleet                       # 4 examples + 20 generated, --parallel 2
+    venv/bin/python -m bench.fleet --generated 20 --broken --command check --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.mockrun import PROJECT_DIR, stack_fleet
+
+_ZONES = ("a", "b", "c")
+
+
+def _standalone(i: int) -> dict[str, Any]:
+    fleet = stack_fleet("dev")
+    cluster = fleet["clusters"][0]
+    cluster["name"] = f"std-{i:02d}"
+    cluster["infraId"] = f"std{i:02d}-x7k2p"
+    for j, ms in enumerate(cluster["machineSets"]):
+        ms["zone"] = f"us-east-1{_ZONES[(i + j) % 3]}" if j < 2 else ms["zone"]
+        ms["replicas"] = 1 + (i + j) % 4
+    # Two MachineSets may land in one zone after the shuffle; keep names unique by role and zone.
+    seen = set()
+    for ms in cluster["machineSets"]:
+        while (ms["name"], ms["zone"]) in seen:
+            ms["zone"] = f"us-east-1{_ZONES[(_ZONES.index(ms['zone'][-1]) + 1) % 3]}"
+        seen.add((ms["name"], ms["zone"]))
+    return fleet
+
+
+def _hosted(i: int) -> dict[str, Any]:
+    fleet = stack_fleet("hosted")
+    cluster = fleet["clusters"][0]
+    cluster["name"] = f"hcp-{i:02d}"
+    cluster["infraId"] = f"hcp{i:02d}-4kq8z"
+    cluster["release"] = ("4.22.3", "4.22.4", "4.22.5")[i % 3]
+    cluster["nodePools"][0]["replicas"] = 1 + i % 3
+    return fleet
+
+
+def write_fleet(directory: Path, generated: int, broken: bool) -> list[str]:
+    """The example stacks and ``generated`` variations in ``directory``; returns the stack names."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for path in sorted((PROJECT_DIR / "stacks").glob("Pulumi.*.yaml")):
+        shutil.copy(path, directory / path.name)
+    for i in range(generated):
+        fleet = _hosted(i) if i % 2 else _standalone(i)
+        name = f"gen-{i:02d}"
+        (directory / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}))
+    if broken:
+        typo = copy.deepcopy(stack_fleet("dev"))
+        typo["clusters"][0]["machineSets"][0]["instanceTyp"] = typo["clusters"][0]["machineSets"][0].pop(
+            "instanceType"
+        )
+        (directory / "Pulumi.broken-typo.yaml").write_text(
+            yaml.safe_dump({"config": {"nodefleet:fleet": typo}})
+        )
+        shutil.copy(PROJECT_DIR / "tests" / "stacks" / "Pulumi.stale-boot-images.yaml", directory)
+    return sorted(
+        p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in directory.glob("Pulumi.*.yaml")
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--generated", type=int, default=20)
+    parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--command", default="check", choices=("check", "forecast", "render"))
+    parser.add_argument(
+        "--broken", action="store_true", help="add a stack with a typo and one with violations"
+    )
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="nodefleet-fleet-") as tmp:
+        names = write_fleet(Path(tmp) / "stacks", args.generated, args.broken)
+        cmd = [
+            sys.executable, "-m", "nodefleet", "fleet", args.command, "--stacks-dir", str(Path(tmp) / "stacks"),
+            "--parallel", str(args.parallel), "--json",
+        ]  # fmt: skip
+        if args.command == "render":
+            cmd += ["--out", str(Path(tmp) / "rendered")]
+        proc = subprocess.run(cmd, cwd=PROJECT_DIR, capture_output=True, text=True)
+    summary = json.loads(proc.stdout)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    times = sorted(s["seconds"] for s in summary["stacks"])
+    print(
+        f"fleet {args.command}: {len(names)} stacks, --parallel {args.parallel}: wall {summary['wallSeconds']} s, "
+        f"per stack min {times[0]} / median {times[len(times) // 2]} / max {times[-1]} s, "
+        f"sum {sum(times):.1f} s; fleet exit {proc.returncode}"
+    )
+    for s in summary["stacks"]:
+        print(f"  {s['stack']:<22} exit {s['exit']}  {s['seconds']:6.2f} s  {s['summary'] or s['error']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The operations commands (forecast, preview, up, report, fleet, upgrade), registered on the main parser."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from cli.stacks import add_source
+
+OPERATIONS = ("forecast", "preview", "up", "report", "fleet", "upgrade")
+
+
+def _policy_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--policy-config",
+        type=Path,
+        help="policy pack config JSON, as for `pulumi preview --policy-pack-config`",
+    )
+
+
+def register(sub: Any) -> None:
+    from cli import engine, fleet, forecast, report, upgrade
+
+    s = sub.add_parser(
+        "forecast", help="which nodes the stack's declaration would replace, against its last render"
+    )
+    add_source(s)
+    prev = s.add_mutually_exclusive_group()
+    prev.add_argument(
+        "--rendered", type=Path, help="previous render laid out as `render --out` (default: the stack's)"
+    )
+    prev.add_argument("--state", type=Path, help="a `pulumi stack export` file to compare with instead")
+    s.add_argument("--json", action="store_true", help="print the forecast as JSON")
+    s.set_defaults(run=forecast.run)
+
+    for operation in ("preview", "up"):
+        s = sub.add_parser(
+            operation, help=f"pulumi {operation} --policy-pack policies through the Automation API"
+        )
+        s.add_argument("--stack", required=True, help="stack name (stacks/Pulumi.<stack>.yaml)")
+        s.add_argument("--json", action="store_true", help='print {"changes", "violations", ...}')
+        _policy_config(s)
+        s.set_defaults(run=engine.run, operation=operation)
+
+    s = sub.add_parser(
+        "report", help="Markdown/JSON report of the stacks a change touches, for a pull request"
+    )
+    s.add_argument("--base", required=True, help="git ref the change is compared with, e.g. origin/main")
+    s.add_argument("--stacks", help="comma-separated stacks (default: the stacks the change touches)")
+    s.add_argument("--out", type=Path, help="write the Markdown here")
+    s.add_argument("--json-out", type=Path, help="write the JSON here")
+    s.add_argument("--json", action="store_true", help="print the JSON instead of the Markdown")
+    _policy_config(s)
+    s.set_defaults(run=report.run)
+
+    s = sub.add_parser("fleet", help="run a command over many stacks, one process per stack")
+    s.add_argument("fleet_command", choices=fleet.COMMANDS, metavar="{" + ",".join(fleet.COMMANDS) + "}")
+    s.add_argument("--stacks", help="comma-separated stack names (default: every stack)")
+    s.add_argument(
+        "--stacks-dir", type=Path, default=fleet.PROJECT / "stacks", help="where the stack files are"
+    )
+    s.add_argument("--parallel", type=int, default=2, help="stacks at a time (default 2)")
+    s.add_argument("--timeout", type=float, default=1800, help="seconds per stack before it counts as failed")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON")
+    s.add_argument("--out", type=Path, help="render: write each stack under <out>/<stack>/")
+    s.add_argument("--out-dir", type=Path, help="report: write <out-dir>/<stack>.md")
+    s.add_argument("--base", help="report: the git ref the change is compared with")
+    _policy_config(s)
+    s.set_defaults(run=fleet.run)
+
+    s = sub.add_parser(
+        "upgrade", help="stage a hosted cluster's release bump: control plane first, nodes after"
+    )
+    add_source(s)
+    s.add_argument("--release", required=True, help="the new control-plane release, x.y.z")
+    s.add_argument("--cluster", help="the hosted cluster (default: the stack's only one)")
+    s.add_argument(
+        "--control-plane-confirmed", action="store_true", help="render mode: the control plane has completed"
+    )
+    s.add_argument(
+        "--kubeconfig", help="apply mode: the management cluster's kubeconfig (default: output.kubeconfig)"
+    )
+    s.add_argument("--dry-run", action="store_true", help="print the step and its forecast without writing")
+    s.set_defaults(run=upgrade.run)

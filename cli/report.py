@@ -1,0 +1,279 @@
+"""``report``: what a change does to the stacks it touches, for a reviewer of the pull request.
+
+For every touched stack: the policy results, the drift forecast (which nodes the change replaces) and the
+render diff (manifests added, changed, removed per cluster folder), each against the base of the change.
+The base is rendered by the base's own code, from ``git archive`` of the merge base, so a change of the
+program is judged as fairly as a change of a stack file. Policy results come from the credential-free
+check, and from ``pulumi preview --policy-pack`` too where the engine is complete; the report says which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cli.exits import EXIT_INVALID, EXIT_OK, EXIT_VIOLATIONS, InputError
+
+PROJECT = Path(__file__).resolve().parent.parent
+#: Changes here can change what every stack renders.
+PROGRAM_PATHS = ("__main__.py", "Pulumi.yaml", "requirements.txt", "nodefleet/", "components/", "policies/")
+
+
+def _git(*args: str, cwd: Path = PROJECT) -> str:
+    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise InputError(f"git {' '.join(args)}: {result.stderr.strip() or 'failed'}")
+    return result.stdout
+
+
+def all_stacks(project: Path = PROJECT) -> list[str]:
+    return sorted(
+        p.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        for p in (project / "stacks").glob("Pulumi.*.yaml")
+    )
+
+
+def touched_stacks(changed: list[str], project: Path = PROJECT) -> tuple[list[str], str]:
+    """The stacks a change touches, and why: their stack file, a catalog they use, or the program itself."""
+    import yaml
+
+    stacks = all_stacks(project)
+    if any(f == p or f.startswith(p) for f in changed for p in PROGRAM_PATHS):
+        return stacks, "the program or the policy pack changed: every stack"
+    touched = {
+        f.removeprefix("stacks/Pulumi.").removesuffix(".yaml")
+        for f in changed
+        if f.startswith("stacks/Pulumi.")
+    }
+    catalogs = {f for f in changed if f.startswith("catalogs/")}
+    for stack in stacks:
+        if not catalogs or stack in touched:
+            continue
+        text = (project / "stacks" / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")
+        fleet = ((yaml.safe_load(text) or {}).get("config") or {}).get("nodefleet:fleet") or {}
+        if any(c.get("catalog") in catalogs for c in fleet.get("clusters") or [] if isinstance(c, dict)):
+            touched.add(stack)
+    removed = sorted(touched - set(stacks))
+    why = "stack files and catalogs changed" + (f" (removed: {', '.join(removed)})" if removed else "")
+    return sorted(touched & set(stacks)), why
+
+
+@dataclass
+class BaseRender:
+    """The base's render of one stack: its files by (cluster folder, path), or why there is none."""
+
+    files: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    root: Path | None = None
+    missing: str = ""
+    label: str = "the base's render"
+
+
+def export_base(ref: str, into: Path) -> str:
+    """The merge base of ``ref`` and HEAD, exported (``git archive``) into ``into``; returns its commit."""
+    base = _git("merge-base", ref, "HEAD").strip()
+    archive = into / "base.tar"
+    with archive.open("wb") as out:
+        result = subprocess.run(["git", "archive", "--format=tar", base], cwd=PROJECT, stdout=out)
+    if result.returncode != 0:
+        raise InputError(f"git archive {base}: failed")
+    with tarfile.open(archive) as tar:
+        tar.extractall(into / "tree", filter="data")
+    archive.unlink()
+    return base
+
+
+def render_base(tree: Path, stack: str, out: Path) -> BaseRender:
+    """The base's own `nodefleet render` of ``stack`` into ``out``."""
+    if not (tree / "stacks" / f"Pulumi.{stack}.yaml").is_file():
+        return BaseRender(missing="new stack: the base has no stack file")
+    result = subprocess.run(
+        [sys.executable, "-m", "nodefleet", "render", "--stack", stack, "--out", str(out)],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if result.returncode != 0:
+        return BaseRender(
+            missing=f"the base does not render (exit {result.returncode}): {result.stderr.strip()}"
+        )
+    files = {
+        (p.relative_to(out).parts[0], "/".join(p.relative_to(out).parts[1:])): p.read_bytes()
+        for p in sorted(out.rglob("*.yaml"))
+    }
+    return BaseRender(files, out)
+
+
+def render_diff(plan: Any, base: BaseRender) -> dict[str, dict[str, list[str]]]:
+    """Files added, changed and removed per cluster folder, head's plan against the base's render."""
+    head = {(Path(f.target).name, f.path): f.content for f in plan.files}
+    diff: dict[str, dict[str, list[str]]] = {}
+    for key in sorted(set(head) | set(base.files)):
+        cluster, path = key
+        entry = diff.setdefault(cluster, {"added": [], "changed": [], "removed": []})
+        if key not in base.files:
+            entry["added"].append(path)
+        elif key not in head:
+            entry["removed"].append(path)
+        elif head[key] != base.files[key]:
+            entry["changed"].append(path)
+    return diff
+
+
+def _stack_report(stack: str, base: BaseRender, policy_config: dict[str, Any] | None) -> dict[str, Any]:
+    import pulumi
+
+    from cli.engine import engine_status
+    from harness.evaluate import evaluate_run
+    from harness.mockrun import read_stack_config, run_program, stack_path
+    from harness.snapshots import plan_of, snapshot_from_plan, snapshot_from_render_dir
+    from nodefleet.forecast import Snapshot, forecast
+    from policies.pack import POLICIES
+
+    started = time.perf_counter()
+    try:
+        mock = run_program(stack, read_stack_config(stack_path(stack)))
+    except pulumi.RunError as exc:
+        return {"stack": stack, "invalid": str(exc), "exit": EXIT_INVALID}
+    violations = [v.as_dict() for v in evaluate_run(mock, POLICIES, policy_config)]
+    engine = engine_status()
+    checks = ["credential-free check (program under the mock runtime + the policy pack)"]
+    if engine.complete:
+        preview = subprocess.run(
+            [sys.executable, "-m", "nodefleet", "preview", "--stack", stack, "--json"],
+            cwd=PROJECT, capture_output=True, text=True, timeout=1800,
+        )  # fmt: skip
+        checks.append(f"pulumi preview --policy-pack policies (exit {preview.returncode})")
+        if preview.stdout.strip().startswith("{"):
+            violations += [
+                {**v, "source": "preview"} for v in json.loads(preview.stdout).get("violations", [])
+            ]
+    else:
+        checks.append(f"no pulumi preview: the engine is incomplete here ({engine.reason})")
+    plan = plan_of(mock)
+    before = snapshot_from_render_dir(plan, base.root) if base.root else None
+    if before is not None:
+        before = Snapshot(base.label, before.objects)
+    result = forecast(before, snapshot_from_plan(plan, "this change"))
+    mandatory = [v for v in violations if v["level"] == "mandatory"]
+    return {
+        "stack": stack,
+        "checks": checks,
+        "violations": violations,
+        "forecast": result,
+        "renderDiff": render_diff(plan, base),
+        "baseMissing": base.missing,
+        "exit": EXIT_VIOLATIONS if mandatory else EXIT_OK,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    from cli.forecast import markdown as forecast_markdown
+
+    lines = [
+        "## nodefleet report",
+        "",
+        f"Base: `{report['base']}` (merge base `{report['mergeBase'][:12]}`). Stacks: {report['why']}.",
+    ]
+    if not report["stacks"]:
+        lines += ["", "This change touches no stack."]
+    for s in report["stacks"]:
+        lines += ["", f"### Stack `{s['stack']}`", ""]
+        if "invalid" in s:
+            lines += ["**Invalid configuration** (exit 2):", "", "```", s["invalid"], "```"]
+            continue
+        mandatory = [v for v in s["violations"] if v["level"] == "mandatory"]
+        advisory = [v for v in s["violations"] if v["level"] != "mandatory"]
+        verdict = "❌ fails" if mandatory else "✅ passes"
+        lines += [
+            f"**Policies: {verdict}** ({len(mandatory)} mandatory, {len(advisory)} advisory). Checked by:"
+        ]
+        lines += [f"- {c}" for c in s["checks"]]
+        if s["violations"]:
+            lines += ["", "| level | policy | resource | message |", "|---|---|---|---|"]
+            for v in sorted(s["violations"], key=lambda v: (v["level"] != "mandatory", v["policy"])):
+                resource = v["resource"].rsplit("::", 1)[-1] or "(stack)"
+                message = v["message"].replace("|", "\\|").replace("\n", " ")
+                lines.append(f"| {v['level']} | `{v['policy']}` | `{resource}` | {message} |")
+        lines += ["", "**Drift forecast**", "", forecast_markdown(s["forecast"])]
+        lines += ["", "**Render diff** (per cluster folder, against the base's render)", ""]
+        if s["baseMissing"]:
+            lines += [f"Base: {s['baseMissing']}.", ""]
+        lines += ["| cluster | added | changed | removed |", "|---|---|---|---|"]
+        for cluster, d in s["renderDiff"].items():
+            lines.append(f"| `{cluster}` | {len(d['added'])} | {len(d['changed'])} | {len(d['removed'])} |")
+        touched = [
+            (c, kind, p)
+            for c, d in s["renderDiff"].items()
+            for kind in ("added", "changed", "removed")
+            for p in d[kind]
+        ]
+        if touched:
+            lines += ["", "<details><summary>files</summary>", ""]
+            lines += [f"- {kind} `{c}/{p}`" for c, kind, p in touched]
+            lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(report: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **report,
+        "stacks": [
+            {**s, "forecast": s["forecast"].as_dict()} if "forecast" in s else s for s in report["stacks"]
+        ],
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from cli.check import _policy_config
+
+    changed = [
+        line
+        for line in _git("diff", "--name-only", _git("merge-base", args.base, "HEAD").strip()).splitlines()
+        if line
+    ]
+    if args.stacks:
+        stacks, why = [s for s in args.stacks.split(",") if s], "named with --stacks"
+        unknown = sorted(set(stacks) - set(all_stacks()))
+        if unknown:
+            raise InputError(
+                f"--stacks: no stack file for {', '.join(unknown)}; stacks: {', '.join(all_stacks())}"
+            )
+    else:
+        stacks, why = touched_stacks(changed)
+    policy_config = _policy_config(args)
+    with tempfile.TemporaryDirectory(prefix="nodefleet-report-") as tmp:
+        merge_base = export_base(args.base, Path(tmp))
+        results = []
+        for stack in stacks:
+            base = render_base(Path(tmp) / "tree", stack, Path(tmp) / "render" / stack)
+            base.label = f"the render of {args.base} (merge base {merge_base[:12]})"
+            results.append(_stack_report(stack, base, policy_config))
+        report = {
+            "base": args.base,
+            "mergeBase": merge_base,
+            "why": why,
+            "changedFiles": changed,
+            "stacks": results,
+        }
+        text = markdown(report)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    if args.json_out:
+        args.json_out.write_text(json.dumps(as_json(report), indent=2, default=str), encoding="utf-8")
+    if args.json:
+        print(json.dumps(as_json(report), indent=2, default=str))
+    elif not args.out:
+        print(text, end="")
+    else:
+        print(f"nodefleet report: {len(results)} stack(s) → {args.out}")
+    return max((s["exit"] for s in results), default=EXIT_OK)

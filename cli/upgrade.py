@@ -1,0 +1,300 @@
+"""``upgrade``: a hosted cluster's release bump in two steps, control plane first, nodes after it completes.
+
+HyperShift lets a NodePool run ahead of a control plane that is still upgrading (it compares with the last
+*completed* version and only reports ``SupportedVersionSkew=False``), and a stack that moves both in one
+change does exactly that. So the bump is staged in the stack file itself, where a reviewer sees it:
+
+1. ``upgrade --release R``: the HostedCluster's ``release`` becomes R. Every classic NodePool and AutoNode
+   class that follows the control plane (no ``release`` / ``version`` of its own) is held at the current
+   release by an explicit pin, marked with a comment. Nodes pinned by the user stay as they are.
+2. ``upgrade --release R`` again, once the control plane reports R as completed: in apply mode read from
+   ``HostedCluster.status.version.history`` through the management cluster's kubeconfig; in render mode
+   (GitOps, no cluster access here) confirmed by the user with ``--control-plane-confirmed``. The marked
+   pins are removed, and the nodes follow the control plane.
+
+The stack file is edited with a round-trip YAML library (ruamel.yaml), so its comments, order and layout
+survive; each step prints the drift forecast of the change it made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
+
+HOLD_MARK = "nodefleet upgrade: held"
+
+
+def completed_version(hosted_cluster: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The control plane's last completed release, and a one-line account of its version status.
+
+    The same reading as HyperShift's own skew check: ``status.version.history`` is newest first; the first
+    entry whose ``state`` is ``Completed`` is the version the control plane runs (an install in progress
+    has no history and no completed version).
+    """
+    version = (hosted_cluster.get("status") or {}).get("version") or {}
+    history = version.get("history") or []
+    desired = (version.get("desired") or {}).get("version")
+    shown = ", ".join(f"{h.get('version')} {h.get('state')}" for h in history[:3]) or "no history yet"
+    for entry in history:
+        if entry.get("state") == "Completed":
+            return str(entry.get("version")), f"desired {desired}; history: {shown}"
+    return None, f"desired {desired}; history: {shown}"
+
+
+def read_hosted_cluster(kubeconfig: str | None, namespace: str, name: str) -> dict[str, Any]:
+    """The HostedCluster object from the management cluster (``kubeconfig`` None: $KUBECONFIG or ~/.kube/config)."""
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(Path(kubeconfig).expanduser()) if kubeconfig else None
+        )
+    except (ConfigException, OSError) as exc:
+        raise InputError(f"kubeconfig {kubeconfig or '(ambient)'}: cannot be loaded ({exc})") from None
+    try:
+        found: Any = client.CustomObjectsApi(api).get_namespaced_custom_object(
+            "hypershift.openshift.io", "v1beta1", namespace, "hostedclusters", name
+        )
+    except ApiException as exc:
+        raise InputError(
+            f"HostedCluster {namespace}/{name}: the management cluster answered {exc.status} {exc.reason}"
+        ) from None
+    except Exception as exc:  # urllib3 connection errors have no common base worth naming here
+        raise InputError(
+            f"HostedCluster {namespace}/{name}: cannot reach the management cluster ({exc})"
+        ) from None
+    finally:
+        api.close()
+    if not isinstance(found, dict):
+        raise InputError(
+            f"HostedCluster {namespace}/{name}: the management cluster answered with a non-object"
+        )
+    return found
+
+
+def _yaml(text: str) -> Any:
+    """A round-trip loader/dumper that writes with the indentation ``text`` already uses."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.util import load_yaml_guess_indent
+
+    # ruamel guesses the sequence layout (dash offset, item indent); the mapping indent is the first
+    # nested key's, as in `config:` / `  nodefleet:fleet:`.
+    _, sequence, offset = load_yaml_guess_indent(text)
+    nested = re.search(r"^( +)[^\s#-][^:\n]*:", text, re.M)
+    y = YAML(typ="rt")
+    y.preserve_quotes = True
+    y.width = 4096  # never re-wrap a long line the user wrote
+    y.indent(mapping=len(nested.group(1)) if nested else 2, sequence=sequence or 2, offset=offset or 0)
+    return y
+
+
+def _held(mapping: Any, key: str) -> bool:
+    comment = getattr(mapping, "ca", None)
+    token = comment.items.get(key) if comment is not None else None
+    return any(t is not None and HOLD_MARK in str(getattr(t, "value", "")) for t in (token or [])[2:3])
+
+
+def _pin(mapping: Any, key: str, value: str, target: str) -> None:
+    position = list(mapping).index("name") + 1 if "name" in mapping else len(mapping)
+    mapping.insert(
+        position, key, value, comment=f"{HOLD_MARK} at {value} until the control plane completes {target}"
+    )
+
+
+def _unpin(mapping: Any, key: str) -> None:
+    comment = getattr(mapping, "ca", None)
+    if comment is not None:
+        comment.items.pop(key, None)
+    del mapping[key]
+
+
+def _hosted(doc: Any, where: str, cluster: str | None) -> Any:
+    fleet = ((doc or {}).get("config") or {}).get("nodefleet:fleet")
+    if not isinstance(fleet, Mapping):
+        raise InputError(f"{where}: no 'nodefleet:fleet' value under config")
+    hosted = [c for c in fleet.get("clusters") or [] if isinstance(c, Mapping) and c.get("kind") == "hosted"]
+    if cluster:
+        chosen = [c for c in hosted if c.get("name") == cluster]
+        if not chosen:
+            names = ", ".join(str(c.get("name")) for c in hosted) or "none"
+            raise InputError(
+                f"{where}: --cluster {cluster}: no hosted cluster of that name (hosted clusters: {names})"
+            )
+        return chosen[0]
+    if len(hosted) != 1:
+        names = ", ".join(str(c.get("name")) for c in hosted) or "none"
+        raise InputError(f"{where}: name the hosted cluster with --cluster (hosted clusters: {names})")
+    return hosted[0]
+
+
+def _followers(cluster: Any) -> list[tuple[Any, str, str]]:
+    """(mapping, key, label) of every node source that could follow the control plane."""
+    found = [(np, "release", f"NodePool {np.get('name')}") for np in cluster.get("nodePools") or []]
+    auto = cluster.get("autoNode") or {}
+    found += [(nc, "version", f"node class {nc.get('name')}") for nc in auto.get("nodeClasses") or []]
+    return found
+
+
+def _step_one(cluster: Any, target: str, where: str) -> list[str]:
+    from nodefleet.versions import parse_ocp
+
+    current = str(cluster.get("release"))
+    if parse_ocp(target) < parse_ocp(current):
+        raise InputError(
+            f"{where}: --release {target} is older than the cluster's {current}; downgrades are not staged"
+        )
+    image = cluster.get("releaseImage")
+    changes = [f"HostedCluster {cluster.get('name')}: release {current} → {target}"]
+    if image:
+        if current not in str(image):
+            raise InputError(
+                f"{where}: releaseImage '{image}' does not name {current}; set releaseImage to the {target} image "
+                "yourself, or remove it to use the default"
+            )
+        cluster["releaseImage"] = str(image).replace(current, target)
+        changes.append(f"releaseImage → {cluster['releaseImage']}")
+    cluster["release"] = target
+    for mapping, key, label in _followers(cluster):
+        if mapping.get(key):
+            changes.append(f"{label}: pinned at {mapping.get(key)} by you: left alone")
+            continue
+        _pin(mapping, key, current, target)
+        changes.append(f"{label}: held at {current} ({key}) until the control plane completes {target}")
+    return changes
+
+
+def _step_two(cluster: Any) -> list[str]:
+    changes = []
+    for mapping, key, label in _followers(cluster):
+        if key in mapping and _held(mapping, key):
+            changes.append(
+                f"{label}: {key} {mapping[key]} removed: follows the control plane at {cluster.get('release')}"
+            )
+            _unpin(mapping, key)
+    return changes
+
+
+def _forecast_text(stack: str, before_doc: Any, after_doc: Any) -> str:
+    import pulumi
+
+    from cli.forecast import text
+    from harness.mockrun import SECRET_PLACEHOLDER, run_program
+    from harness.snapshots import plan_of, snapshot_from_plan
+    from nodefleet.forecast import forecast
+
+    def snap(doc: Any) -> Any:
+        config = {
+            key: SECRET_PLACEHOLDER if isinstance(v, Mapping) and set(v) == {"secure"} else _plain(v)
+            for key, v in ((doc or {}).get("config") or {}).items()
+        }
+        return snapshot_from_plan(plan_of(run_program(stack, config)), "")
+
+    try:
+        before, after = snap(before_doc), snap(after_doc)
+    except pulumi.RunError as exc:
+        raise InputError(str(exc)) from None
+    result = forecast(
+        type(before)("the stack file before this step", before.objects),
+        type(after)("after it", after.objects),
+    )
+    return text(stack, result)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.mockrun import stack_path
+    from nodefleet.versions import VersionError, parse_ocp
+
+    try:
+        target = str(parse_ocp(args.release))
+        if not parse_ocp(args.release).has_patch:
+            raise VersionError("no patch level")
+    except VersionError as exc:
+        raise InputError(f"--release {args.release}: not an OCP release x.y.z ({exc})") from None
+    if args.stack:
+        try:
+            path, stack = stack_path(args.stack), args.stack
+        except FileNotFoundError as exc:
+            raise InputError(str(exc)) from None
+    else:
+        path = args.config_file
+        stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        if not path.is_file():
+            raise InputError(f"{path}: no such stack file")
+    original = path.read_text(encoding="utf-8")
+    y = _yaml(original)
+    doc = y.load(original)
+    before_doc = copy.deepcopy(doc)
+    cluster = _hosted(doc, str(path), args.cluster)
+    name = str(cluster.get("name"))
+    held = [label for m, key, label in _followers(cluster) if key in m and _held(m, key)]
+    if str(cluster.get("release")) != target:
+        if held:
+            raise InputError(
+                f"{path}: {', '.join(held)} are still held from an earlier upgrade of {name}; finish it (run upgrade "
+                f"with --release {cluster.get('release')}) before starting another"
+            )
+        step, changes = 1, _step_one(cluster, target, str(path))
+    elif held:
+        namespace = str(cluster.get("namespace") or "clusters")
+        output = ((doc.get("config") or {}).get("nodefleet:fleet") or {}).get("output") or {}
+        if output.get("mode") == "apply":
+            hosted_cluster = read_hosted_cluster(args.kubeconfig or output.get("kubeconfig"), namespace, name)
+            completed, status = completed_version(hosted_cluster)
+            if completed != target:
+                print(
+                    f"nodefleet upgrade: HostedCluster {namespace}/{name} has not completed {target} yet ({status}); "
+                    f"its nodes stay held. Run the same command again once it has.",
+                    file=sys.stderr,
+                )
+                return EXIT_VIOLATIONS
+            print(
+                f"nodefleet upgrade: HostedCluster {namespace}/{name} reports {target} Completed ({status})"
+            )
+        elif not args.control_plane_confirmed:
+            print(
+                f"nodefleet upgrade: render mode: nodefleet cannot see the control plane. Once the GitOps sync of step 1 "
+                f"has landed and `oc get hostedcluster -n {namespace} {name} "
+                "-o jsonpath='{.status.version.history[0].version} {.status.version.history[0].state}'` prints "
+                f"'{target} Completed', run this command again with --control-plane-confirmed.",
+                file=sys.stderr,
+            )
+            return EXIT_VIOLATIONS
+        step, changes = 2, _step_two(cluster)
+    else:
+        print(f"nodefleet upgrade: {name} is at {target} and no node is held: nothing to do")
+        return EXIT_OK
+    out = io.StringIO()
+    y.dump(doc, out)
+    forecast = _forecast_text(stack, before_doc, y.load(out.getvalue()))
+    if not args.dry_run:
+        path.write_text(out.getvalue(), encoding="utf-8")
+    verb = "would change" if args.dry_run else "changed"
+    print(f"nodefleet upgrade: step {step} of 2 for {name} → {target}: {verb} {path}")
+    for line in changes:
+        print(f"  {line}")
+    print(forecast)
+    if step == 1:
+        print(
+            f"Next: apply or merge this change; once the control plane reports {target} Completed, run "
+            f"`python -m nodefleet upgrade {'--stack ' + stack if args.stack else '--config-file ' + str(path)} "
+            f"--cluster {name} --release {target}` again to release the nodes."
+        )
+    return EXIT_OK
