@@ -5,6 +5,7 @@ from __future__ import annotations
 from pulumi_policy import Policy
 
 from policies.boot_images import boot_image_advice, boot_image_ownership, boot_image_skew
+from policies.crd_schema import crd_schema, crd_schema_unchecked
 from policies.hosted import version_skew
 from policies.karpenter import (
     drift_budget,
@@ -33,4 +34,6 @@ POLICIES: list[Policy] = [
     karpenter_token_carry,
     karpenter_requirements,
     drift_budget,
+    crd_schema,
+    crd_schema_unchecked,
 ]
