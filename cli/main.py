@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from cli import check, render
+from cli import check, crds, render
 from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError
 from cli.stacks import add_source
 
@@ -32,13 +32,14 @@ def _parser() -> argparse.ArgumentParser:
             "examples:\n"
             "  python -m nodefleet check --stack dev\n"
             "  python -m nodefleet check --config-file path/Pulumi.prod.yaml --json\n"
-            "  python -m nodefleet render --stack hosted --out /tmp/manifests\n\n"
+            "  python -m nodefleet render --stack hosted --out /tmp/manifests\n"
+            "  python -m nodefleet crds coverage\n\n"
             f"{CONTRACT}\n"
             "`pulumi preview --policy-pack policies` stays the gate: it also runs the providers' checks."
         ),
     )
     p.add_argument("--debug", action="store_true", help="on an internal error, print the full traceback")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{check,render}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{check,render,crds}")
 
     s = sub.add_parser("check", help="run the program under the mock runtime and evaluate the policy pack")
     add_source(s)
@@ -54,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     add_source(s)
     s.add_argument("--out", type=Path, help="output directory (default: the stack's output.directory)")
     s.set_defaults(run=render.run)
+
+    crds.add_parser(sub)
     return p
 
 

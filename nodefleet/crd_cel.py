@@ -112,14 +112,17 @@ def _compare_to(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
     return (x > y) - (x < y)
 
 
-def _find(s: str, pattern: str) -> str:
-    import re2
-
+@cache
+def _find_regex(pattern: str) -> Any:
     try:
-        match = re2.search(pattern, s)
-    except re2.error as e:
+        return f.re2_compile(pattern)
+    except Exception as e:  # re2.error
         raise ValueError(f"Illegal regex: {e}") from None
-    return match.group(0) if match else ""
+
+
+def _find(s: str, pattern: str) -> str:
+    match = _find_regex(pattern).search(s)
+    return str(match.group(0)) if match else ""
 
 
 #: ``format.<name>()`` validators (``library/format.go`` ``ConstantFormats``) this environment provides.
@@ -197,9 +200,7 @@ def _env() -> Any:
         ),
     ]
     for name in _FORMATS:
-        functions.append(
-            _decl(f"format.{name}", f"format_{name}", _MAP, [], lambda n=name: {_FORMAT: n})
-        )
+        functions.append(_decl(f"format.{name}", f"format_{name}", _MAP, [], lambda n=name: {_FORMAT: n}))
     return cel.NewEnv(
         variables={
             "self": cel.Type.DYN,

@@ -20,6 +20,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import re2
 
@@ -38,6 +39,7 @@ __all__ = [
     "parse_request_uri",
     "parse_url",
     "qualified_name_errors",
+    "re2_compile",
 ]
 
 
@@ -435,7 +437,16 @@ def label_value_errors(value: str) -> list[str]:
 # kube-openapi strfmt: the string formats these CRDs declare
 # ---------------------------------------------------------------------------------------------------------
 
-_HOSTNAME = re2.compile(
+
+def re2_compile(pattern: str) -> Any:
+    """An RE2 program with room for the large Unicode classes Go's ``regexp`` compiles without complaint."""
+    options = re2.Options()
+    options.max_mem = 64 << 20
+    options.log_errors = False
+    return re2.compile(pattern, options)
+
+
+_HOSTNAME = re2_compile(
     r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}"
     r"[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z0-9\p{S}\p{L}])(-?[a-zA-Z0-9\p{S}\p{L}]){1,62})$"
 )

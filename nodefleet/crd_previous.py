@@ -91,9 +91,18 @@ class Checkpoint:
     objects: Mapping[str, Mapping[str, Any]]
 
     def previous(self, urn: str) -> dict[str, Any] | None:
-        """The last known object for ``urn`` (outputs, else inputs), or None if the stack has no such resource."""
-        found = self.objects.get(urn)
+        """The last known object for ``urn`` (outputs, else inputs), or None if the stack has no such resource.
+
+        URNs match on their type path and name (``urn:pulumi:<stack>::<project>::<this part>``): a checkpoint
+        holds one stack of one project, and the credential-free check runs under other names.
+        """
+        found = self.objects.get(_urn_key(urn))
         return dict(found) if found is not None else None
+
+
+def _urn_key(urn: str) -> str:
+    parts = urn.split("::", 2)
+    return parts[2] if len(parts) == 3 else urn
 
 
 @lru_cache(maxsize=4)
@@ -122,7 +131,7 @@ def _load(path: str, mtime_ns: int) -> Checkpoint:
             continue
         state = res.get("outputs") or res.get("inputs")
         if isinstance(state, dict):
-            objects[res["urn"]] = _decode(state)
+            objects[_urn_key(res["urn"])] = _decode(state)
     return Checkpoint(path, objects)
 
 

@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import re2
-
 from nodefleet import crd_cel, crd_formats
 from nodefleet.crdstore import CrdVersion
 
@@ -190,7 +188,7 @@ def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
 
 @cache
 def _regex(pattern: str) -> Any:
-    return re2.compile(pattern)
+    return crd_formats.re2_compile(pattern)
 
 
 _FORMATS = {
@@ -263,6 +261,9 @@ class _Walk:
         self.findings: list[Finding] = []
         self.sites: list[_Site] = []
         self.type_errors = False
+        #: Paths of values unknown during preview, and the rules (path, rule) they kept from being evaluated.
+        self.unknown_paths: list[str] = []
+        self.unknown_rules: list[tuple[str, str]] = []
 
     def fail(self, path: str, message: str) -> None:
         self.findings.append(Finding(path, message, True))
@@ -270,6 +271,7 @@ class _Walk:
     def walk(self, value: Any, schema: Mapping[str, Any], path: str, old: Any) -> tuple[Any, bool]:
         """Validate ``value`` against ``schema``; return its CEL view and whether it holds unknowns."""
         if value is UNKNOWN:
+            self.unknown_paths.append(path)
             return UNKNOWN, True
         if value is None:
             # Non-nullable nulls were pruned before; a nullable one validates as null.
@@ -559,6 +561,9 @@ def validate_object(
         old_value = old.get(key, _ABSENT) if old is not None else _ABSENT
         if key in ("apiVersion", "kind"):
             root_view[key] = value
+        elif key == "status" and crd.status_subresource:
+            # The stored status, carried over: input to root rules, not the object's author's to fix.
+            root_view[key] = _view(value, props.get(key) or {})
         elif key in props:
             view, child_unknown = walk.walk(value, props[key], key, old_value)
             name = escape_property(key)
@@ -598,6 +603,17 @@ def validate_object(
         return walk.findings
     for site in walk.sites:
         _evaluate_site(site, walk, patch)
+    if walk.unknown_rules:
+        rules = "; ".join(f"`{rule.strip()}` at {path or '<root>'}" for path, rule in walk.unknown_rules)
+        fields = ", ".join(walk.unknown_paths) or "metadata"
+        walk.findings.append(
+            Finding(
+                "",
+                f"{len(walk.unknown_rules)} rule(s) not evaluated during preview because {fields} is unknown "
+                f"until apply: {rules}",
+                False,
+            )
+        )
     return walk.findings
 
 
@@ -615,14 +631,7 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool) -> None:
         if rule.transition and site.old is _ABSENT and not rule.optional_old_self:
             continue  # as on a create: transition rules need the previous value
         if site.unknown:
-            walk.findings.append(
-                Finding(
-                    site.path,
-                    "cannot evaluate during preview: the value holds fields unknown until apply",
-                    False,
-                    rule.rule,
-                )
-            )
+            walk.unknown_rules.append((site.path, rule.rule))
             continue
         old_arg: Any = _ABSENT
         if rule.transition and site.old is not _ABSENT:

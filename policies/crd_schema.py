@@ -90,6 +90,7 @@ def _previous(args: ResourceValidationArgs, props: Mapping[str, Any]) -> tuple[d
     return None, ""
 
 
+#: Findings by (URN, type, props and previous-state source), shared by crd-schema and crd-schema-unchecked.
 _CACHE: dict[tuple[str, str, str], tuple[list[Finding], str, str]] = {}
 
 
@@ -100,12 +101,16 @@ def _judge(args: ResourceValidationArgs) -> tuple[list[Finding], str, str, bool]
         return None
     crd, patch = found
     props = _plain(args.props)
+    directory = (
+        (args.provider.props or {}).get("renderYamlToDirectory") if args.provider is not None else None
+    )
     try:
         key = (
             args.urn,
             args.resource_type,
-            json.dumps(props, sort_keys=True, default=repr)
-            + json.dumps(args.get_config(), sort_keys=True, default=repr),
+            json.dumps(
+                [props, args.get_config().get("previousState"), directory], sort_keys=True, default=repr
+            ),
         )
     except (TypeError, ValueError):
         key = ("", "", "")
@@ -120,7 +125,8 @@ def _judge(args: ResourceValidationArgs) -> tuple[list[Finding], str, str, bool]
         return findings, identity, "", patch
     findings = validate_object(props, crd, old=previous, patch=patch)
     if key[0]:
-        if len(_CACHE) > 4096:
+        # The two policies judge one object back to back; only the latest results are worth keeping.
+        if len(_CACHE) > 16:
             _CACHE.clear()
         _CACHE[key] = (findings, identity, source)
     return findings, identity, source, patch
@@ -154,8 +160,13 @@ def _validate_unchecked(args: ResourceValidationArgs, report: ReportViolation) -
     for finding in findings:
         if finding.blocking:
             continue
-        rule = f" rule `{finding.rule.strip()}`" if finding.rule else ""
-        report(f"{identity}: {finding.path or '<root>'}:{rule} not checked: {finding.message}.", None)
+        if finding.rule:
+            where = finding.path or "<root>"
+            report(
+                f"{identity}: {where}: rule `{finding.rule.strip()}` not checked: {finding.message}.", None
+            )
+        else:
+            report(f"{identity}: {finding.message}. The API server judges them at `pulumi up`.", None)
 
 
 _CONFIG = PolicyConfigSchema(
