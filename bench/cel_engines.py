@@ -14,6 +14,7 @@ elsewhere and put them on ``PYTHONPATH``:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -35,22 +36,72 @@ CASES: list[Case] = [
     ("self == oldSelf", "HighlyAvailable", "HighlyAvailable", True),
     ("self == oldSelf", "SingleReplica", "HighlyAvailable", False),
     ("self.all(x, has(x.schedule) == has(x.duration))", [{"nodes": "1"}], _NO_OLD, True),
-    ("self.all(x, has(x.schedule) == has(x.duration))", [{"nodes": "0", "schedule": "@daily"}], _NO_OLD, False),
-    ('self.all(x, x in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || !x.find("^([^/]+)").endsWith("karpenter.sh"))', {"team": "a"}, _NO_OLD, True),
-    ('self.all(x, x in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || !x.find("^([^/]+)").endsWith("karpenter.sh"))', {"karpenter.sh/x": "a"}, _NO_OLD, False),
-    ("self.all(x, (x.operator == 'Gt' || x.operator == 'Lt') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)", [{"operator": "Gt", "values": ["4"]}], _NO_OLD, True),
-    ("self.all(x, (x.operator == 'Gt' || x.operator == 'Lt') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)", [{"operator": "Gt", "values": ["four"]}], _NO_OLD, False),
+    (
+        "self.all(x, has(x.schedule) == has(x.duration))",
+        [{"nodes": "0", "schedule": "@daily"}],
+        _NO_OLD,
+        False,
+    ),
+    (
+        'self.all(x, x in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || !x.find("^([^/]+)").endsWith("karpenter.sh"))',
+        {"team": "a"},
+        _NO_OLD,
+        True,
+    ),
+    (
+        'self.all(x, x in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || !x.find("^([^/]+)").endsWith("karpenter.sh"))',
+        {"karpenter.sh/x": "a"},
+        _NO_OLD,
+        False,
+    ),
+    (
+        "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",
+        [{"operator": "Gt", "values": ["4"]}],
+        _NO_OLD,
+        True,
+    ),
+    (
+        "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",
+        [{"operator": "Gt", "values": ["four"]}],
+        _NO_OLD,
+        False,
+    ),
     ("has(self.replicas) == has(oldSelf.replicas)", {"replicas": 3}, {}, False),
-    ("self.filter(x, has(x.rootVolume)?x.rootVolume==true:false).size() <= 1", [{"rootVolume": True}, {"rootVolume": False}], _NO_OLD, True),
-    ("self.filter(x, has(x.rootVolume)?x.rootVolume==true:false).size() <= 1", [{"rootVolume": True}, {"rootVolume": True}], _NO_OLD, False),
+    (
+        "self.filter(x, has(x.rootVolume)?x.rootVolume==true:false).size() <= 1",
+        [{"rootVolume": True}, {"rootVolume": False}],
+        _NO_OLD,
+        True,
+    ),
+    (
+        "self.filter(x, has(x.rootVolume)?x.rootVolume==true:false).size() <= 1",
+        [{"rootVolume": True}, {"rootVolume": True}],
+        _NO_OLD,
+        False,
+    ),
     ("isURL(self)", "https://oidc.example.com/x", _NO_OLD, True),
     ("isURL(self)", "https://a:b:c/", _NO_OLD, False),
     ("isURL(self) && url(self).getScheme() == 'https'", "http://oidc.example.com/x", _NO_OLD, False),
     ("isCIDR(self) && cidr(self).prefixLength() <= 30", "100.64.0.0/16", _NO_OLD, True),
     ("isCIDR(self) && cidr(self).ip().family() == 6", "100.64.0.0/16", _NO_OLD, False),
-    ("self.split('/')[2].matches('^[{]?[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}[}]?$')", "/subscriptions/12345678-1234-1234-1234-123456789012/x", _NO_OLD, True),
-    ('self.?discoveryURL.orValue("").size() > 0 ? self.issuerURL.size() > 0 : true', {"issuerURL": "https://x"}, _NO_OLD, True),
-    ('self.?status.bootImageSkewEnforcementStatus.mode.orValue("") == \'Automatic\' ? false : true', {"spec": {}}, _NO_OLD, True),
+    (
+        "self.split('/')[2].matches('^[{]?[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}[}]?$')",
+        "/subscriptions/12345678-1234-1234-1234-123456789012/x",
+        _NO_OLD,
+        True,
+    ),
+    (
+        'self.?discoveryURL.orValue("").size() > 0 ? self.issuerURL.size() > 0 : true',
+        {"issuerURL": "https://x"},
+        _NO_OLD,
+        True,
+    ),
+    (
+        "self.?status.bootImageSkewEnforcementStatus.mode.orValue(\"\") == 'Automatic' ? false : true",
+        {"spec": {}},
+        _NO_OLD,
+        True,
+    ),
     ("!format.dns1123Subdomain().validate(self).hasValue()", "rhel-10", _NO_OLD, True),
     ("!format.dns1123Subdomain().validate(self).hasValue()", "RHEL_10", _NO_OLD, False),
     ("quantity(self.a).compareTo(quantity(self.b)) >= 0", {"a": "1Gi", "b": "1000Mi"}, _NO_OLD, True),
@@ -87,8 +138,10 @@ def _k8s_functions() -> dict[str, Callable[..., Any]]:
         "prefixLength": lambda c: f.parse_cidr(c["#cidr"])[1],
         "isQuantity": safe(f.parse_quantity),
         "quantity": lambda s: {"#q": str(s)},
-        "compareTo": lambda a, b: (f.parse_quantity(a["#q"]) > f.parse_quantity(b["#q"]))
-        - (f.parse_quantity(a["#q"]) < f.parse_quantity(b["#q"])),
+        "compareTo": lambda a, b: (
+            (f.parse_quantity(a["#q"]) > f.parse_quantity(b["#q"]))
+            - (f.parse_quantity(a["#q"]) < f.parse_quantity(b["#q"]))
+        ),
         "find": find,
     }
 
@@ -204,7 +257,7 @@ class CommonExpressionLanguage(Engine):
         try:
             return bool(program.execute(context))
         except (RuntimeError, ValueError, TypeError, KeyError) as e:
-            if "Undeclared" in str(e) or "not found" in str(e).lower() and "function" in str(e).lower():
+            if "Undeclared" in str(e) or ("not found" in str(e).lower() and "function" in str(e).lower()):
                 raise
             return False
 
@@ -228,7 +281,11 @@ def _nodepool_object() -> dict[str, Any]:
                 "requirements": [
                     {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
                     {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
-                    {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m", "r"]},
+                    {
+                        "key": "karpenter.k8s.aws/instance-category",
+                        "operator": "In",
+                        "values": ["c", "m", "r"],
+                    },
                 ],
             },
         },
@@ -276,10 +333,8 @@ def measure(engine: Engine, repeat: int) -> dict[str, Any]:
     started = time.perf_counter()
     for _ in range(repeat):
         for program, node in sites:
-            try:
+            with contextlib.suppress(Exception):
                 engine.run(program, node, _NO_OLD)
-            except Exception:
-                pass
     per_eval_us = 1e6 * (time.perf_counter() - started) / max(1, repeat * len(sites))
     return {
         "engine": engine.name,

@@ -27,7 +27,6 @@ fresh install would refuse it), order-insensitive equality of set and map lists 
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -129,6 +128,15 @@ def escape_property(name: str) -> str | None:
 # ---------------------------------------------------------------------------------------------------------
 
 
+def _copy(value: Any) -> Any:
+    """A copy of JSON-shaped data (a few times faster than ``copy.deepcopy``, which this path is hot for)."""
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copy(v) for v in value]
+    return value
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
@@ -227,7 +235,7 @@ def _default(value: Any, schema: Mapping[str, Any]) -> None:
             if key in value and value[key] is None and not sub.get("nullable"):
                 del value[key]
             if key not in value and "default" in sub:
-                value[key] = copy.deepcopy(sub["default"])
+                value[key] = _copy(sub["default"])
         addl = schema.get("additionalProperties")
         for key, item in list(value.items()):
             sub = props.get(key) or (addl if isinstance(addl, Mapping) else None)
@@ -283,6 +291,14 @@ class _Walk:
                 path, f"Invalid value: {_shown(value)}: must be of type {expected}, not {_json_type(value)}"
             )
             return value, False
+        if (
+            isinstance(value, float)
+            and value.is_integer()
+            and (schema.get("type") == "integer" or schema.get("x-kubernetes-int-or-string"))
+        ):
+            value = int(
+                value
+            )  # the engine carries every number as a float; the API server sees JSON 1, not 1.0
         self._values(value, schema, path)
         view: Any
         unknown = False
@@ -292,8 +308,6 @@ class _Walk:
             view, unknown = self._array(value, schema, path, old)
         elif schema.get("type") == "number" and isinstance(value, int):
             view = float(value)
-        elif schema.get("type") == "integer" and isinstance(value, float):
-            view = int(value)
         else:
             view = value
         rules = schema.get("x-kubernetes-validations")
@@ -536,18 +550,18 @@ def validate_object(
     neither ``required`` nor defaulting applies, and a rule that fails only because a field is absent from
     the patch is not reported.
     """
-    body = copy.deepcopy(dict(obj))
+    body = _copy(obj)
     if crd.status_subresource:
         body.pop("status", None)
         if old is not None and isinstance(old.get("status"), Mapping):
-            body["status"] = copy.deepcopy(old["status"])
+            body["status"] = _copy(old["status"])
     schema = crd.schema
     if not patch:
         _default(body, schema)
         if old is not None:
             # The stored object was defaulted when it was written; a previous object read back from a render
             # or from inputs may not be, so default it the same way.
-            old = copy.deepcopy(dict(old))
+            old = _copy(old)
             _default(old, schema)
     walk = _Walk(patch)
     meta_view = _metadata(body.get("metadata"), crd, walk)

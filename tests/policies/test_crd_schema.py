@@ -161,3 +161,122 @@ def test_a_patch_is_judged_as_a_patch() -> None:
     (v,) = run_policy(crd_schema, k.MACHINE_CONFIGURATION.patch_token, patch)
     assert "The API server rejects this server-side-apply patch" in v.message
     assert "manual is required when mode is Manual" in v.message
+
+
+# Each validator removed from the config model (nodefleet/config_karpenter.py, config_hosted.py), the stack
+# change it used to refuse, and the CRD rule that refuses it now, in the CRD's words.
+_POOL = ("autoNode", "nodePools", 0)
+MOVED: list[tuple[str, tuple[Any, ...], Any, str]] = [
+    (
+        "requirement-key-domain",
+        (*_POOL, "requirements"),
+        [{"key": "karpenter.sh/instance-family", "values": ["m6i"]}],
+        'label domain "karpenter.sh" is restricted',
+    ),
+    (
+        "requirement-in-without-values",
+        (*_POOL, "requirements"),
+        [{"key": "karpenter.k8s.aws/instance-size", "values": []}],
+        "evaluating rule: self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)",
+    ),
+    (
+        "requirement-gt-integer",
+        (*_POOL, "requirements"),
+        [{"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["four"]}],
+        "cannot convert string to int evaluating rule",
+    ),
+    (
+        "requirement-min-values",
+        (*_POOL, "requirements"),
+        [{"key": "karpenter.k8s.aws/instance-family", "values": ["m6i"], "minValues": 2}],
+        "requirements with 'minValues' must have at least that many values",
+    ),
+    (
+        "requirement-min-values-bound",
+        (*_POOL, "requirements"),
+        [{"key": "karpenter.k8s.aws/instance-family", "values": ["m6i"] * 51, "minValues": 51}],
+        "should be less than or equal to 50",
+    ),
+    (
+        "label-domain",
+        (*_POOL, "labels"),
+        {"karpenter.sh/team": "a"},
+        'label domain "karpenter.sh" is restricted',
+    ),
+    (
+        "label-hostname",
+        (*_POOL, "labels"),
+        {"kubernetes.io/hostname": "a"},
+        'label "kubernetes.io/hostname" is restricted',
+    ),
+    (
+        "class-tag",
+        ("autoNode", "nodeClasses", 0, "tags"),
+        {"karpenter.sh/nodeclaim": "x"},
+        "tag contains a restricted tag matching karpenter.sh/nodeclaim",
+    ),
+    (
+        "drift-window-duration",
+        (*_POOL, "disruption", "driftWindows"),
+        [{"schedule": "@daily", "duration": "8 hours"}],
+        'duration: Invalid value: "8 hours": should match',
+    ),
+    (
+        "drift-window-nodes",
+        (*_POOL, "disruption", "driftWindows"),
+        [{"schedule": "@daily", "duration": "8h", "nodes": "ten"}],
+        'nodes: Invalid value: "ten": should match',
+    ),
+    (
+        "consolidate-after",
+        (*_POOL, "disruption", "consolidateAfter"),
+        "soon",
+        'consolidateAfter: Invalid value: "soon": should match',
+    ),
+    (
+        "drift-budget",
+        (*_POOL, "disruption", "driftBudget"),
+        "150%",
+        'nodes: Invalid value: "150%": should match',
+    ),
+    ("expire-after", (*_POOL, "expireAfter"), "30d", 'expireAfter: Invalid value: "30d": should match'),
+    (
+        "termination-grace-period",
+        (*_POOL, "terminationGracePeriod"),
+        "1d",
+        'terminationGracePeriod: Invalid value: "1d": should match',
+    ),
+    ("weight", (*_POOL, "weight"), 0, "spec.weight: Invalid value: 0: should be greater than or equal to 1"),
+    ("role-arn", ("autoNode", "roleArn"), "karpenter-role", "roleARN must be a valid AWS IAM role ARN"),
+    (
+        "autoscaling-min-max",
+        ("nodePools", 0, "autoScaling"),
+        {"min": 5, "max": 1},
+        "max must be equal or greater than min",
+    ),
+    (
+        "autoscaling-negative",
+        ("nodePools", 0, "autoScaling"),
+        {"min": -1, "max": 1},
+        "spec.autoScaling.min: Invalid value: -1: should be greater than or equal to 0",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "expected"), [m[1:] for m in MOVED], ids=[m[0] for m in MOVED])
+def test_rules_moved_out_of_the_config_model_are_judged_by_the_crd(
+    path: tuple[Any, ...], value: Any, expected: str
+) -> None:
+    from harness.evaluate import evaluate_run
+    from harness.mockrun import run_program, stack_fleet
+
+    fleet = stack_fleet("hosted")
+    node: Any = fleet["clusters"][0]
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    if path[:2] == ("nodePools", 0):
+        node.pop("replicas", None)
+    run = run_program("hosted", {"nodefleet:fleet": fleet})  # the config model accepts it now
+    found = [v.message for v in evaluate_run(run, [crd_schema]) if v.level == "mandatory"]
+    assert any(expected in m for m in found), found
