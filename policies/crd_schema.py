@@ -132,6 +132,12 @@ def _judge(args: ResourceValidationArgs) -> tuple[list[Finding], str, str, bool]
     return findings, identity, source, patch
 
 
+def _short(rule: str, limit: int = 160) -> str:
+    """A rule as quoted in a message: whole when short, else its start (the CRD's message says the rest)."""
+    text = " ".join(rule.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
     judged = _judge(args)
     if judged is None:
@@ -144,7 +150,7 @@ def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
         where = (
             f" (compared with the {source})" if source and finding.rule and "oldSelf" in finding.rule else ""
         )
-        rule = f"; CRD rule `{finding.rule.strip()}`" if finding.rule else ""
+        rule = f"; CRD rule `{_short(finding.rule)}`" if finding.rule else ""
         report(
             f"{identity}: {finding}{where}. The API server rejects this {what} at apply{rule}; fix the value in "
             "the stack file (or the program) before `pulumi up`.",
@@ -163,7 +169,7 @@ def _validate_unchecked(args: ResourceValidationArgs, report: ReportViolation) -
         if finding.rule:
             where = finding.path or "<root>"
             report(
-                f"{identity}: {where}: rule `{finding.rule.strip()}` not checked: {finding.message}.", None
+                f"{identity}: {where}: rule `{_short(finding.rule)}` not checked: {finding.message}.", None
             )
         else:
             report(f"{identity}: {finding.message}. The API server judges them at `pulumi up`.", None)

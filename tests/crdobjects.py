@@ -52,6 +52,20 @@ def _objects() -> dict[str, dict[str, Any]]:
     return out
 
 
+#: A type token per kind nodefleet writes (``legacy:`` marks HyperShift's legacy EC2NodeClass).
+TOKENS = (
+    k.MACHINE_SET.token,
+    k.MACHINE_CONFIG_POOL.token,
+    k.MACHINE_CONFIGURATION.patch_token,
+    k.HOSTED_CLUSTER.token,
+    k.HYPERSHIFT_NODE_POOL.token,
+    k.OPENSHIFT_EC2_NODE_CLASS.token,
+    k.KARPENTER_NODE_POOL.token,
+    k.EC2_NODE_CLASS.token,
+    "legacy:" + k.EC2_NODE_CLASS.token,
+)
+
+
 def rendered(token: str) -> dict[str, Any]:
     """A fresh copy of the rendered manifest for a type token (``legacy:`` + token: the legacy class)."""
     return copy.deepcopy(_objects()[token])

@@ -12,7 +12,7 @@ import pytest
 from nodefleet import kinds as k
 from nodefleet.crd_schema import UNKNOWN, Finding, escape_property, validate_object
 from nodefleet.crdstore import load_index
-from tests.crdobjects import rendered
+from tests.crdobjects import TOKENS, rendered
 
 Change = Callable[[dict[str, Any]], Any]
 LEGACY = "legacy:" + k.EC2_NODE_CLASS.token
@@ -62,17 +62,7 @@ def _all(*changes: Change) -> Change:
     return change
 
 
-ALL_TOKENS = [
-    k.MACHINE_SET.token,
-    k.MACHINE_CONFIG_POOL.token,
-    k.MACHINE_CONFIGURATION.patch_token,
-    k.HOSTED_CLUSTER.token,
-    k.HYPERSHIFT_NODE_POOL.token,
-    k.OPENSHIFT_EC2_NODE_CLASS.token,
-    k.KARPENTER_NODE_POOL.token,
-    k.EC2_NODE_CLASS.token,
-    LEGACY,
-]
+ALL_TOKENS = list(TOKENS)
 
 
 @pytest.mark.parametrize("token", ALL_TOKENS)

@@ -14,7 +14,7 @@ from pulumi_policy.proxy import UNKNOWN_NUMBER_VALUE
 from nodefleet import kinds as k
 from nodefleet.render_layout import manifest_path
 from policies.crd_schema import crd_schema, crd_schema_unchecked
-from tests.crdobjects import rendered
+from tests.crdobjects import TOKENS, rendered
 from tests.policies.helpers import run_policy
 
 
@@ -24,22 +24,11 @@ def _node_pool(**spec: Any) -> dict[str, Any]:
     return obj
 
 
-@pytest.mark.parametrize(
-    "token",
-    [
-        k.MACHINE_SET.token,
-        k.MACHINE_CONFIG_POOL.token,
-        k.MACHINE_CONFIGURATION.patch_token,
-        k.HOSTED_CLUSTER.token,
-        k.HYPERSHIFT_NODE_POOL.token,
-        k.OPENSHIFT_EC2_NODE_CLASS.token,
-        k.KARPENTER_NODE_POOL.token,
-        k.EC2_NODE_CLASS.token,
-    ],
-)
+@pytest.mark.parametrize("token", TOKENS)
 def test_rendered_objects_pass_both_policies(token: str) -> None:
-    assert run_policy(crd_schema, token, rendered(token)) == []
-    assert run_policy(crd_schema_unchecked, token, rendered(token)) == []
+    resource_type = token.removeprefix("legacy:")
+    assert run_policy(crd_schema, resource_type, rendered(token)) == []
+    assert run_policy(crd_schema_unchecked, resource_type, rendered(token)) == []
 
 
 def test_violation_names_object_field_crd_message_and_rule() -> None:
