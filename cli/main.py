@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from cli import check, ops, render
+from cli import check, crds, ops, render
 from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError
 from cli.roots import add_roots, allowed_roots
 from cli.stacks import add_source
@@ -34,13 +34,14 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m nodefleet check --stack dev\n"
             "  python -m nodefleet check --config-file path/Pulumi.prod.yaml --json\n"
             "  python -m nodefleet render --stack hosted --out /tmp/manifests\n"
-            "  NODEFLEET_RENDER_ROOT=../gitops python -m nodefleet render --config-file prod/Pulumi.prod.yaml\n\n"
+            "  NODEFLEET_RENDER_ROOT=../gitops python -m nodefleet render --config-file prod/Pulumi.prod.yaml\n"
+            "  python -m nodefleet crds coverage\n\n"
             f"{CONTRACT}\n"
             "`pulumi preview --policy-pack policies` stays the gate: it also runs the providers' checks."
         ),
     )
     p.add_argument("--debug", action="store_true", help="on an internal error, print the full traceback")
-    commands = ",".join(("check", "render", *ops.OPERATIONS))
+    commands = ",".join(("check", "render", "crds", *ops.OPERATIONS))
     sub = p.add_subparsers(dest="command", required=True, metavar="{" + commands + "}")
 
     s = sub.add_parser("check", help="run the program under the mock runtime and evaluate the policy pack")
@@ -67,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(run=render.run)
     ops.register(sub)
+
+    crds.add_parser(sub)
     return p
 
 

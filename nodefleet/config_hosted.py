@@ -157,8 +157,9 @@ class OperatorConfiguration(ConfigModel):
 
 
 class AutoScaling(ConfigModel):
-    min: Annotated[int, Field(ge=0)]
-    max: Annotated[int, Field(ge=1)]
+    # Bounds and max >= min are the NodePool CRD's own rules, judged by the crd-schema policy.
+    min: int
+    max: int
 
 
 class HyperShiftNodePoolSpec(ConfigModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pulumi_policy import Policy
 
 from policies.boot_images import boot_image_advice, boot_image_ownership, boot_image_skew
+from policies.crd_schema import crd_schema, crd_schema_unchecked
 from policies.hosted import version_skew
 from policies.karpenter import (
     drift_budget,
@@ -37,4 +38,6 @@ POLICIES: list[Policy] = [
     drift_budget,
     karpenter_provisioning_switch,
     karpenter_operator_fields,
+    crd_schema,
+    crd_schema_unchecked,
 ]

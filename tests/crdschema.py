@@ -1,4 +1,8 @@
-"""Validates manifests against the real CustomResourceDefinitions in ../shared/data/crds."""
+"""Validates manifests against the OpenAPI schemas of the shipped CRDs (``nodefleet/crds/``) with jsonschema.
+
+An independent second opinion on the structural schema only; ``nodefleet.crd_schema`` is what the policy
+pack uses, CEL rules included.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from tests.conftest import SHARED_DATA
+from nodefleet.crdstore import CRD_DIR, SOURCES_FILE
 
 
 def _strip(schema: Any) -> Any:
@@ -26,7 +30,9 @@ def _strip(schema: Any) -> Any:
 @cache
 def _schemas() -> dict[tuple[str, str], dict[str, Any]]:
     found = {}
-    for path in sorted((SHARED_DATA / "crds").glob("*.yaml")):
+    for path in sorted(CRD_DIR.glob("*.yaml")):
+        if path.name == SOURCES_FILE:
+            continue
         crd = yaml.safe_load(path.read_text())
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
         for version in crd["spec"]["versions"]:

@@ -219,12 +219,12 @@ def test_legacy_mode_ignores_exactly_the_controller_owned_fields() -> None:
         (lambda c: c["autoNode"]["nodeClasses"][0].update(name="default"), "rewrites it on every reconcile"),
         (
             lambda c: c["autoNode"]["nodePools"][0].update(
-                requirements=[{"key": "karpenter.sh/instance-size", "values": ["large"]}]
+                requirements=[{"key": "kubernetes.io/os", "operator": "Exists", "values": ["linux"]}]
             ),
-            "restricted karpenter.sh label domain",
+            "takes no values",
         ),
     ],
-    ids=["undeclared-class", "default-class", "karpenter-sh-key"],
+    ids=["undeclared-class", "default-class", "exists-with-values"],
 )
 def test_bad_autonode_config_registers_nothing(change: Any, expected: str) -> None:
     raw = stack_fleet("hosted")

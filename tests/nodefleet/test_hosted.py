@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
-import yaml
-from pydantic import ValidationError
 
 from nodefleet import kinds as k
 from nodefleet.config_hosted import HostedCluster
 from nodefleet.config_karpenter import KarpenterNodePoolSpec
+from nodefleet.crd_schema import validate_object
+from nodefleet.crdstore import load_index
 from nodefleet.hosted import (
     LEGACY_CONTROLLER_OWNED,
     PLACEHOLDER_AMI,
@@ -26,7 +25,6 @@ from nodefleet.hosted import (
     render_legacy_ec2_node_class,
     render_openshift_ec2_node_class,
 )
-from tests.conftest import SHARED_DATA
 from tests.crdschema import _schemas
 from tests.crdschema import validate_manifest as _validate_manifest
 
@@ -335,12 +333,18 @@ def test_openshift_ec2_node_class_pinned_with_own_selectors() -> None:
     assert spec["tags"] == {"workload": "gpu"}
 
 
-def test_node_class_tags_karpenter_manages_are_refused() -> None:
-    """Refused when the config is validated, before any renderer runs."""
+def test_node_class_tags_karpenter_manages_are_refused_by_the_crd() -> None:
+    """The OpenshiftEC2NodeClass CRD's own tag rules refuse them, with its message."""
     raw = hosted_cluster_dict()
     raw["autoNode"]["nodeClasses"][0]["tags"] = {"kubernetes.io/cluster/demo-8h2kq": "owned"}
-    with pytest.raises(ValueError, match="managed by Karpenter"):
-        HostedCluster.model_validate(raw)
+    hc = HostedCluster.model_validate(raw)
+    assert hc.auto_node is not None
+    manifest = render_openshift_ec2_node_class(hc, hc.auto_node.node_classes[0])
+    found = load_index().for_object(k.OPENSHIFT_EC2_NODE_CLASS.api_version, k.OPENSHIFT_EC2_NODE_CLASS.kind)
+    assert found is not None
+    assert [str(f) for f in validate_object(manifest, found)] == [
+        "spec.tags: Invalid value: tag contains a restricted tag matching kubernetes.io/cluster/"
+    ]
 
 
 def test_legacy_ec2_node_class_placeholders() -> None:
@@ -494,41 +498,30 @@ def test_crd_check_catches_bad_hosted_objects() -> None:
         validate_manifest(pool)
 
 
-def _nodepool_key_rules() -> list[str]:
-    crd = yaml.safe_load((SHARED_DATA / "crds" / "karpenter.sh_nodepools.yaml").read_text())
-    key = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
-        "template"
-    ]["properties"]["spec"]["properties"]["requirements"]["items"]["properties"]["key"]
-    return [r["rule"] for r in key.get("x-kubernetes-validations", [])]
-
-
-def test_karpenter_sh_requirement_domain_is_rejected_by_the_config_model() -> None:
-    """The CRD's karpenter.sh domain rule is CEL only, which the JSON-schema check cannot see.
-
-    So: the rule is in the CRD (the API server would refuse the object), ``validate_manifest`` lets the
-    object through (it strips ``x-kubernetes-validations``), and the config model refuses it first.
-    """
-    assert any('endsWith("karpenter.sh")' in rule for rule in _nodepool_key_rules())
-    np = KarpenterNodePoolSpec.model_validate({"name": "ok", "nodeClass": "general"})
-    m = render_karpenter_node_pool(np, annotations={})
-    sneaked = copy.deepcopy(m)
-    sneaked["spec"]["template"]["spec"]["requirements"].append(
-        {"key": "karpenter.sh/instance-family", "operator": "In", "values": ["m6i"]}
+def test_karpenter_sh_requirement_domain_is_rejected_by_the_crds_own_rule() -> None:
+    """The CRD's karpenter.sh domain rule is CEL only: the JSON-schema check cannot see it, the crd-schema
+    validation (the CRD's CEL rules) rejects it with the CRD's message; the config model leaves it to them."""
+    np = KarpenterNodePoolSpec.model_validate(
+        {
+            "name": "bad",
+            "nodeClass": "general",
+            "requirements": [{"key": "karpenter.sh/instance-family", "values": ["m6i"]}],
+        }
     )
+    sneaked = render_karpenter_node_pool(np, annotations={})
     validate_manifest(sneaked)  # CEL-only: not seen by the jsonschema validator
-    with pytest.raises(ValidationError, match=r"restricted karpenter\.sh label domain"):
-        KarpenterNodePoolSpec.model_validate(
-            {
-                "name": "bad",
-                "nodeClass": "general",
-                "requirements": [{"key": "karpenter.sh/instance-family", "values": ["m6i"]}],
-            }
-        )
+    found = load_index().for_object(k.KARPENTER_NODE_POOL.api_version, k.KARPENTER_NODE_POOL.kind)
+    assert found is not None
+    messages = [str(f) for f in validate_object(sneaked, found) if f.blocking]
+    assert messages == [
+        'spec.template.spec.requirements[3].key: Invalid value: label domain "karpenter.sh" is restricted'
+    ]
     # capacity-type is the one allowed key of the domain.
-    KarpenterNodePoolSpec.model_validate(
+    ok = KarpenterNodePoolSpec.model_validate(
         {
             "name": "ok",
             "nodeClass": "general",
             "requirements": [{"key": "karpenter.sh/capacity-type", "values": ["spot"]}],
         }
     )
+    assert validate_object(render_karpenter_node_pool(ok, annotations={}), found) == []

@@ -125,11 +125,8 @@ def test_unhealthy_budgets_only_in_v1_15() -> None:
 @pytest.mark.parametrize(
     ("disruption", "match"),
     [
-        ({"budgets": {"Drifted": "ten"}}, "budgets.Drifted"),
         ({"budgets": {"Expired": "1"}}, "budgets.Expired"),
         ({"driftBudget": "5%", "budgets": {"Drifted": "1"}}, "keep one"),
-        ({"windows": [{"schedule": "daily", "duration": "8h"}]}, "schedule"),
-        ({"windows": [{"schedule": "0 9 * * *", "duration": "30s"}]}, "duration"),
         (
             {"windows": [{"schedule": "0 9 * * *", "duration": "8h", "reasons": ["NodeClassDrift"]}]},
             "reasons",
@@ -142,7 +139,8 @@ def test_bad_budgets_are_refused_by_the_config_model(disruption: dict[str, Any],
         _pool(disruption=disruption)
 
 
-def test_the_crd_rejects_what_the_config_model_refuses() -> None:
+def test_the_crd_rejects_what_the_config_model_refuses_or_leaves_to_it() -> None:
+    """Node counts, schedules and durations are the CRD's patterns alone (judged by crd-schema)."""
     good = _render(disruption={"windows": [{"schedule": "0 9 * * *", "duration": "8h"}]})
     for path, bad in (
         (("budgets", 0, "nodes"), "ten"),

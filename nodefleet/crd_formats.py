@@ -1,0 +1,514 @@
+"""The value parsers the Kubernetes API server validates CRD fields with, ported from their Go sources.
+
+CEL rules call them through the Kubernetes CEL libraries (``isURL``/``url``, ``isIP``/``ip``,
+``isCIDR``/``cidr``, ``isQuantity``/``quantity``, ``format.*``) and OpenAPI ``format`` keywords use some of
+them too. Python's own parsers disagree with Go's in exactly the corners a validator must get right (``ip``
+accepts zones, ``urllib`` accepts ``https://a:b:c/``, quantities have no stdlib parser), so each function
+below follows its Go source, named in its docstring:
+
+- ``net/url.ParseRequestURI`` / ``url.Parse`` (Go standard library) for ``isURL``, ``url()`` and ``uri``;
+- ``net/netip.ParseAddr`` / ``ParsePrefix`` plus the rejections in ``k8s.io/apiserver/pkg/cel/library``
+  ``ip.go`` / ``cidr.go`` (zones, IPv4-mapped IPv6);
+- ``k8s.io/apimachinery/pkg/api/resource.ParseQuantity`` for ``quantity()``;
+- ``k8s.io/apimachinery/pkg/util/validation`` for DNS names, qualified names and label values;
+- ``k8s.io/kube-openapi/pkg/validation/strfmt`` for the ``hostname``, ``date-time`` and ``duration`` formats.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import re2
+
+__all__ = [
+    "GoURL",
+    "Quantity",
+    "dns1123_label_errors",
+    "dns1123_subdomain_errors",
+    "is_date_time",
+    "is_duration",
+    "is_hostname",
+    "label_value_errors",
+    "parse_cidr",
+    "parse_ip",
+    "parse_quantity",
+    "parse_request_uri",
+    "parse_url",
+    "qualified_name_errors",
+    "re2_compile",
+]
+
+
+class FormatError(ValueError):
+    """A value the Go parser rejects; the message is Go's, so it reads like the API server's."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# net/url
+# ---------------------------------------------------------------------------------------------------------
+
+_HEX = "0123456789abcdefABCDEF"
+_HOST_OK = set("!$&'()*+,;=:[]<>\"-_.~")
+_USERINFO_OK = set("-._:~!$&'()*+,;=%@")
+
+
+@dataclass(frozen=True)
+class GoURL:
+    """The parts of a Go ``*url.URL`` the CEL URL library exposes."""
+
+    scheme: str
+    host: str
+    path: str
+    raw_query: str
+    opaque: str = ""
+
+    def query(self) -> dict[str, list[str]]:
+        """``url.Values`` from ``u.Query()``: pairs with a bad escape or a ``;`` are dropped, as in Go."""
+        values: dict[str, list[str]] = {}
+        for part in self.raw_query.split("&"):
+            if not part or ";" in part:
+                continue
+            key, _, value = part.partition("=")
+            try:
+                k, v = _unescape(key, query=True), _unescape(value, query=True)
+            except FormatError:
+                continue
+            values.setdefault(k, []).append(v)
+        return values
+
+
+def _unescape(s: str, *, query: bool = False, host: bool = False) -> str:
+    """Go's ``url.unescape``: every ``%`` must start a two-digit hex escape; hosts allow few characters."""
+    out = bytearray()
+    i = 0
+    raw = s.encode()
+    while i < len(raw):
+        c = raw[i]
+        if c == 0x25:  # %
+            if i + 2 >= len(raw) or chr(raw[i + 1]) not in _HEX or chr(raw[i + 2]) not in _HEX:
+                tail = raw[i : i + 3].decode(errors="replace")
+                raise FormatError(f'invalid URL escape "{tail}"')
+            if host and int(chr(raw[i + 1]), 16) < 8 and raw[i : i + 3] != b"%25":
+                raise FormatError(f'invalid URL escape "{raw[i : i + 3].decode()}"')
+            out.append(int(raw[i + 1 : i + 3].decode(), 16))
+            i += 3
+            continue
+        if c == 0x2B and query:  # +
+            out.append(0x20)
+        else:
+            if host and c < 0x80 and not (chr(c).isalnum() or chr(c) in _HOST_OK):
+                raise FormatError(f'invalid character "{chr(c)}" in host name')
+            out.append(c)
+        i += 1
+    return out.decode(errors="surrogateescape")
+
+
+def _get_scheme(raw: str) -> tuple[str, str]:
+    for i, ch in enumerate(raw):
+        if ch.isascii() and ch.isalpha():
+            continue
+        if ch.isascii() and (ch.isdigit() or ch in "+-."):
+            if i == 0:
+                return "", raw
+            continue
+        if ch == ":":
+            if i == 0:
+                raise FormatError("missing protocol scheme")
+            return raw[:i], raw[i + 1 :]
+        return "", raw  # an invalid character: no scheme
+    return "", raw
+
+
+def _valid_optional_port(port: str) -> bool:
+    if port == "":
+        return True
+    return port[0] == ":" and all(c.isascii() and c.isdigit() for c in port[1:])
+
+
+def _parse_host(host: str) -> str:
+    if host.startswith("["):
+        i = host.rfind("]")
+        if i < 0:
+            raise FormatError("missing ']' in host")
+        colon_port = host[i + 1 :]
+        if not _valid_optional_port(colon_port):
+            raise FormatError(f'invalid port "{colon_port}" after host')
+    else:
+        i = host.rfind(":")
+        if i != -1 and not _valid_optional_port(host[i:]):
+            raise FormatError(f'invalid port "{host[i:]}" after host')
+    return _unescape(host, host=True)
+
+
+def _parse_authority(authority: str) -> str:
+    i = authority.rfind("@")
+    if i < 0:
+        return _parse_host(authority)
+    host = _parse_host(authority[i + 1 :])
+    userinfo = authority[:i]
+    if not all(c.isascii() and (c.isalnum() or c in _USERINFO_OK) for c in userinfo):
+        raise FormatError("net/url: invalid userinfo")
+    _unescape(userinfo)
+    return host
+
+
+def _parse(raw: str, via_request: bool) -> GoURL:
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in raw):
+        raise FormatError("net/url: invalid control character in URL")
+    if raw == "" and via_request:
+        raise FormatError("empty url")
+    if raw == "*":
+        return GoURL("", "", "*", "")
+    scheme, rest = _get_scheme(raw)
+    scheme = scheme.lower()
+    if rest.endswith("?") and rest.count("?") == 1:
+        rest, query = rest[:-1], ""
+    else:
+        rest, _, query = rest.partition("?")
+    if not rest.startswith("/"):
+        if scheme:
+            return GoURL(scheme, "", "", query, opaque=rest)
+        if via_request:
+            raise FormatError("invalid URI for request")
+        segment = rest.split("/", 1)[0]
+        if ":" in segment:
+            raise FormatError("first path segment in URL cannot contain colon")
+    host = ""
+    if (scheme or (not via_request and not rest.startswith("///"))) and rest.startswith("//"):
+        authority, slash, tail = rest[2:].partition("/")
+        rest = slash + tail
+        host = _parse_authority(authority)
+    _unescape(rest)
+    return GoURL(scheme, host, rest, query)
+
+
+def parse_request_uri(raw: str) -> GoURL:
+    """Go's ``url.ParseRequestURI``: an absolute URI or an absolute path, no fragment split."""
+    try:
+        return _parse(raw, True)
+    except FormatError as e:
+        raise FormatError(f'parse "{raw}": {e}') from None
+
+
+def parse_url(raw: str) -> GoURL:
+    """What the CEL ``url()`` function returns: ``ParseRequestURI`` to validate, ``url.Parse`` for the parts."""
+    parse_request_uri(raw)
+    without_fragment, _, _ = raw.partition("#")
+    return _parse(without_fragment, False)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# net/netip, with the CEL library's rejections
+# ---------------------------------------------------------------------------------------------------------
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def parse_ip(raw: str) -> IPAddress:
+    """``ip()`` / ``isIP()``: IPv4 (no leading zeros) or IPv6; zones and IPv4-mapped IPv6 are rejected."""
+    if "%" in raw:
+        raise FormatError(f'IP address "{raw}" with zone value is not allowed')
+    try:
+        addr = ipaddress.ip_address(raw)
+    except ValueError:
+        raise FormatError(f'IP Address "{raw}" parse error during conversion from string') from None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        raise FormatError(f'IPv4-mapped IPv6 address "{raw}" is not allowed')
+    return addr
+
+
+_BITS = re.compile(r"^(0|[1-9][0-9]{0,2})$")
+
+
+def parse_cidr(raw: str) -> tuple[IPAddress, int]:
+    """``cidr()`` / ``isCIDR()``: ``netip.ParsePrefix`` (host bits may be set; ``masked()`` clears them)."""
+    addr_text, slash, bits_text = raw.partition("/")
+    if not slash:
+        raise FormatError(f'network address parse error during conversion from string: no "/" in "{raw}"')
+    if not _BITS.match(bits_text):
+        raise FormatError(f'network address parse error during conversion from string: bad bits in "{raw}"')
+    addr = parse_ip(addr_text)
+    bits = int(bits_text)
+    if bits > addr.max_prefixlen:
+        raise FormatError(
+            f'network address parse error during conversion from string: bits too large in "{raw}"'
+        )
+    return addr, bits
+
+
+# ---------------------------------------------------------------------------------------------------------
+# resource.Quantity
+# ---------------------------------------------------------------------------------------------------------
+
+_DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_SI = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_SUFFIX_CHARS = set("eEinumkKMGTP")
+_MAX_INT64 = 2**63 - 1
+_FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+@dataclass(frozen=True, order=True)
+class Quantity:
+    """An exact quantity value; ``compareTo`` is ``Quantity.Cmp`` on it."""
+
+    value: Fraction
+
+
+def _scan_quantity(s: str) -> tuple[bool, str, str, str]:
+    """Go's ``parseQuantityString``: (positive, numerator, denominator, suffix)."""
+    positive, pos, end = True, 0, len(s)
+    if s[:1] == "-":
+        positive, pos = False, 1
+    elif s[:1] == "+":
+        pos = 1
+    while pos < end and s[pos] == "0":
+        pos += 1
+    if pos >= end:
+        return positive, "0", "", ""
+    start = pos
+    while pos < end and s[pos].isascii() and s[pos].isdigit():
+        pos += 1
+    num = s[start:pos] or "0"
+    denom = ""
+    if pos < end and s[pos] == ".":
+        pos += 1
+        start = pos
+        while pos < end and s[pos].isascii() and s[pos].isdigit():
+            pos += 1
+        denom = s[start:pos]
+    suffix_start = pos
+    while pos < end and s[pos] in _SUFFIX_CHARS:
+        pos += 1
+    if pos < end and s[pos] in "+-":
+        pos += 1
+    while pos < end and s[pos].isascii() and s[pos].isdigit():
+        pos += 1
+    if pos < end:
+        raise FormatError(_FORMAT_WRONG)
+    return positive, num, denom, s[suffix_start:end]
+
+
+def _interpret_suffix(suffix: str) -> tuple[int, int, bool] | None:
+    """(base, exponent, binary) for a quantity suffix, as ``quantitySuffixer.interpret``; None if unknown."""
+    if suffix in _DECIMAL_SI:
+        return 10, _DECIMAL_SI[suffix], False
+    if suffix in _BINARY_SI:
+        return 2, _BINARY_SI[suffix], True
+    if len(suffix) > 1 and suffix[0] in "eE":
+        exponent = suffix[1:]
+        if re.fullmatch(r"[+-]?[0-9]+", exponent) and abs(int(exponent)) < 2**31:
+            return 10, int(exponent), False
+    return None
+
+
+def parse_quantity(s: str) -> Quantity:
+    """``resource.ParseQuantity``: exact value, rounded up to nano units and capped as the Go code does."""
+    if not s:
+        raise FormatError(_FORMAT_WRONG)
+    if s == "0":
+        return Quantity(Fraction(0))
+    positive, num, denom, suffix = _scan_quantity(s)
+    interpreted = _interpret_suffix(suffix)
+    if interpreted is None:
+        raise FormatError("unable to parse quantity's suffix")
+    base, exponent, binary = interpreted
+    magnitude = Fraction(int(num + denom or "0"), 10 ** len(denom)) * Fraction(base) ** exponent
+    # Values finer than a nano unit are rounded away from zero (resource.ParseQuantity, inf.RoundUp) and
+    # binary quantities are capped at the int64 maximum.
+    nanos = magnitude * 10**9
+    if nanos.denominator != 1:
+        magnitude = Fraction(nanos.numerator // nanos.denominator + 1, 10**9)
+    if binary and magnitude > _MAX_INT64:
+        magnitude = Fraction(_MAX_INT64)
+    return Quantity(magnitude if positive else -magnitude)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# k8s.io/apimachinery/pkg/util/validation
+# ---------------------------------------------------------------------------------------------------------
+
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_LABEL = re.compile(f"^{_DNS1123_LABEL_FMT}$")
+_DNS1123_SUBDOMAIN = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
+_QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QNAME = re.compile(f"^{_QNAME_FMT}$")
+_LABEL_VALUE_FMT = f"({_QNAME_FMT})?"
+_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """``IsDNS1123Subdomain`` (also ``format.dns1123Subdomain()`` and custom resource names)."""
+    errs = []
+    if len(value) > 253:
+        errs.append("must be no more than 253 characters")
+    if not _DNS1123_SUBDOMAIN.match(value):
+        errs.append(
+            _regex_error(
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+                "and must start and end with an alphanumeric character",
+                _DNS1123_SUBDOMAIN_FMT,
+                "example.com",
+            )
+        )
+    return errs
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """``IsDNS1123Label`` (namespaces)."""
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _DNS1123_LABEL.match(value):
+        errs.append(
+            _regex_error(
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+                "start and end with an alphanumeric character",
+                _DNS1123_LABEL_FMT,
+                "my-name",
+                "123-abc",
+            )
+        )
+    return errs
+
+
+_QNAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+    "character"
+)
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """``IsQualifiedName``: label and annotation keys, ``[prefix/]name``."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs += [f"prefix part {m}" for m in dns1123_subdomain_errors(prefix)]
+    else:
+        return [
+            "a qualified name "
+            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if not _QNAME.match(name):
+        errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
+    return errs
+
+
+def label_value_errors(value: str) -> list[str]:
+    """``IsValidLabelValue``."""
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.match(value):
+        errs.append(
+            _regex_error(
+                "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+                "and must start and end with an alphanumeric character",
+                _LABEL_VALUE_FMT,
+                "MyValue",
+                "my_value",
+                "12345",
+            )
+        )
+    return errs
+
+
+# ---------------------------------------------------------------------------------------------------------
+# kube-openapi strfmt: the string formats these CRDs declare
+# ---------------------------------------------------------------------------------------------------------
+
+
+def re2_compile(pattern: str) -> Any:
+    """An RE2 program with room for the large Unicode classes Go's ``regexp`` compiles without complaint."""
+    options = re2.Options()
+    options.max_mem = 64 << 20
+    options.log_errors = False
+    return re2.compile(pattern, options)
+
+
+_HOSTNAME = re2_compile(
+    r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}"
+    r"[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z0-9\p{S}\p{L}])(-?[a-zA-Z0-9\p{S}\p{L}]){1,62})$"
+)
+
+
+def is_hostname(value: str) -> bool:
+    """strfmt ``IsHostname``: the pattern, at most 255 bytes, labels of at most 63 bytes."""
+    if not _HOSTNAME.search(value) or len(value.encode()) > 255:
+        return False
+    return all(len(p.encode()) <= 63 for p in value.split("."))
+
+
+_DATE = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})$")
+_TIME = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
+
+
+def _is_date(value: str) -> bool:
+    import datetime
+
+    m = _DATE.match(value)
+    if not m:
+        return False
+    try:
+        datetime.date(int(m[1]), int(m[2]), int(m[3]))
+    except ValueError:
+        return False
+    return True
+
+
+def is_date_time(value: str) -> bool:
+    """strfmt ``IsDateTime``: an RFC 3339 date, ``T``, and a time with a zone."""
+    if len(value) < 4:
+        return False
+    parts = value.lower().split("t")
+    if len(parts) < 2 or not _is_date(parts[0]):
+        return False
+    m = _TIME.match(parts[1])
+    return m is not None and m[1] <= "23" and m[2] <= "59" and m[3] <= "59"
+
+
+_GO_DURATION = re.compile(r"^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$|^[-+]?0$")
+_LOOSE_DURATION = re.compile(r"((\d+)\s*([A-Za-zµ]+))")
+_DURATION_UNITS = (
+    ("ns", "nano"),
+    ("us", "µs", "micro"),
+    ("ms", "milli"),
+    ("s", "sec"),
+    ("m", "min"),
+    ("h", "hr", "hour"),
+    ("d", "day"),
+    ("w", "wk", "week"),
+)
+
+
+def is_duration(value: str) -> bool:
+    """strfmt ``ParseDuration``: Go's ``time.ParseDuration`` syntax, else ``<n> <unit>`` pairs."""
+    if _GO_DURATION.match(value):
+        return True
+    for match in _LOOSE_DURATION.finditer(value):
+        unit = match[3].strip().lower()
+        for variants in _DURATION_UNITS:
+            last = len(variants) - 1
+            if any((i == last and unit.startswith(v)) or v == unit for i, v in enumerate(variants)):
+                return True
+    return False

@@ -1,0 +1,699 @@
+"""An object judged the way the API server judges a custom resource: structural schema, then CEL rules.
+
+The order and the semantics follow ``k8s.io/apiextensions-apiserver`` (customresource ``strategy.go``,
+``schema/defaulting``, ``schema/pruning``, ``schema/listtype``, ``schema/cel/validation.go``):
+
+1. ``status`` is dropped when the CRD has a status subresource (a create cannot set it; an update keeps the
+   stored status, so the previous object's ``status`` is carried over when it is known).
+2. ``null`` in a non-nullable field is pruned; ``default`` values are applied (not for server-side-apply
+   patches, whose missing fields the live object supplies).
+3. The OpenAPI value validations: ``type`` (``x-kubernetes-int-or-string``), ``enum``, ``pattern`` (RE2, as
+   Go's ``regexp``), lengths, bounds, item and property counts, ``required``, the string ``format``\\ s the
+   CRDs declare, ``anyOf``/``allOf``/``oneOf``/``not``; fields the schema does not declare are reported,
+   since pruning would silently drop them (``x-kubernetes-preserve-unknown-fields`` keeps them); set and map
+   lists are checked for duplicates and missing keys; ``metadata`` is checked as ObjectMeta (name, labels,
+   annotations).
+4. If no value had the wrong type (the API server skips CEL then), every ``x-kubernetes-validations`` rule
+   on a node present in the object is evaluated with ``self`` bound at that node. Transition rules (those
+   reading ``oldSelf``) run only where the previous object is known and the node correlates with it
+   (object fields, map values, ``list-type: map`` items by key; not items of atomic or set lists); without a
+   previous object they are skipped as on a create, unless the rule sets ``optionalOldSelf``.
+
+Values unknown during a preview are represented by :data:`UNKNOWN`: checks on them are skipped, and a rule
+whose ``self`` or ``oldSelf`` contains one is reported as "cannot evaluate", never passed silently.
+What this does not reproduce: validation ratcheting (an unchanged invalid value is still reported, as a
+fresh install would refuse it), order-insensitive equality of set and map lists in CEL, and CEL cost limits.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from nodefleet import crd_cel, crd_formats
+from nodefleet.crdstore import CrdVersion
+
+__all__ = ["UNKNOWN", "Finding", "escape_property", "validate_object"]
+
+
+class _Unknown:
+    """A value the engine does not know yet during a preview."""
+
+    def __repr__(self) -> str:
+        return "<unknown during preview>"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Unknown:
+        return self
+
+
+UNKNOWN = _Unknown()
+_ABSENT: Any = crd_cel._ABSENT
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the API server would reject (``blocking``), or could not be judged here (not blocking)."""
+
+    path: str
+    message: str
+    blocking: bool
+    rule: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path or '<root>'}: {self.message}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CEL property-name escaping (k8s.io/apiserver/pkg/cel/escaping.go)
+# ---------------------------------------------------------------------------------------------------------
+
+_CEL_RESERVED = frozenset(
+    [
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ]
+)
+_ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+
+
+@cache
+def escape_property(name: str) -> str | None:
+    """How CEL sees an object property named ``name``; None when the API server makes it inaccessible."""
+    if not name or name[0].isdigit():
+        return None
+    if name in _CEL_RESERVED:
+        return f"__{name}__"
+    out, i = [], 0
+    while i < len(name):
+        if name.startswith("__", i):
+            out.append(_ESCAPES["__"])
+            i += 2
+            continue
+        ch = name[i]
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isascii() and (ch.isalnum() or ch == "_"):
+            out.append(ch)
+        else:
+            return None
+        i += 1
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _copy(value: Any) -> Any:
+    """A copy of JSON-shaped data (a few times faster than ``copy.deepcopy``, which this path is hot for)."""
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, Sequence):
+        return "array"
+    return type(value).__name__
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = json.dumps(value, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _is_integral(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and math.isfinite(value) and value.is_integer()
+    )
+
+
+def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
+    if schema.get("x-kubernetes-int-or-string"):
+        return isinstance(value, str) or _is_integral(value)
+    kind = schema.get("type")
+    if kind is None:
+        return True
+    if kind == "object":
+        return isinstance(value, Mapping)
+    if kind == "array":
+        return isinstance(value, list | tuple)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "integer":
+        return _is_integral(value)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    return True
+
+
+@cache
+def _regex(pattern: str) -> Any:
+    return crd_formats.re2_compile(pattern)
+
+
+_FORMATS = {
+    "hostname": crd_formats.is_hostname,
+    "date-time": crd_formats.is_date_time,
+    "datetime": crd_formats.is_date_time,
+    "duration": crd_formats.is_duration,
+}
+
+
+def _format_ok(fmt: str, value: str) -> bool | None:
+    """Whether ``value`` is valid in string format ``fmt``; None when this validator does not know ``fmt``."""
+    if fmt == "uri":
+        try:
+            crd_formats.parse_request_uri(value)
+        except crd_formats.FormatError:
+            return False
+        return True
+    check = _FORMATS.get(fmt)
+    return check(value) if check else None
+
+
+def _list_key(item: Mapping[str, Any], keys: Sequence[str]) -> str:
+    return json.dumps({k: item.get(k) for k in keys}, sort_keys=True, default=repr)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# defaulting and null pruning (schema/defaulting: PruneNonNullableNullsWithoutDefaults, Default)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _default(value: Any, schema: Mapping[str, Any]) -> None:
+    if isinstance(value, dict):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        for key, sub in props.items():
+            if key in value and value[key] is None and not sub.get("nullable"):
+                del value[key]
+            if key not in value and "default" in sub:
+                value[key] = _copy(sub["default"])
+        addl = schema.get("additionalProperties")
+        for key, item in list(value.items()):
+            sub = props.get(key) or (addl if isinstance(addl, Mapping) else None)
+            if sub is not None:
+                _default(item, sub)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for item in value:
+                _default(item, items)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the walk
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Site:
+    path: str
+    rules: Sequence[Mapping[str, Any]]
+    schema: Mapping[str, Any]
+    view: Any
+    unknown: bool
+    old: Any  # raw previous value, or _ABSENT when not correlatable / not known
+
+
+class _Walk:
+    def __init__(self, patch: bool) -> None:
+        self.patch = patch
+        self.findings: list[Finding] = []
+        self.sites: list[_Site] = []
+        self.type_errors = False
+        #: Paths of values unknown during preview, and the rules (path, rule) they kept from being evaluated.
+        self.unknown_paths: list[str] = []
+        self.unknown_rules: list[tuple[str, str]] = []
+
+    def fail(self, path: str, message: str) -> None:
+        self.findings.append(Finding(path, message, True))
+
+    def walk(self, value: Any, schema: Mapping[str, Any], path: str, old: Any) -> tuple[Any, bool]:
+        """Validate ``value`` against ``schema``; return its CEL view and whether it holds unknowns."""
+        if value is UNKNOWN:
+            self.unknown_paths.append(path)
+            return UNKNOWN, True
+        if value is None:
+            # Non-nullable nulls were pruned before; a nullable one validates as null.
+            return None, False
+        if not _type_ok(value, schema):
+            self.type_errors = True
+            expected = "integer or string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
+            self.fail(
+                path, f"Invalid value: {_shown(value)}: must be of type {expected}, not {_json_type(value)}"
+            )
+            return value, False
+        if (
+            isinstance(value, float)
+            and value.is_integer()
+            and (schema.get("type") == "integer" or schema.get("x-kubernetes-int-or-string"))
+        ):
+            value = int(
+                value
+            )  # the engine carries every number as a float; the API server sees JSON 1, not 1.0
+        self._values(value, schema, path)
+        view: Any
+        unknown = False
+        if isinstance(value, Mapping):
+            view, unknown = self._object(value, schema, path, old)
+        elif isinstance(value, list | tuple):
+            view, unknown = self._array(value, schema, path, old)
+        elif schema.get("type") == "number" and isinstance(value, int):
+            view = float(value)
+        else:
+            view = value
+        rules = schema.get("x-kubernetes-validations")
+        if rules:
+            self.sites.append(_Site(path, rules, schema, view, unknown, old))
+        return view, unknown
+
+    # --- value validations ---------------------------------------------------------------------------------
+
+    def _values(self, value: Any, schema: Mapping[str, Any], path: str) -> None:
+        if "enum" in schema and value not in schema["enum"]:
+            allowed = ", ".join(_shown(v) for v in schema["enum"])
+            self.fail(path, f"Unsupported value: {_shown(value)}: supported values: {allowed}")
+        if isinstance(value, str):
+            self._string(value, schema, path)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            self._number(value, schema, path)
+        # Structural schemas keep only value validations under the combinators (and the int-or-string types).
+        for sub in schema.get("allOf") or ():
+            self._values(value, sub, path)
+        if "anyOf" in schema and not any(self._branch_ok(value, sub) for sub in schema["anyOf"]):
+            self.fail(path, f"Invalid value: {_shown(value)}: must validate at least one schema (anyOf)")
+        if "oneOf" in schema and sum(self._branch_ok(value, sub) for sub in schema["oneOf"]) != 1:
+            self.fail(path, f"Invalid value: {_shown(value)}: must validate one and only one schema (oneOf)")
+        if "not" in schema and self._branch_ok(value, schema["not"]):
+            self.fail(path, f"Invalid value: {_shown(value)}: must not validate the schema (not)")
+
+    def _branch_ok(self, value: Any, sub: Mapping[str, Any]) -> bool:
+        if not _type_ok(value, sub):
+            return False
+        probe = _Walk(self.patch)
+        probe._values(value, sub, "")
+        return not probe.findings
+
+    def _string(self, value: str, schema: Mapping[str, Any], path: str) -> None:
+        if "maxLength" in schema and len(value) > int(schema["maxLength"]):
+            self.fail(path, f"Too long: may not be more than {schema['maxLength']} characters ({len(value)})")
+        if "minLength" in schema and len(value) < int(schema["minLength"]):
+            self.fail(
+                path, f"Invalid value: {_shown(value)}: should be at least {schema['minLength']} chars long"
+            )
+        pattern = schema.get("pattern")
+        if pattern is not None and not _regex(pattern).search(value):
+            self.fail(path, f"Invalid value: {_shown(value)}: should match '{pattern}'")
+        fmt = schema.get("format")
+        if fmt and _format_ok(str(fmt), value) is False:
+            self.fail(path, f"Invalid value: {_shown(value)}: must be of format {fmt}")
+
+    def _number(self, value: float, schema: Mapping[str, Any], path: str) -> None:
+        if "minimum" in schema:
+            low = schema["minimum"]
+            if value < low or (schema.get("exclusiveMinimum") and value == low):
+                op = "greater than" if schema.get("exclusiveMinimum") else "greater than or equal to"
+                self.fail(path, f"Invalid value: {_shown(value)}: should be {op} {low}")
+        if "maximum" in schema:
+            high = schema["maximum"]
+            if value > high or (schema.get("exclusiveMaximum") and value == high):
+                op = "less than" if schema.get("exclusiveMaximum") else "less than or equal to"
+                self.fail(path, f"Invalid value: {_shown(value)}: should be {op} {high}")
+        step = schema.get("multipleOf")
+        if step and (value / step) != int(value / step):
+            self.fail(path, f"Invalid value: {_shown(value)}: should be a multiple of {step}")
+
+    # --- objects -------------------------------------------------------------------------------------------
+
+    def _object(
+        self, value: Mapping[str, Any], schema: Mapping[str, Any], path: str, old: Any
+    ) -> tuple[dict[str, Any], bool]:
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        embedded = bool(schema.get("x-kubernetes-embedded-resource"))
+        old_map = old if isinstance(old, Mapping) else None
+        if not self.patch:
+            for key in schema.get("required") or ():
+                if key not in value:
+                    self.fail(_child(path, key), "Required value")
+        count = len(value)
+        if "minProperties" in schema and count < int(schema["minProperties"]):
+            self.fail(
+                path, f"Invalid value: {count} properties: should have at least {schema['minProperties']}"
+            )
+        if "maxProperties" in schema and count > int(schema["maxProperties"]):
+            self.fail(path, f"Too many: {count}: must have at most {schema['maxProperties']} properties")
+        view: dict[str, Any] = {}
+        unknown = False
+        for key, item in value.items():
+            old_item = old_map.get(key, _ABSENT) if old_map is not None else _ABSENT
+            if key in props:
+                child_view, child_unknown = self.walk(item, props[key], _child(path, key), old_item)
+                name = escape_property(key)
+                if name is not None:
+                    view[name] = child_view
+            elif isinstance(addl, Mapping):
+                child_view, child_unknown = self.walk(item, addl, f"{path}[{key}]", old_item)
+                view[key] = child_view
+            elif addl is True or preserve or (embedded and key in ("apiVersion", "kind", "metadata")):
+                view[key], child_unknown = item, _holds_unknown(item)
+            else:
+                self.fail(
+                    _child(path, key),
+                    f'unknown field "{key}": the CRD schema does not declare it, so the API server drops it '
+                    "(pruning) or, under fieldValidation=Strict, rejects the request",
+                )
+                continue
+            unknown = unknown or child_unknown
+        return view, unknown
+
+    # --- arrays --------------------------------------------------------------------------------------------
+
+    def _array(
+        self, value: Sequence[Any], schema: Mapping[str, Any], path: str, old: Any
+    ) -> tuple[list[Any], bool]:
+        n = len(value)
+        if "minItems" in schema and n < int(schema["minItems"]):
+            self.fail(path, f"Invalid value: {n} items: should have at least {schema['minItems']} items")
+        if "maxItems" in schema and n > int(schema["maxItems"]):
+            self.fail(path, f"Too many: {n}: must have at most {schema['maxItems']} items")
+        list_type = schema.get("x-kubernetes-list-type")
+        keys: Sequence[str] = schema.get("x-kubernetes-list-map-keys") or ()
+        items_schema: Mapping[str, Any] = schema.get("items") or {}
+        old_by_key: dict[str, Any] = {}
+        if list_type == "map" and isinstance(old, Sequence) and not isinstance(old, str):
+            old_by_key = {_list_key(o, keys): o for o in old if isinstance(o, Mapping)}
+        seen: set[str] = set()
+        view: list[Any] = []
+        unknown = False
+        for i, item in enumerate(value):
+            item_path = f"{path}[{i}]"
+            old_item: Any = _ABSENT
+            if item is not UNKNOWN and list_type == "map" and isinstance(item, Mapping):
+                missing = [
+                    k
+                    for k in keys
+                    if k not in item and "default" not in (items_schema.get("properties") or {}).get(k, {})
+                ]
+                for k in missing:
+                    self.fail(
+                        _child(item_path, k),
+                        "Required value: a key of this map list (x-kubernetes-list-map-keys)",
+                    )
+                if not missing and not any(item.get(k) is UNKNOWN for k in keys):
+                    key = _list_key(item, keys)
+                    if key in seen:
+                        self.fail(item_path, f"Duplicate value: {key}")
+                    seen.add(key)
+                    old_item = old_by_key.get(key, _ABSENT)
+            elif item is not UNKNOWN and list_type == "set" and not _holds_unknown(item):
+                key = json.dumps(item, sort_keys=True, default=repr)
+                if key in seen:
+                    self.fail(item_path, f"Duplicate value: {_shown(item)}")
+                seen.add(key)
+            item_view, item_unknown = self.walk(item, items_schema, item_path, old_item)
+            view.append(item_view)
+            unknown = unknown or item_unknown
+        return view, unknown
+
+
+def _holds_unknown(value: Any) -> bool:
+    if value is UNKNOWN:
+        return True
+    if isinstance(value, Mapping):
+        return any(_holds_unknown(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_unknown(v) for v in value)
+    return False
+
+
+def _view(value: Any, schema: Mapping[str, Any]) -> Any:
+    """The CEL view of a previous value (``oldSelf``), converted as :meth:`_Walk.walk` converts ``self``."""
+    walk = _Walk(patch=True)
+    view, _ = walk.walk(value, schema, "", _ABSENT)
+    return view
+
+
+# ---------------------------------------------------------------------------------------------------------
+# metadata (apimachinery ValidateObjectMeta, the parts a manifest can get wrong)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _metadata(meta: Any, crd: CrdVersion, walk: _Walk) -> dict[str, Any]:
+    if meta is UNKNOWN or meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        walk.type_errors = True
+        walk.fail("metadata", f"Invalid value: {_shown(meta)}: must be of type object")
+        return {}
+    name = meta.get("name")
+    if isinstance(name, str):
+        for err in crd_formats.dns1123_subdomain_errors(name):
+            walk.fail("metadata.name", f"Invalid value: {_shown(name)}: {err}")
+    namespace = meta.get("namespace")
+    if isinstance(namespace, str) and crd.crd.scope == "Namespaced":
+        for err in crd_formats.dns1123_label_errors(namespace):
+            walk.fail("metadata.namespace", f"Invalid value: {_shown(namespace)}: {err}")
+    for field, check_values in (("labels", True), ("annotations", False)):
+        entries = meta.get(field)
+        if entries is UNKNOWN or entries is None:
+            continue
+        if not isinstance(entries, Mapping):
+            walk.fail(f"metadata.{field}", f"Invalid value: {_shown(entries)}: must be a map of strings")
+            continue
+        for key, item in entries.items():
+            key_text = str(key) if field == "labels" else str(key).lower()
+            for err in crd_formats.qualified_name_errors(key_text):
+                walk.fail(f"metadata.{field}", f"Invalid value: {_shown(key)}: {err}")
+            if check_values and isinstance(item, str):
+                for err in crd_formats.label_value_errors(item):
+                    walk.fail(f"metadata.{field}[{key}]", f"Invalid value: {_shown(item)}: {err}")
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping):
+        size = sum(len(str(k)) + len(str(v)) for k, v in annotations.items() if v is not UNKNOWN)
+        if size > 256 * 1024:
+            walk.fail("metadata.annotations", f"Too long: must have at most 262144 bytes ({size})")
+    return {key: meta[key] for key in ("name", "generateName") if isinstance(meta.get(key), str)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# entry point
+# ---------------------------------------------------------------------------------------------------------
+
+_REASONS = {
+    "FieldValueForbidden": "Forbidden",
+    "FieldValueRequired": "Required value",
+    "FieldValueDuplicate": "Duplicate value",
+}
+
+
+def validate_object(
+    obj: Mapping[str, Any],
+    crd: CrdVersion,
+    *,
+    old: Mapping[str, Any] | None = None,
+    patch: bool = False,
+) -> list[Finding]:
+    """Everything the API server would reject in ``obj`` (an object of ``crd``), plus what cannot be judged.
+
+    ``old`` is the previous object (the stored one on an update), which enables transition rules; ``patch``
+    marks a server-side-apply patch: a partial object whose missing fields the live object supplies, so
+    neither ``required`` nor defaulting applies, and a rule that fails only because a field is absent from
+    the patch is not reported.
+    """
+    body = _copy(obj)
+    if crd.status_subresource:
+        body.pop("status", None)
+        if old is not None and isinstance(old.get("status"), Mapping):
+            body["status"] = _copy(old["status"])
+    schema = crd.schema
+    if not patch:
+        _default(body, schema)
+        if old is not None:
+            # The stored object was defaulted when it was written; a previous object read back from a render
+            # or from inputs may not be, so default it the same way.
+            old = _copy(old)
+            _default(old, schema)
+    walk = _Walk(patch)
+    meta_view = _metadata(body.get("metadata"), crd, walk)
+    root_view: dict[str, Any] = {}
+    unknown = False
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    for key, value in body.items():
+        if key == "metadata":
+            root_view["metadata"] = meta_view
+            continue
+        old_value = old.get(key, _ABSENT) if old is not None else _ABSENT
+        if key in ("apiVersion", "kind"):
+            root_view[key] = value
+        elif key == "status" and crd.status_subresource:
+            # The stored status, carried over: input to root rules, not the object's author's to fix.
+            root_view[key] = _view(value, props.get(key) or {})
+        elif key in props:
+            view, child_unknown = walk.walk(value, props[key], key, old_value)
+            name = escape_property(key)
+            if name is not None:
+                root_view[name] = view
+            unknown = unknown or child_unknown
+        elif not schema.get("x-kubernetes-preserve-unknown-fields"):
+            walk.fail(
+                key,
+                f'unknown field "{key}": the CRD schema does not declare it, so the API server drops it (pruning) '
+                "or, under fieldValidation=Strict, rejects the request",
+            )
+    if not patch:
+        for key in schema.get("required") or ():
+            if key not in body and key not in ("apiVersion", "kind", "metadata"):
+                walk.fail(key, "Required value")
+    if schema.get("x-kubernetes-validations"):
+        walk.sites.append(
+            _Site(
+                "",
+                schema["x-kubernetes-validations"],
+                schema,
+                root_view,
+                unknown,
+                old if old is not None else _ABSENT,
+            )
+        )
+    if walk.type_errors:
+        walk.findings.append(
+            Finding(
+                "",
+                "some validation rules were not checked because the object was invalid; correct the existing "
+                "errors to complete validation",
+                True,
+            )
+        )
+        return walk.findings
+    for site in walk.sites:
+        _evaluate_site(site, walk, patch)
+    if walk.unknown_rules:
+        rules = "; ".join(f"`{rule.strip()}` at {path or '<root>'}" for path, rule in walk.unknown_rules)
+        fields = ", ".join(walk.unknown_paths) or "metadata"
+        walk.findings.append(
+            Finding(
+                "",
+                f"{len(walk.unknown_rules)} rule(s) not evaluated during preview because {fields} is unknown "
+                f"until apply: {rules}",
+                False,
+            )
+        )
+    return walk.findings
+
+
+def _old_view(site: _Site) -> Any:
+    if site.path == "" and isinstance(site.old, Mapping):
+        return _root_view(site.old, site.schema)
+    return _view(site.old, site.schema)
+
+
+def _evaluate_site(site: _Site, walk: _Walk, patch: bool) -> None:
+    old_view: Any = _ABSENT
+    old_unknown = False
+    for spec in site.rules:
+        rule = crd_cel.compile_rule(spec)
+        if rule.transition and site.old is _ABSENT and not rule.optional_old_self:
+            continue  # as on a create: transition rules need the previous value
+        if site.unknown:
+            walk.unknown_rules.append((site.path, rule.rule))
+            continue
+        old_arg: Any = _ABSENT
+        if rule.transition and site.old is not _ABSENT:
+            if old_view is _ABSENT:
+                old_unknown = _holds_unknown(site.old)
+                old_view = _old_view(site)
+            if old_unknown:
+                walk.findings.append(
+                    Finding(
+                        site.path, "cannot evaluate: the previous value is not fully known", False, rule.rule
+                    )
+                )
+                continue
+            old_arg = old_view
+        outcome = crd_cel.evaluate(rule, site.view, old_arg)
+        if outcome.passed is None:
+            walk.findings.append(
+                Finding(site.path, f"cannot evaluate rule here: {outcome.detail}", False, rule.rule)
+            )
+            continue
+        if outcome.passed:
+            continue
+        if patch and ("Key not found" in outcome.error or "no such key" in outcome.error):
+            continue  # the field is absent from the patch; the live object may hold it
+        path = site.path
+        if rule.field_path:
+            path = (
+                f"{site.path}{rule.field_path}"
+                if rule.field_path.startswith(("[", "."))
+                else _child(site.path, rule.field_path)
+            )
+            path = path.lstrip(".")
+        reason = _REASONS.get(str(rule.reason or ""), "Invalid value")
+        walk.findings.append(Finding(path, f"{reason}: {outcome.message}", True, rule.rule))
+
+
+def _root_view(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    view: dict[str, Any] = {}
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    for key, value in obj.items():
+        if key == "metadata" and isinstance(value, Mapping):
+            view["metadata"] = {
+                k: value[k] for k in ("name", "generateName") if isinstance(value.get(k), str)
+            }
+        elif key in ("apiVersion", "kind"):
+            view[key] = value
+        elif key in props:
+            name = escape_property(key)
+            if name is not None:
+                view[name] = _view(value, props[key])
+    return view

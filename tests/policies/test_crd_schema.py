@@ -1,0 +1,271 @@
+"""crd-schema and crd-schema-unchecked through run_policy: the CRD's message, the field path and the object
+in every violation; the previous object from the last render or from a stack checkpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pulumi_policy.proxy import UNKNOWN_NUMBER_VALUE
+
+from nodefleet import kinds as k
+from nodefleet.render_layout import manifest_path
+from policies.crd_schema import crd_schema, crd_schema_unchecked
+from tests.crdobjects import TOKENS, rendered
+from tests.policies.helpers import run_policy
+
+
+def _node_pool(**spec: Any) -> dict[str, Any]:
+    obj = rendered(k.HYPERSHIFT_NODE_POOL.token)
+    obj["spec"].update(spec)
+    return obj
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_rendered_objects_pass_both_policies(token: str) -> None:
+    resource_type = token.removeprefix("legacy:")
+    assert run_policy(crd_schema, resource_type, rendered(token)) == []
+    assert run_policy(crd_schema_unchecked, resource_type, rendered(token)) == []
+
+
+def test_violation_names_object_field_crd_message_and_rule() -> None:
+    obj = _node_pool(autoScaling={"min": 5, "max": 1})
+    del obj["spec"]["replicas"]
+    (v,) = run_policy(crd_schema, k.HYPERSHIFT_NODE_POOL.token, obj)
+    assert v.level == "mandatory"
+    assert v.message.startswith(
+        "NodePool 'clusters/infra' (hypershift.openshift.io/v1beta1): spec.autoScaling: "
+    )
+    assert "max must be equal or greater than min" in v.message
+    assert "CRD rule `self.max >= self.min`" in v.message
+
+
+def test_kinds_without_a_shipped_crd_are_not_judged() -> None:
+    assert run_policy(crd_schema, "kubernetes:core/v1:ConfigMap", {"data": {"a": 1}}) == []
+
+
+def test_transition_rules_use_the_last_rendered_manifest(tmp_path: Path) -> None:
+    previous = rendered(k.HYPERSHIFT_NODE_POOL.token)
+    file = tmp_path / manifest_path(previous)
+    file.parent.mkdir(parents=True)
+    file.write_text(yaml.safe_dump(previous))
+    changed = _node_pool(arch="arm64")
+    provider = {"renderYamlToDirectory": str(tmp_path)}
+    (v,) = run_policy(crd_schema, k.HYPERSHIFT_NODE_POOL.token, changed, provider_props=provider)
+    assert "spec.arch: Invalid value: Arch is immutable" in v.message
+    assert f"compared with the last rendered manifest {file}" in v.message
+    # Never rendered before: a create, so the transition rule does not apply.
+    assert (
+        run_policy(
+            crd_schema,
+            k.HYPERSHIFT_NODE_POOL.token,
+            changed,
+            provider_props={"renderYamlToDirectory": str(tmp_path / "new")},
+        )
+        == []
+    )
+
+
+def _export(tmp_path: Path, urn: str, outputs: dict[str, Any]) -> Path:
+    path = tmp_path / "state.json"
+    path.write_text(
+        json.dumps(
+            {
+                "version": 3,
+                "deployment": {
+                    "manifest": {},
+                    "resources": [
+                        {
+                            "urn": urn,
+                            "custom": True,
+                            "type": k.HOSTED_CLUSTER.token,
+                            "inputs": {},
+                            "outputs": outputs,
+                        }
+                    ],
+                },
+            }
+        )
+    )
+    return path
+
+
+def test_transition_rules_use_a_stack_checkpoint_given_in_policy_config(tmp_path: Path) -> None:
+    live = rendered(k.HOSTED_CLUSTER.token)
+    live["spec"]["controllerAvailabilityPolicy"] = "HighlyAvailable"
+    live["status"] = {"version": {"desired": {"image": "x"}}}
+    state = _export(tmp_path, "urn:test", live)
+    new = rendered(k.HOSTED_CLUSTER.token)
+    new["spec"]["controllerAvailabilityPolicy"] = "SingleReplica"
+    config = {"crd-schema": {"previousState": str(state)}}
+    (v,) = run_policy(crd_schema, k.HOSTED_CLUSTER.token, new, config=config)
+    assert "ControllerAvailabilityPolicy is immutable" in v.message
+    assert f"compared with the stack checkpoint {state}" in v.message
+
+
+def test_an_encrypted_secret_in_the_checkpoint_is_reported_not_guessed(tmp_path: Path) -> None:
+    live = rendered(k.HOSTED_CLUSTER.token)
+    live["spec"]["infraID"] = {
+        "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270",
+        "ciphertext": "x",
+    }
+    state = _export(tmp_path, "urn:test", live)
+    new = rendered(k.HOSTED_CLUSTER.token)
+    config = {
+        "crd-schema": {"previousState": str(state)},
+        "crd-schema-unchecked": {"previousState": str(state)},
+    }
+    assert run_policy(crd_schema, k.HOSTED_CLUSTER.token, new, config=config) == []
+    notes = run_policy(crd_schema_unchecked, k.HOSTED_CLUSTER.token, new, config=config)
+    assert notes and all(n.level == "advisory" for n in notes)
+    assert any("previous value is not fully known" in n.message for n in notes)
+
+
+def test_a_missing_checkpoint_is_a_violation_saying_how_to_make_one(tmp_path: Path) -> None:
+    config = {"crd-schema": {"previousState": str(tmp_path / "nope.json")}}
+    (v,) = run_policy(crd_schema, k.HOSTED_CLUSTER.token, rendered(k.HOSTED_CLUSTER.token), config=config)
+    assert "pulumi stack export --file" in v.message
+
+
+def test_unknown_values_give_an_advisory_naming_the_rule() -> None:
+    obj = _node_pool(autoScaling={"min": UNKNOWN_NUMBER_VALUE, "max": 1})
+    del obj["spec"]["replicas"]
+    assert run_policy(crd_schema, k.HYPERSHIFT_NODE_POOL.token, obj) == []
+    notes = run_policy(crd_schema_unchecked, k.HYPERSHIFT_NODE_POOL.token, obj)
+    assert [n.level for n in notes] == ["advisory"]
+    assert "because spec.autoScaling.min is unknown until apply" in notes[0].message
+    assert "`self.max >= self.min` at spec.autoScaling" in notes[0].message
+
+
+def test_a_patch_is_judged_as_a_patch() -> None:
+    patch = {
+        "apiVersion": k.MACHINE_CONFIGURATION.api_version,
+        "kind": k.MACHINE_CONFIGURATION.kind,
+        "metadata": {"name": "cluster"},
+        "spec": {"bootImageSkewEnforcement": {"mode": "Manual"}},
+    }
+    (v,) = run_policy(crd_schema, k.MACHINE_CONFIGURATION.patch_token, patch)
+    assert "The API server rejects this server-side-apply patch" in v.message
+    assert "manual is required when mode is Manual" in v.message
+
+
+# Each validator removed from the config model (nodefleet/config_karpenter.py, config_hosted.py), the stack
+# change it used to refuse, and the CRD rule that refuses it now, in the CRD's words.
+_POOL = ("autoNode", "nodePools", 0)
+MOVED: list[tuple[str, tuple[Any, ...], Any, str]] = [
+    (
+        "requirement-key-domain",
+        (*_POOL, "requirements"),
+        [{"key": "karpenter.sh/instance-family", "values": ["m6i"]}],
+        'label domain "karpenter.sh" is restricted',
+    ),
+    (
+        "requirement-in-without-values",
+        (*_POOL, "requirements"),
+        [{"key": "karpenter.k8s.aws/instance-size", "values": []}],
+        "evaluating rule: self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)",
+    ),
+    (
+        "requirement-gt-integer",
+        (*_POOL, "requirements"),
+        [{"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["four"]}],
+        "cannot convert string to int evaluating rule",
+    ),
+    (
+        "requirement-min-values",
+        (*_POOL, "requirements"),
+        [{"key": "karpenter.k8s.aws/instance-family", "values": ["m6i"], "minValues": 2}],
+        "requirements with 'minValues' must have at least that many values",
+    ),
+    (
+        "requirement-min-values-bound",
+        (*_POOL, "requirements"),
+        [{"key": "karpenter.k8s.aws/instance-family", "values": ["m6i"] * 51, "minValues": 51}],
+        "should be less than or equal to 50",
+    ),
+    (
+        "label-domain",
+        (*_POOL, "labels"),
+        {"karpenter.sh/team": "a"},
+        'label domain "karpenter.sh" is restricted',
+    ),
+    (
+        "label-hostname",
+        (*_POOL, "labels"),
+        {"kubernetes.io/hostname": "a"},
+        'label "kubernetes.io/hostname" is restricted',
+    ),
+    (
+        "class-tag",
+        ("autoNode", "nodeClasses", 0, "tags"),
+        {"karpenter.sh/nodeclaim": "x"},
+        "tag contains a restricted tag matching karpenter.sh/nodeclaim",
+    ),
+    (
+        "drift-window-duration",
+        (*_POOL, "disruption", "driftWindows"),
+        [{"schedule": "@daily", "duration": "8 hours"}],
+        'duration: Invalid value: "8 hours": should match',
+    ),
+    (
+        "drift-window-nodes",
+        (*_POOL, "disruption", "driftWindows"),
+        [{"schedule": "@daily", "duration": "8h", "nodes": "ten"}],
+        'nodes: Invalid value: "ten": should match',
+    ),
+    (
+        "consolidate-after",
+        (*_POOL, "disruption", "consolidateAfter"),
+        "soon",
+        'consolidateAfter: Invalid value: "soon": should match',
+    ),
+    (
+        "drift-budget",
+        (*_POOL, "disruption", "driftBudget"),
+        "150%",
+        'nodes: Invalid value: "150%": should match',
+    ),
+    ("expire-after", (*_POOL, "expireAfter"), "30d", 'expireAfter: Invalid value: "30d": should match'),
+    (
+        "termination-grace-period",
+        (*_POOL, "terminationGracePeriod"),
+        "1d",
+        'terminationGracePeriod: Invalid value: "1d": should match',
+    ),
+    ("weight", (*_POOL, "weight"), 0, "spec.weight: Invalid value: 0: should be greater than or equal to 1"),
+    ("role-arn", ("autoNode", "roleArn"), "karpenter-role", "roleARN must be a valid AWS IAM role ARN"),
+    (
+        "autoscaling-min-max",
+        ("nodePools", 0, "autoScaling"),
+        {"min": 5, "max": 1},
+        "max must be equal or greater than min",
+    ),
+    (
+        "autoscaling-negative",
+        ("nodePools", 0, "autoScaling"),
+        {"min": -1, "max": 1},
+        "spec.autoScaling.min: Invalid value: -1: should be greater than or equal to 0",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "expected"), [m[1:] for m in MOVED], ids=[m[0] for m in MOVED])
+def test_rules_moved_out_of_the_config_model_are_judged_by_the_crd(
+    path: tuple[Any, ...], value: Any, expected: str
+) -> None:
+    from harness.evaluate import evaluate_run
+    from harness.mockrun import run_program, stack_fleet
+
+    fleet = stack_fleet("hosted")
+    node: Any = fleet["clusters"][0]
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    if path[:2] == ("nodePools", 0):
+        node.pop("replicas", None)
+    run = run_program("hosted", {"nodefleet:fleet": fleet})  # the config model accepts it now
+    found = [v.message for v in evaluate_run(run, [crd_schema]) if v.level == "mandatory"]
+    assert any(expected in m for m in found), found
