@@ -19,6 +19,7 @@ from pathlib import Path
 from cli import check, render
 from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError
 from cli.stacks import add_source
+from engine.sizing import DEFAULT_MAX_PROVIDERS, MAX_PROVIDERS_ENV
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -48,6 +49,13 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="policy pack config JSON, as for `pulumi preview --policy-pack-config`",
     )
+    s.add_argument(
+        "--max-providers",
+        type=_positive_int,
+        metavar="N",
+        help="warn when the stack runs more Kubernetes provider processes than N, about 140 MB each "
+        f"(default: ${MAX_PROVIDERS_ENV}, else {DEFAULT_MAX_PROVIDERS})",
+    )
     s.set_defaults(run=check.run)
 
     s = sub.add_parser("render", help="write the Kubernetes manifests the program declares to a directory")
@@ -55,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--out", type=Path, help="output directory (default: the stack's output.directory)")
     s.set_defaults(run=render.run)
     return p
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number, e.g. --max-providers 30")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
