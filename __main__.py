@@ -5,7 +5,9 @@ from pathlib import Path
 import pulumi
 
 from components.fleet import build_fleet, load_stack_fleet
+from components.shutdown import exit_quietly_when_the_engine_stops_us
 
+exit_quietly_when_the_engine_stops_us()
 fleet, secrets = load_stack_fleet(Path(__file__).parent)
 clusters = build_fleet(fleet, secrets)
 

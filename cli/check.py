@@ -8,6 +8,7 @@ import time
 
 from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
 from cli.stacks import load_run
+from engine.sizing import fleet_size_warning, kubernetes_providers, max_providers
 
 
 def run(args: argparse.Namespace) -> int:
@@ -15,14 +16,23 @@ def run(args: argparse.Namespace) -> int:
     from policies.pack import POLICIES
 
     started = time.perf_counter()
+    limit = _max_providers(args)
     mock = load_run(args)
     policy_config = _policy_config(args)
     violations = evaluate_run(mock, POLICIES, policy_config)
     mandatory = [v for v in violations if v.level == "mandatory"]
+    # Not a policy: the engine's memory per target cluster is a property of the run, not of a resource.
+    providers = kubernetes_providers(mock.registrations)
+    warnings = [w for w in [fleet_size_warning(providers, limit)] if w]
     if args.json:
         print(
             json.dumps(
-                {"resources": len(mock.registrations), "violations": [v.as_dict() for v in violations]},
+                {
+                    "resources": len(mock.registrations),
+                    "violations": [v.as_dict() for v in violations],
+                    "kubernetesProviders": providers,
+                    "warnings": warnings,
+                },
                 indent=2,
             )
         )
@@ -36,8 +46,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {v.level.upper():9} {v.policy}  {v.resource.rsplit('::', 1)[-1] or '(stack)'}")
             for line in v.message.splitlines():
                 print(f"      {line}")
+        for w in warnings:
+            print(f"  ADVISORY  fleet-size  {w}")
         print(f"  {len(mandatory)} mandatory, {len(violations) - len(mandatory)} advisory")
     return EXIT_VIOLATIONS if mandatory else EXIT_OK
+
+
+def _max_providers(args: argparse.Namespace) -> int:
+    try:
+        return max_providers(args.max_providers)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _policy_config(args: argparse.Namespace) -> dict[str, object] | None:

@@ -20,6 +20,7 @@ from cli import check, crds, ops, render
 from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError
 from cli.roots import add_roots, allowed_roots
 from cli.stacks import add_source
+from engine.sizing import DEFAULT_MAX_PROVIDERS, MAX_PROVIDERS_ENV
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -53,6 +54,13 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="policy pack config JSON, as for `pulumi preview --policy-pack-config`",
     )
+    s.add_argument(
+        "--max-providers",
+        type=_positive_int,
+        metavar="N",
+        help="warn when the stack runs more Kubernetes provider processes than N, about 140 MB each "
+        f"(default: ${MAX_PROVIDERS_ENV}, else {DEFAULT_MAX_PROVIDERS})",
+    )
     s.set_defaults(run=check.run)
 
     s = sub.add_parser("render", help="write the Kubernetes manifests the program declares to a directory")
@@ -71,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
 
     crds.add_parser(sub)
     return p
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number, e.g. --max-providers 30")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,3 +23,62 @@ def project_dir() -> Path:
 @pytest.fixture
 def dev_fleet() -> dict[str, Any]:
     return stack_fleet("dev")
+
+
+# --- The engine tier ---------------------------------------------------------------------------------------
+# Tests marked `engine` run on the real Pulumi engine; `needs=(...)` names the parts beyond the CLI they use
+# (pulumi-language-python, kubernetes, aws). Where engine/bootstrap recorded one of those parts missing in
+# .engine/status, such a test cannot run: it is deselected (never reported as skipped or passed) and the run
+# ends with a banner naming the missing parts and every engine test that did not run.
+
+_ENGINE_REPORT = pytest.StashKey[dict[str, Any]]()
+
+
+def _engine_needs(item: pytest.Item) -> list[str]:
+    needs = ["pulumi"]
+    for mark in item.iter_markers("engine"):
+        needs += [n for n in mark.kwargs.get("needs", ()) if n not in needs]
+    return needs
+
+
+@pytest.hookimpl(trylast=True)  # after `-m`/`-k` have chosen what the user asked for
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from engine.status import read_status
+
+    status = read_status()
+    engine_items = [i for i in items if i.get_closest_marker("engine") is not None]
+    not_run = [i for i in engine_items if status.missing(_engine_needs(i))]
+    missing: dict[str, str] = {}
+    for item in not_run:
+        missing.update(status.missing(_engine_needs(item)))
+    if not_run:
+        config.hook.pytest_deselected(items=not_run)
+        items[:] = [i for i in items if i not in not_run]
+    config.stash[_ENGINE_REPORT] = {
+        "total": len(engine_items),
+        "not_run": [i.nodeid for i in not_run],
+        "missing": missing,
+        "recorded": status.recorded,
+    }
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    report = config.stash.get(_ENGINE_REPORT, None)
+    if not report or not report["not_run"]:
+        return
+    tr = terminalreporter
+    n, total = len(report["not_run"]), report["total"]
+    tr.write_sep("!", f"ENGINE TESTS NOT RUN: {n} of {total} (deselected, not skipped)", red=True, bold=True)
+    where = ".engine/status" if report["recorded"] else "no .engine/status: `make setup` has not run here"
+    tr.write_line(f"The Pulumi engine on this machine lacks parts these tests need ({where}):", red=True)
+    for part, reason in report["missing"].items():
+        tr.write_line(f"  {part}: missing: {reason}", red=True)
+    tr.write_line("Not run:", red=True)
+    for nodeid in report["not_run"]:
+        tr.write_line(f"  {nodeid}", red=True)
+    tr.write_line(
+        "They run wherever `make setup` completes the engine (README, 'The engine'); "
+        "everything else above ran.",
+        red=True,
+    )
+    tr.write_sep("!", f"{n} engine tests did not run", red=True, bold=True)

@@ -18,7 +18,17 @@ import yaml
 from nodefleet.config import OutputSettings
 from tests.conftest import PROJECT
 
-COPIED = ("__main__.py", "Pulumi.yaml", "nodefleet", "components", "harness", "cli", "policies", "catalogs")
+COPIED = (
+    "__main__.py",
+    "Pulumi.yaml",
+    "nodefleet",
+    "components",
+    "harness",
+    "cli",
+    "engine",
+    "policies",
+    "catalogs",
+)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,124 @@
+"""Policy results, diagnostics and change counts from the Pulumi engine's structured event stream.
+
+``pulumi preview --json`` leaves policy results out (pulumi/pulumi#18851); the engine's event log keeps
+them. ``pulumi preview --event-log FILE`` (a flag the CLI registers only when ``PULUMI_DEBUG_COMMANDS=true``,
+as the Automation API sets it) writes one JSON ``apitype.EngineEvent`` per line
+(pulumi/pulumi ``sdk/go/common/apitype/events.go``): a discriminated union whose ``policyEvent`` carries
+``resourceUrn`` (omitted for a stack-level finding without a resource), ``policyName``, ``policyPackName``,
+``enforcementLevel`` and ``message``. Lines are decoded with the Pulumi SDK's own
+``pulumi.automation.events.EngineEvent.from_json``, the parser the Automation API uses for the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pulumi.automation.events import DiagnosticEvent, EngineEvent, SummaryEvent
+
+#: The engine's level strings (apitype.EnforcementLevel) as ``check`` spells them. The events.go comment
+#: still calls advisory "warning"; a remediate policy that still finds a violation reports it as mandatory.
+_LEVELS = {"advisory": "advisory", "warning": "advisory", "mandatory": "mandatory", "remediate": "mandatory"}
+
+
+class EventLogError(ValueError):
+    """A line of the event log is not an engine event."""
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One policy result, keyed the way ``python -m nodefleet check --json`` keys its violations."""
+
+    policy: str
+    level: str  # "mandatory" | "advisory"
+    resource: str  # URN, "" for a stack-level finding without one
+
+
+def resource_key(urn: str) -> str:
+    """``<type>::<name>`` of a URN (``""`` stays ``""``): what identifies a resource in both runtimes.
+
+    The engine's URNs and the mock runtime's differ around the name: the mock runtime names the stack and
+    project ``stack`` and ``project`` and keeps ``pulumi:pulumi:Stack`` in the parent-type chain, which the
+    engine leaves out. The resource's own type (the chain's last element) and name are the same in both.
+    """
+    if not urn:
+        return ""
+    parts = urn.split("::")
+    if len(parts) < 4 or not parts[0].startswith("urn:pulumi:"):
+        raise EventLogError(f"{urn!r} is not a Pulumi URN")
+    return f"{parts[2].split('$')[-1]}::{'::'.join(parts[3:])}"
+
+
+def parse_lines(lines: Iterable[str], source: str = "<event log>") -> list[EngineEvent]:
+    events: list[EngineEvent] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise EventLogError(f"{source}:{number}: not JSON ({e.msg})") from None
+        if not isinstance(data, dict) or "sequence" not in data:
+            raise EventLogError(f"{source}:{number}: not an engine event (no sequence number)")
+        events.append(EngineEvent.from_json(data))
+    return sorted(events, key=lambda e: e.sequence)
+
+
+def read_event_log(path: Path) -> list[EngineEvent]:
+    with path.open(encoding="utf-8") as f:
+        return parse_lines(f, str(path))
+
+
+def findings(events: Iterable[EngineEvent]) -> set[Finding]:
+    """Every policy violation the engine reported, as (policy, level, resource)."""
+    out: set[Finding] = set()
+    for e in events:
+        p = e.policy_event
+        if p is None:
+            continue
+        level = _LEVELS.get(p.enforcement_level)
+        if level is None:
+            raise EventLogError(f"policy {p.policy_name}: unknown enforcement level {p.enforcement_level!r}")
+        out.add(Finding(p.policy_name, level, p.resource_urn or ""))
+    return out
+
+
+def diagnostics(events: Iterable[EngineEvent], severity: str = "error") -> list[DiagnosticEvent]:
+    return [
+        e.diagnostic_event
+        for e in events
+        if e.diagnostic_event is not None and e.diagnostic_event.severity == severity
+    ]
+
+
+#: The engine's own line when the program exits non-zero after printing its error (pulumi/pulumi
+#: pkg/resource/deploy/program_source.go, "an unhandled error occurred: %v", around the Python language host's
+#: "program exited with non-zero exit code: %d"; the Python exec shim exits 1 after a ``pulumi.RunError``).
+ENGINE_PROGRAM_FAILED = re.compile(
+    r"an unhandled error occurred: program exited with non-zero exit code: \d+"
+)
+
+
+def program_errors(events: Iterable[EngineEvent]) -> list[str]:
+    """Error diagnostics other than the engine's generic "program exited" line: what the program said."""
+    messages = [d.message.strip() for d in diagnostics(events)]
+    return [m for m in messages if not ENGINE_PROGRAM_FAILED.fullmatch(m)]
+
+
+def summary(events: Iterable[EngineEvent]) -> SummaryEvent | None:
+    found = [e.summary_event for e in events if e.summary_event is not None]
+    return found[-1] if found else None
+
+
+def changes(events: Iterable[EngineEvent]) -> dict[str, int]:
+    """The summary's resource changes by operation, ``{"same": 9}`` for a run that changed nothing."""
+    s = summary(events)
+    return {str(getattr(op, "value", op)): n for op, n in (s.resource_changes if s else {}).items() if n}
+
+
+def step_urns(events: Iterable[EngineEvent]) -> set[str]:
+    """URNs of every resource the engine planned a step for."""
+    return {e.resource_pre_event.metadata.urn for e in events if e.resource_pre_event is not None}

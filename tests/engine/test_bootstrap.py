@@ -1,0 +1,221 @@
+"""engine/bootstrap's decisions on a user's machine, with stand-in `pulumi`, `go` and `curl` and a temporary
+HOME (tests/engine/fakes.py): which CLI it takes, what it says when none fits, where plugins come from, and
+what it records when the network is off. Nothing here touches the network or builds Go code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.semver import at_least
+from tests.conftest import PROJECT
+from tests.engine.fakes import Machine, make_machine
+
+PIN = next(
+    line.split("==")[1].strip()
+    for line in (PROJECT / "requirements.txt").read_text().splitlines()
+    if line.startswith("pulumi==")
+)
+K8S = next(
+    line.split("==")[1].strip()
+    for line in (PROJECT / "requirements.txt").read_text().splitlines()
+    if line.startswith("pulumi-kubernetes==")
+)
+AWS = next(
+    line.split("==")[1].strip()
+    for line in (PROJECT / "requirements.txt").read_text().splitlines()
+    if line.startswith("pulumi-aws==")
+)
+
+
+def _bump_minor(version: str, by: int) -> str:
+    major, minor, _ = version.split(".")
+    return f"{major}.{int(minor) + by}.0"
+
+
+NEWER = f"v{_bump_minor(PIN, 15)}"  # e.g. v3.274.0 for the 3.259.0 pin
+OLDER = f"v{_bump_minor(PIN, -59)}"
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> Machine:
+    return make_machine(tmp_path)
+
+
+def _plugins_at_pins(m: Machine, home: Path | None = None) -> None:
+    m.plugin_in_home("kubernetes", K8S, home)
+    m.plugin_in_home("aws", AWS, home)
+
+
+@pytest.mark.parametrize("version", [NEWER, f"{_bump_minor(PIN, 16)}-alpha.xaea75eb"])
+def test_a_pulumi_on_path_at_least_the_pin_is_used_without_building(machine: Machine, version: str) -> None:
+    cli = machine.pulumi_on_path(version, bundled_host=True)
+    machine.go()
+    _plugins_at_pins(machine)
+    result = machine.run("bootstrap")
+    assert result.returncode == 0, result.stderr
+    assert machine.status()["pulumi"] == f"ok {version} at {cli}"
+    assert f"using {cli}" in result.stderr
+    assert machine.calls("go") == [], "no Go build when a fitting CLI is on PATH"
+    assert not (machine.project / ".engine" / "bin" / "pulumi").exists()
+    assert f'export PULUMI_CLI="{cli}"' in machine.engine_env()
+    assert machine.status()["pulumi-language-python"] == f"ok beside the CLI in {cli.parent}"
+
+
+@pytest.mark.parametrize("version", [OLDER, f"v{PIN}-rc.1"])
+def test_an_older_pulumi_is_named_the_installers_are_suggested_and_the_pin_is_built(
+    machine: Machine, version: str
+) -> None:
+    old = machine.pulumi_on_path(version, directory="usr-local-bin", bundled_host=True)
+    machine.go()
+    _plugins_at_pins(machine)
+    result = machine.run("bootstrap")
+    assert result.returncode == 0, result.stderr
+    assert f"{old} ({version})" in result.stderr, "the rejected CLI is named with its version"
+    assert "curl -fsSL https://get.pulumi.com | sh" in result.stderr
+    assert "brew install pulumi/tap/pulumi" in result.stderr
+    built = machine.project / ".engine" / "bin" / "pulumi"
+    assert machine.status()["pulumi"] == f"ok v{PIN} at {built}"
+    builds = [c["argv"] for c in machine.calls("go") if c["argv"][:1] == ["build"]]
+    assert any(argv[-1].endswith("/cmd/pulumi") and f"Version=v{PIN}" in " ".join(argv) for argv in builds)
+
+
+def test_the_installers_are_suggested_before_the_go_build(machine: Machine) -> None:
+    machine.go()
+    _plugins_at_pins(machine)
+    result = machine.run("bootstrap")
+    assert result.returncode == 0, result.stderr
+    advice = result.stderr.index("https://get.pulumi.com")
+    assert advice < result.stderr.index("building v" + PIN), "say how to install before building"
+    assert machine.status()["pulumi"].startswith(f"ok v{PIN} at ")
+
+
+def test_no_pulumi_and_no_go_stops_with_the_installers(machine: Machine) -> None:
+    result = machine.run("bootstrap")
+    assert result.returncode == 1
+    assert "curl -fsSL https://get.pulumi.com | sh" in result.stderr
+    assert "brew install pulumi/tap/pulumi" in result.stderr
+    assert machine.status()["pulumi"].startswith("missing: no pulumi >= v")
+
+
+def test_the_official_installers_place_counts_even_off_path(machine: Machine) -> None:
+    cli = machine.pulumi_on_path(NEWER, directory="home/.pulumi/bin", bundled_host=True)
+    machine.extra_path.remove(cli.parent)  # installed, but the shell profile that adds it was not read
+    _plugins_at_pins(machine)
+    result = machine.run("bootstrap")
+    assert result.returncode == 0, result.stderr
+    assert machine.status()["pulumi"] == f"ok {NEWER} at {cli}"
+
+
+def test_plugins_already_in_the_users_pulumi_home_are_used_and_the_home_is_not_replaced(
+    machine: Machine,
+) -> None:
+    machine.pulumi_on_path(NEWER, bundled_host=True)
+    _plugins_at_pins(machine)
+    result = machine.run("bootstrap")
+    assert result.returncode == 0, result.stderr
+    home = machine.home / ".pulumi"
+    assert machine.status()["kubernetes"] == f"ok v{K8S} in {home}/plugins"
+    assert machine.status()["aws"] == f"ok v{AWS} in {home}/plugins"
+    assert not [c for c in machine.calls("pulumi") if c["argv"][:2] == ["plugin", "install"]]
+    assert all("PULUMI_HOME" not in c["env"] for c in machine.calls("pulumi"))
+    assert "PULUMI_HOME" not in machine.engine_env()
+
+
+def test_a_pulumi_home_the_user_chose_is_where_plugins_are_looked_for(machine: Machine) -> None:
+    machine.pulumi_on_path(NEWER, bundled_host=True)
+    custom = machine.root / "team-pulumi-home"
+    _plugins_at_pins(machine, custom)
+    result = machine.run("bootstrap", PULUMI_HOME=str(custom))
+    assert result.returncode == 0, result.stderr
+    assert machine.status()["kubernetes"] == f"ok v{K8S} in {custom}/plugins"
+
+
+def test_a_plugin_at_another_version_does_not_count(machine: Machine) -> None:
+    machine.pulumi_on_path(NEWER, bundled_host=True)
+    machine.plugin_in_home("kubernetes", _bump_minor(K8S, -2))
+    machine.plugin_in_home("aws", AWS)
+    machine.run("bootstrap")
+    installs = [c["argv"] for c in machine.calls("pulumi") if c["argv"][:2] == ["plugin", "install"]]
+    assert installs == [["plugin", "install", "resource", "kubernetes", f"v{K8S}", "--exact"]]
+
+
+def test_with_network_missing_plugins_are_installed_at_the_pins_before_any_build(machine: Machine) -> None:
+    machine.pulumi_on_path(NEWER, bundled_host=True)
+    machine.go()
+    result = machine.run("bootstrap")
+    assert result.returncode == 0, result.stderr
+    installs = [c["argv"] for c in machine.calls("pulumi") if c["argv"][:2] == ["plugin", "install"]]
+    assert installs == [
+        ["plugin", "install", "resource", "kubernetes", f"v{K8S}", "--exact"],
+        ["plugin", "install", "resource", "aws", f"v{AWS}", "--exact"],
+    ]
+    assert machine.calls("go") == []
+    assert machine.status()["kubernetes"].startswith(f"ok v{K8S} installed into ")
+
+
+def test_without_network_the_status_is_partial_and_says_why(tmp_path: Path) -> None:
+    machine = make_machine(tmp_path, network=False)
+    machine.pulumi_on_path(NEWER)  # a CLI without a bundled language host
+    machine.go()
+    result = machine.run("bootstrap")
+    assert result.returncode == 3, result.stderr
+    status = machine.status()
+    assert status["venv"] == "ok"
+    assert status["pulumi"].startswith(f"ok {NEWER} at ")
+    assert (
+        status["pulumi-language-python"].startswith("missing: ")
+        and "403 Forbidden" in status["pulumi-language-python"]
+    )
+    k8s = status["kubernetes"]
+    assert k8s.startswith("missing: pulumi plugin install: ") and "failed all 5 attempts" in k8s
+    assert "Go module proxy: " in k8s and "403 Forbidden" in k8s
+    assert status["aws"].startswith("missing: pulumi plugin install: ")
+    assert "patched submodule" in status["aws"]
+    # Tried in order: the download, then the Go build (Kubernetes only).
+    calls = [(c["tool"], " ".join(c["argv"])) for c in _calls_in_order(machine)]
+    download = calls.index(("pulumi", f"plugin install resource kubernetes v{K8S} --exact"))
+    build = next(
+        i for i, (tool, argv) in enumerate(calls) if tool == "go" and "pulumi-kubernetes/provider/v4" in argv
+    )
+    assert download < build
+    env = machine.engine_env()
+    assert "PULUMI_CLI=" in env and "PULUMI_BACKEND_URL" not in env and "PULUMI_CONFIG_PASSPHRASE" not in env
+
+
+def _calls_in_order(m: Machine) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in m.log.read_text().splitlines()]
+
+
+def test_a_language_host_built_here_is_put_on_path_and_only_then(tmp_path: Path) -> None:
+    machine = make_machine(tmp_path)
+    machine.pulumi_on_path(NEWER)
+    machine.go()
+    _plugins_at_pins(machine)
+    result = machine.run("bootstrap")
+    assert result.returncode == 0, result.stderr
+    bin_dir = machine.project / ".engine" / "bin"
+    assert machine.status()["pulumi-language-python"] == "ok built into .engine/bin"
+    assert (bin_dir / "pulumi-language-python-exec").exists(), "the exec shim sits beside the host"
+    assert f'export PATH="{bin_dir}:' in machine.engine_env()
+
+    bundled = make_machine(tmp_path / "second")
+    bundled.pulumi_on_path(NEWER, bundled_host=True)
+    _plugins_at_pins(bundled)
+    assert bundled.run("bootstrap").returncode == 0
+    assert ".engine/bin:" not in bundled.engine_env()
+
+
+def test_the_version_rule_is_semver_precedence() -> None:
+    assert at_least("v3.274.0", "3.259.0") and at_least("3.274.0", "v3.259.0")
+    assert not at_least("v3.258.9", "3.259.0") and not at_least("v2.300.0", "3.259.0")
+    assert at_least("3.259.0", "3.259.0") and at_least("3.259.0+dirty", "3.259.0")
+    assert not at_least("3.259.0-alpha.1", "3.259.0"), "a pre-release of the pin is older than the pin"
+    assert at_least("3.260.0-alpha.xaea75eb", "3.259.0")
+    assert at_least("3.259.0-rc.10", "3.259.0-rc.9"), "numeric identifiers compare as numbers"
+    assert at_least("3.259.0-rc.a", "3.259.0-rc.9"), "words sort above numbers"
+    assert at_least("3.259.0-rc.1.1", "3.259.0-rc.1"), "a longer identifier list wins a tie"
+    assert at_least("3.100.0", "3.99.0"), "minor versions compare as numbers, not strings"

@@ -1,0 +1,74 @@
+"""`check` says when a stack would run more Kubernetes provider processes than a team allows: an advisory
+line in text, `kubernetesProviders` and `warnings` in `--json`, never a violation or another exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.scale import synthetic_fleet
+from engine.sizing import DEFAULT_MAX_PROVIDERS, kubernetes_providers
+from harness.mockrun import run_program
+from tests.conftest import PROJECT
+
+
+def _stack(tmp_path: Path, clusters: int) -> Path:
+    f = tmp_path / f"Pulumi.fleet-{clusters}.yaml"
+    f.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": synthetic_fleet(clusters)}}))
+    return f
+
+
+def _check(stack: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "nodefleet", "check", "--config-file", str(stack), *args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_one_provider_per_standalone_cluster_and_two_per_hosted_cluster() -> None:
+    assert kubernetes_providers(run_program("dev").registrations) == 1
+    assert kubernetes_providers(run_program("hosted").registrations) == 2  # management side, hosted side
+
+
+def test_above_the_default_limit_check_warns_without_failing(tmp_path: Path) -> None:
+    stack = _stack(tmp_path, DEFAULT_MAX_PROVIDERS + 1)
+    text = _check(stack)
+    assert text.returncode == 0, text.stderr
+    (line,) = [out for out in text.stdout.splitlines() if "fleet-size" in out]
+    assert line.startswith(f"  ADVISORY  fleet-size  {DEFAULT_MAX_PROVIDERS + 1} Kubernetes providers")
+    assert "one per cluster" in line
+    report = json.loads(_check(stack, "--json").stdout)
+    assert report["kubernetesProviders"] == DEFAULT_MAX_PROVIDERS + 1
+    assert len(report["warnings"]) == 1 and report["violations"] == []
+
+
+def test_at_the_limit_there_is_no_warning(tmp_path: Path) -> None:
+    report = json.loads(_check(_stack(tmp_path, DEFAULT_MAX_PROVIDERS), "--json").stdout)
+    assert report["kubernetesProviders"] == DEFAULT_MAX_PROVIDERS
+    assert report["warnings"] == []
+
+
+def test_the_limit_comes_from_the_option_then_the_environment(tmp_path: Path) -> None:
+    stack = _stack(tmp_path, 3)
+    assert json.loads(_check(stack, "--json", env={"NODEFLEET_MAX_PROVIDERS": "2"}).stdout)["warnings"]
+    assert not json.loads(
+        _check(stack, "--json", "--max-providers", "3", env={"NODEFLEET_MAX_PROVIDERS": "2"}).stdout
+    )["warnings"]
+
+
+@pytest.mark.parametrize("value", ["many", "0", "-4"])
+def test_a_bad_limit_is_one_clear_error(tmp_path: Path, value: str) -> None:
+    done = _check(_stack(tmp_path, 1), env={"NODEFLEET_MAX_PROVIDERS": value})
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: NODEFLEET_MAX_PROVIDERS={value!r}: not a positive whole number")
+    assert "Traceback" not in done.stderr
