@@ -34,22 +34,9 @@ class Finding:
 
     policy: str
     level: str  # "mandatory" | "advisory"
-    resource: str  # URN, "" for a stack-level finding without one
-
-
-def resource_key(urn: str) -> str:
-    """``<type>::<name>`` of a URN (``""`` stays ``""``): what identifies a resource in both runtimes.
-
-    The engine's URNs and the mock runtime's differ around the name: the mock runtime names the stack and
-    project ``stack`` and ``project`` and keeps ``pulumi:pulumi:Stack`` in the parent-type chain, which the
-    engine leaves out. The resource's own type (the chain's last element) and name are the same in both.
-    """
-    if not urn:
-        return ""
-    parts = urn.split("::")
-    if len(parts) < 4 or not parts[0].startswith("urn:pulumi:"):
-        raise EventLogError(f"{urn!r} is not a Pulumi URN")
-    return f"{parts[2].split('$')[-1]}::{'::'.join(parts[3:])}"
+    #: URN, "" for a stack-level finding without one. The mock runtime builds URNs as the engine does
+    #: (harness/mockrun.py), so ``check --json`` and the engine name a resource by the same string.
+    resource: str
 
 
 def parse_lines(lines: Iterable[str], source: str = "<event log>") -> list[EngineEvent]:

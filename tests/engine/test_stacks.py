@@ -19,7 +19,7 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from engine.events import changes, findings, program_errors, resource_key, step_urns
+from engine.events import changes, findings, program_errors, step_urns
 from engine.project import ScratchProject, copy_tree_bytes, scratch_project, stack_name
 from harness.mockrun import read_stack_config, run_program
 from harness.render_tree import RECORD_PREFIX
@@ -55,7 +55,7 @@ def _check(stack_file: Path) -> tuple[int, set[tuple[str, str, str]], str]:
     report = json.loads(done.stdout)
     return (
         done.returncode,
-        {(v["policy"], v["level"], resource_key(v["resource"])) for v in report["violations"]},
+        {(v["policy"], v["level"], v["resource"]) for v in report["violations"]},
         done.stderr,
     )
 
@@ -74,10 +74,8 @@ def test_dev_previews_with_the_pack_and_passes(project: ScratchProject) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     assert not [f for f in findings(run.events) if f.level == "mandatory"]
     mock = run_program("dev", read_stack_config(PROJECT / "stacks" / "Pulumi.dev.yaml"))
-    planned = {resource_key(u) for u in step_urns(run.events)} - {"pulumi:pulumi:Stack::nodefleet-dev"}
-    assert planned == {resource_key(r.urn) for r in mock.registrations}, (
-        "the engine plans what the check judged"
-    )
+    planned = step_urns(run.events) - {"urn:pulumi:dev::nodefleet::pulumi:pulumi:Stack::nodefleet-dev"}
+    assert planned == {r.urn for r in mock.registrations}, "the engine plans what the check judged"
 
 
 @pytest.mark.parametrize(
@@ -95,7 +93,7 @@ def test_preview_reports_what_check_reports(project: ScratchProject, stack_file:
         reason = check_errors.strip().split(": ", 2)[-1]
         assert error.split(": ", 1)[-1].endswith(reason.split(": ", 1)[-1]), (error, check_errors)
         return
-    got = {(f.policy, f.level, resource_key(f.resource)) for f in findings(run.events)}
+    got = {(f.policy, f.level, f.resource) for f in findings(run.events)}
     assert got == expected, run.stdout + run.stderr
     assert (run.returncode != 0) == (check_exit == 1), run.stdout + run.stderr
     assert "Traceback" not in run.stdout + run.stderr
