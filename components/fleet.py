@@ -79,9 +79,7 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
             HostedClusterArgs(
                 cluster=hc,
                 management=cluster_provider(management_target, fleet.stack, output),
-                hosted=cluster_provider(
-                    hosted_target, fleet.stack, output, kubeconfig=hc.hosted_kubeconfig
-                ),
+                hosted=cluster_provider(hosted_target, fleet.stack, output, kubeconfig=hc.hosted_kubeconfig),
                 secret_values={
                     ref.from_config: secrets[ref.from_config]
                     for ref, _ in hc.secret_refs()

@@ -81,9 +81,11 @@ def diagnostics(events: Iterable[EngineEvent], severity: str = "error") -> list[
     ]
 
 
-#: The engine's own line when the program exits non-zero after printing its error (pulumi/pulumi
-#: pkg/resource/deploy/program_source.go, "an unhandled error occurred: %v", around the Python language host's
-#: "program exited with non-zero exit code: %d"; the Python exec shim exits 1 after a ``pulumi.RunError``).
+#: The engine's own line when the program exits non-zero without saying it has reported its error
+#: (pulumi/pulumi pkg/resource/deploy/program_source.go, "an unhandled error occurred: %v", around the Python
+#: language host's "program exited with non-zero exit code: %d"). nodefleet's program exits with 32 after its
+#: own errors (components/shutdown.py), which the language host turns into a bail without this line; other
+#: programs, and a Python exception outside that path, still get it.
 ENGINE_PROGRAM_FAILED = re.compile(
     r"an unhandled error occurred: program exited with non-zero exit code: \d+"
 )

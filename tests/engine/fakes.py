@@ -168,6 +168,22 @@ print(json.dumps({"Version": "v0", "Origin": {"VCS": "git", "Hash": "0123456789a
 )
 
 
+def exec_shim() -> Path | None:
+    """The SDK's real exec shim (``pulumi-language-python-exec``) beside the language host: bundled with the
+    CLI, on PATH, or installed by the bootstrap from the SDK's own module."""
+    from engine.status import read_status
+
+    cli = read_status().cli
+    places = [cli.resolve().parent] if cli and cli.exists() else []
+    host = shutil.which("pulumi-language-python")
+    places += [Path(host).resolve().parent] if host else []
+    places.append(PROJECT / ".engine" / "bin")
+    return next(
+        (p / "pulumi-language-python-exec" for p in places if (p / "pulumi-language-python-exec").is_file()),
+        None,
+    )
+
+
 def fake_pulumi(version: str) -> str:
     return FAKE_PULUMI.replace("__VERSION__", repr(version), 1)
 
