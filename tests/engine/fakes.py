@@ -57,6 +57,7 @@ TOOLS = [
     "sort",
     "readlink",
     "pwd",
+    "date",
 ]
 
 _LOG = """
