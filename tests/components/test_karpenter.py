@@ -12,6 +12,7 @@ from nodefleet import kinds as k
 from nodefleet.ignition import merge_headers
 from nodefleet.yamlfile import load_yaml
 from tests.conftest import stack_fleet
+from tests.variants import karpenter_operator_fleet
 
 CA_1 = "-----BEGIN CERTIFICATE-----\nMIIB-first\n-----END CERTIFICATE-----\n"
 CA_2 = "-----BEGIN CERTIFICATE-----\nMIIB-rotated\n-----END CERTIFICATE-----\n"
@@ -128,15 +129,7 @@ def test_missing_ca_secret_is_a_clear_error() -> None:
 
 
 def _operator_run() -> MockRun:
-    raw = stack_fleet("karpenter")
-    cluster = raw["clusters"][0]
-    del cluster["karpenter"]
-    cluster["karpenterOperator"] = {
-        "instanceProfile": "edge-m2x7c-worker-profile",
-        "nodeClasses": [{"name": "general"}],
-        "nodePools": [{"name": "general", "nodeClass": "general"}],
-    }
-    return run_program("karpenter", {"nodefleet:fleet": raw})
+    return run_program("karpenter", {"nodefleet:fleet": karpenter_operator_fleet()})
 
 
 @pytest.mark.parametrize("which", ["self-managed", "operator", "hosted"])

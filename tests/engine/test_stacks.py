@@ -23,6 +23,7 @@ from engine.events import changes, diagnostics, findings, program_errors, step_u
 from engine.project import ScratchProject, copy_tree_bytes, scratch_project, stack_name
 from harness.mockrun import read_stack_config, run_program
 from harness.render_tree import RECORD_PREFIX
+from nodefleet.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
 from tests.conftest import PROJECT
 
 PROGRAM = ("pulumi-language-python", "kubernetes")
@@ -115,8 +116,13 @@ def test_up_in_render_mode_writes_what_render_writes_and_a_second_up_changes_not
     )
     assert done.returncode == 0, done.stderr
     by_engine = copy_tree_bytes(project.root / "rendered" / "dev")
-    # render also keeps its ownership record (harness/render_tree.py); the provider keeps its state instead.
-    by_render = {p: b for p, b in copy_tree_bytes(rendered).items() if not p.startswith(RECORD_PREFIX)}
+    # render also keeps its ownership record (harness/render_tree.py), and writes each folder's Argo CD
+    # ignoreDifferences file (nodefleet/gitops.py); the provider writes manifests only and keeps its state.
+    by_render = {
+        p: b
+        for p, b in copy_tree_bytes(rendered).items()
+        if not p.startswith(RECORD_PREFIX) and not p.endswith("/" + ARGOCD_IGNORE_DIFFERENCES_FILE)
+    }
     assert sorted(by_engine) == sorted(by_render)
     for path, content in by_render.items():
         assert by_engine[path] == content, path
