@@ -7,8 +7,8 @@ PY := venv/bin/python
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-setup: ## venv, Pulumi CLI, language host, Kubernetes provider (idempotent; exit 3 = engine partial)
-	@engine/bootstrap || [ $$? -eq 3 ]
+setup: ## venv, Pulumi CLI, language host, Kubernetes provider (idempotent; exit 3 = engine partial; FORCE=1 retries failed downloads)
+	@engine/bootstrap $(if $(FORCE),--force) || [ $$? -eq 3 ]
 
 demo: setup ## the main job on STACK: preview with the policy pack, then `up` in render mode
 	@if engine/run --ready 2>/dev/null; then \

@@ -62,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  completed an interrupted render of {_show(root)} first")
     for rel in result.written:
         print(f"  {'adopted' if rel in result.adopted else 'wrote'} {_show(root / rel)}")
+    for rel in result.beside_written:
+        print(
+            f"  wrote {_show(root / rel)} (Argo CD ignoreDifferences of the folder's controller-owned fields)"
+        )
     for rel in result.removed:
         print(f"  removed {_show(root / rel)}")
     for folder in result.removed_folders:

@@ -17,6 +17,7 @@ from components.karpenter import (
 from components.kubernetes import cluster_provider
 from components.standalone import StandaloneCluster, StandaloneClusterArgs
 from nodefleet.config import STACK_FILE_ENV, ConfigError, Fleet, ResolvedCluster, load_fleet, stack_file
+from nodefleet.render_layout import render_targets
 
 #: Stack secrets by key (``nodefleet:<key>``), read before anything is registered so a missing one stops cleanly.
 StackSecrets = dict[str, pulumi.Output[str]]
@@ -50,7 +51,8 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
     for resolved in fleet.clusters:
         name = resolved.config.name
         if isinstance(resolved, ResolvedCluster):
-            provider = cluster_provider(name, fleet.stack, output)
+            (target,) = render_targets(name, hosted=False)
+            provider = cluster_provider(target, fleet.stack, output)
             built[name] = StandaloneCluster(name, StandaloneClusterArgs(resolved, provider))
             karpenter = resolved.config.karpenter
             if karpenter:
@@ -70,14 +72,14 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
             continue
         hc = resolved.config
         apply = output.mode == "apply"
+        # One name for each folder everywhere: configuration refuses clusters whose folders coincide by it.
+        management_target, hosted_target = render_targets(name, hosted=True)
         built[name] = HostedClusterNodes(
             name,
             HostedClusterArgs(
                 cluster=hc,
-                management=cluster_provider(name, fleet.stack, output),
-                hosted=cluster_provider(
-                    f"{name}-hosted", fleet.stack, output, kubeconfig=hc.hosted_kubeconfig
-                ),
+                management=cluster_provider(management_target, fleet.stack, output),
+                hosted=cluster_provider(hosted_target, fleet.stack, output, kubeconfig=hc.hosted_kubeconfig),
                 secret_values={
                     ref.from_config: secrets[ref.from_config]
                     for ref, _ in hc.secret_refs()

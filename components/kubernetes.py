@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from nodefleet.config import OutputSettings
+from nodefleet.gitops import with_controller_owned
 from nodefleet.paths import PathError, check_folder_name, render_directory
 
 #: The project directory (this package's parent): where a relative render directory starts.
@@ -46,6 +47,13 @@ def cluster_provider(
 def custom_resource(
     name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions
 ) -> k8s.apiextensions.CustomResource:
+    """A Kubernetes object from its rendered manifest.
+
+    Fields the options leave to a controller (``ignore_changes``) are also listed on the object, in the
+    ``nodefleet.io/controller-owned`` annotation (:mod:`nodefleet.gitops`): in render mode the manifest is all
+    a GitOps tool sees, and without it Argo CD or Flux would re-apply nodefleet's initial value on every sync.
+    """
+    manifest = with_controller_owned(manifest, list(opts.ignore_changes or []))
     return k8s.apiextensions.CustomResource(
         name,
         api_version=manifest["apiVersion"],

@@ -34,22 +34,9 @@ class Finding:
 
     policy: str
     level: str  # "mandatory" | "advisory"
-    resource: str  # URN, "" for a stack-level finding without one
-
-
-def resource_key(urn: str) -> str:
-    """``<type>::<name>`` of a URN (``""`` stays ``""``): what identifies a resource in both runtimes.
-
-    The engine's URNs and the mock runtime's differ around the name: the mock runtime names the stack and
-    project ``stack`` and ``project`` and keeps ``pulumi:pulumi:Stack`` in the parent-type chain, which the
-    engine leaves out. The resource's own type (the chain's last element) and name are the same in both.
-    """
-    if not urn:
-        return ""
-    parts = urn.split("::")
-    if len(parts) < 4 or not parts[0].startswith("urn:pulumi:"):
-        raise EventLogError(f"{urn!r} is not a Pulumi URN")
-    return f"{parts[2].split('$')[-1]}::{'::'.join(parts[3:])}"
+    #: URN, "" for a stack-level finding without one. The mock runtime builds URNs as the engine does
+    #: (harness/mockrun.py), so ``check --json`` and the engine name a resource by the same string.
+    resource: str
 
 
 def parse_lines(lines: Iterable[str], source: str = "<event log>") -> list[EngineEvent]:
@@ -94,9 +81,11 @@ def diagnostics(events: Iterable[EngineEvent], severity: str = "error") -> list[
     ]
 
 
-#: The engine's own line when the program exits non-zero after printing its error (pulumi/pulumi
-#: pkg/resource/deploy/program_source.go, "an unhandled error occurred: %v", around the Python language host's
-#: "program exited with non-zero exit code: %d"; the Python exec shim exits 1 after a ``pulumi.RunError``).
+#: The engine's own line when the program exits non-zero without saying it has reported its error
+#: (pulumi/pulumi pkg/resource/deploy/program_source.go, "an unhandled error occurred: %v", around the Python
+#: language host's "program exited with non-zero exit code: %d"). nodefleet's program exits with 32 after its
+#: own errors (components/shutdown.py), which the language host turns into a bail without this line; other
+#: programs, and a Python exception outside that path, still get it.
 ENGINE_PROGRAM_FAILED = re.compile(
     r"an unhandled error occurred: program exited with non-zero exit code: \d+"
 )

@@ -1,5 +1,7 @@
 """What ``engine/bootstrap`` put in place, read from ``.engine/status`` (one ``<part>: ok …`` or
-``<part>: missing: <reason>`` line per part), for the engine tests, the benchmark and the command line."""
+``<part>: missing: <reason>`` line per part, and for a part whose download or build failed a
+``<part>.attempt: v<version> failed <time>; inputs <fingerprint>`` line the bootstrap does not retry while
+the inputs stay the same), for the engine tests, the benchmark and the command line."""
 
 from __future__ import annotations
 
@@ -15,12 +17,16 @@ PARTS = ("venv", "pulumi", "pulumi-language-python", "kubernetes", "aws")
 #: Parts without which no stack previews: the CLI, the Python language host, the Kubernetes provider.
 #: The AWS provider is needed only by stacks that declare AWS resources (self-managed Karpenter).
 CORE = ("pulumi", "pulumi-language-python", "kubernetes")
+#: ``<part>.attempt``: a failed acquisition the bootstrap remembers.
+ATTEMPT_SUFFIX = ".attempt"
 
 
 @dataclass(frozen=True)
 class EngineStatus:
     #: part -> "ok …" detail or "missing: reason"
     parts: dict[str, str] = field(default_factory=dict)
+    #: part -> "v<version> failed <time>; inputs <fingerprint>": failed acquisitions, not retried
+    attempts: dict[str, str] = field(default_factory=dict)
     #: False when the bootstrap never ran here (no status file).
     recorded: bool = True
 
@@ -51,8 +57,14 @@ def read_status(path: Path = STATUS_FILE) -> EngineStatus:
     if not path.exists():
         return EngineStatus({}, recorded=False)
     parts: dict[str, str] = {}
+    attempts: dict[str, str] = {}
     for line in path.read_text().splitlines():
         part, sep, state = line.partition(": ")
-        if sep:
-            parts[part.strip()] = state.strip()
-    return EngineStatus(parts)
+        if not sep:
+            continue
+        part = part.strip()
+        if part.endswith(ATTEMPT_SUFFIX):
+            attempts[part.removesuffix(ATTEMPT_SUFFIX)] = state.strip()
+        else:
+            parts[part] = state.strip()
+    return EngineStatus(parts, attempts)

@@ -139,6 +139,24 @@ def _options(ignore_changes: Iterable[str] = (), parent: str | None = None) -> P
     )
 
 
+def policy_options(reg: Registration) -> PolicyResourceOptions:
+    """A registration's options as the engine hands them to a policy (pulumi/pulumi
+    ``pkg/resource/deploy/step_generator.go``, ``AnalyzerResourceOptions``; pulumi-policy
+    ``_get_resource_options``): protect, ignoreChanges, deleteBeforeReplace (None when not set), aliases,
+    custom timeouts, additional secret outputs, parent. The engine passes no more: ``replaceOnChanges``,
+    ``retainOnDelete`` and ``deletedWith`` never reach a policy."""
+    t = reg.custom_timeouts
+    return PolicyResourceOptions(
+        reg.protect,
+        list(reg.ignore_changes),
+        reg.delete_before_replace,
+        list(reg.aliases),
+        PolicyCustomTimeouts(t.create, t.update, t.delete),
+        list(reg.additional_secret_outputs),
+        reg.parent or None,
+    )
+
+
 def evaluate_resource(
     policy: ResourceValidationPolicy,
     resource_type: str,
@@ -149,7 +167,10 @@ def evaluate_resource(
     ignore_changes: Iterable[str] = (),
     provider: PolicyProviderResource | None = None,
     config: Mapping[str, Any] | None = None,
+    options: PolicyResourceOptions | None = None,
 ) -> list[Violation]:
+    """One resource policy on one resource. ``options`` are the resource's options (default: only
+    ``ignore_changes`` set, for policy tests on a bare resource)."""
     level = level_of(policy, config)
     if level == EnforcementLevel.DISABLED:
         return []
@@ -159,7 +180,7 @@ def evaluate_resource(
         unknown_checking_proxy(dict(props)),
         urn,
         name,
-        _options(ignore_changes),
+        options or _options(ignore_changes),
         provider,
         _policy_config(policy, config),
     )
@@ -215,9 +236,9 @@ def evaluate_run(
                     reg.inputs,
                     urn=reg.urn,
                     name=reg.name,
-                    ignore_changes=reg.ignore_changes,
                     provider=_provider(run, reg),
                     config=config,
+                    options=policy_options(reg),
                 )
     stack_policies = [p for p in policies if isinstance(p, StackValidationPolicy)]
     if stack_policies:
@@ -236,7 +257,7 @@ def _evaluate_stack_policies(
             unknown_checking_proxy(dict(r.inputs)),
             r.urn,
             r.name,
-            _options(r.ignore_changes, r.parent or None),
+            policy_options(r),
             _provider(run, r),
             None,
             [],

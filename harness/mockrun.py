@@ -1,4 +1,10 @@
-"""The nodefleet program under Pulumi's mock runtime, recording every registration with its options."""
+"""The nodefleet program under Pulumi's mock runtime, recording every registration with its options.
+
+What is recorded is what the engine would see: URNs built as the engine builds them, for the stack and the
+project of ``Pulumi.yaml`` (so ``check --json`` names resources exactly as ``pulumi preview`` does), and the
+resource options the engine passes on to policies (``PolicyResourceOptions``) or acts on when it diffs,
+replaces and deletes, with the values a resource inherits from its parent.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import asyncio
 import gc
 import json
 import os
+import re
 import runpy
 import sys
 from dataclasses import dataclass, field
@@ -25,6 +32,15 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent
 SECRET_PLACEHOLDER = "-----BEGIN CERTIFICATE-----\n[stack secret, not decrypted by the mock runtime]\n-----END CERTIFICATE-----\n"
 
 
+@dataclass(frozen=True)
+class CustomTimeouts:
+    """Seconds, as the engine hands them to policies (0: not set)."""
+
+    create: float = 0.0
+    update: float = 0.0
+    delete: float = 0.0
+
+
 @dataclass
 class Registration:
     """One RegisterResource call: what the engine (and a policy) would see before any provider runs."""
@@ -40,6 +56,18 @@ class Registration:
     depends_on: list[str] = field(default_factory=list)
     #: Top-level input names whose value is (or contains) a Pulumi secret; the values above are unwrapped.
     secret_inputs: list[str] = field(default_factory=list)
+    #: Property paths whose change replaces the resource instead of updating it.
+    replace_on_changes: list[str] = field(default_factory=list)
+    #: None when the program did not say (the engine then creates the replacement first).
+    delete_before_replace: bool | None = None
+    protect: bool = False
+    retain_on_delete: bool = False
+    #: URN of the resource whose deletion deletes this one, or "".
+    deleted_with: str = ""
+    additional_secret_outputs: list[str] = field(default_factory=list)
+    #: Alias URNs, resolved from the program's alias specs the way the engine resolves them.
+    aliases: list[str] = field(default_factory=list)
+    custom_timeouts: CustomTimeouts = field(default_factory=CustomTimeouts)
 
 
 class DuplicateURNError(Exception):
@@ -56,12 +84,74 @@ class _EchoMocks(mocks.Mocks):
         return {}, None
 
 
+ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
+
+
+def make_urn(stack: str, project: str, parent: str, type_: str, name: str) -> str:
+    """The URN the engine gives a resource: the parent's whole qualified type chain before the resource's
+    own type, except for the root stack's (pulumi/pulumi ``pkg/resource/deploy/deployment.go``
+    ``generateURN`` and ``sdk/go/common/resource/urn/urn.go`` ``New``)."""
+    qualified = type_
+    if parent:
+        parent_type = parent.split("::")[2]
+        if parent_type != ROOT_STACK_TYPE:
+            qualified = f"{parent_type}${type_}"
+    return f"urn:pulumi:{stack}::{project}::{qualified}::{name}"
+
+
+def _alias_urn(stack: str, project: str, name: str, type_: str, parent: str, alias: Any) -> str:
+    """One alias as a URN, as the engine collapses it for a run without previous state (pulumi/pulumi
+    ``pkg/resource/deploy/step_generator.go`` ``collapseAliasToUrn``, ``sdk/go/common/resource/alias.go``
+    ``CreateURN``): unset parts default to the resource's own name, type, parent, stack and project."""
+    if alias.WhichOneof("alias") == "urn":
+        return str(alias.urn)
+    spec = alias.spec
+    alias_parent = spec.parentUrn if spec.WhichOneof("parent") == "parentUrn" and spec.parentUrn else parent
+    if spec.WhichOneof("parent") == "noParent" and spec.noParent:
+        alias_parent = ""
+    if alias_parent and alias_parent.split("::")[2] == ROOT_STACK_TYPE:
+        alias_parent = ""
+    alias_type = spec.type or type_
+    if alias_parent:
+        prefix = alias_parent[: alias_parent.rindex("::")] + "$"
+    else:
+        prefix = f"urn:pulumi:{spec.stack or stack}::{spec.project or project}::"
+    return f"{prefix}{alias_type}::{spec.name or name}"
+
+
+_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _seconds(duration: str) -> float:
+    """A Go duration string (``"10m"``, ``"1h30m"``) in seconds, as the engine reads custom timeouts."""
+    if not duration:
+        return 0.0
+    sign = -1.0 if duration.startswith("-") else 1.0
+    body = duration.lstrip("+-")
+    if body == "0":
+        return 0.0
+    parts = _GO_DURATION.findall(body)
+    if not parts or "".join(n + u for n, u in parts) != body:
+        raise ValueError(f"unable to parse customTimeout value {duration!r}")
+    return sign * sum(float(n) * _GO_UNITS[u] for n, u in parts)
+
+
 class _RecordingMonitor(mocks.MockMonitor):
-    def __init__(self) -> None:
+    def __init__(self, stack: str, project: str) -> None:
         super().__init__(_EchoMocks())
+        self.stack = stack
+        self.project = project
         self.registrations: list[Registration] = []
+        #: Every registration by URN, components and the root stack included: children inherit from them.
+        self.by_urn: dict[str, Registration] = {}
         #: Event loops made for the gRPC worker threads, closed after the run rather than at interpreter exit.
         self.thread_loops: list[asyncio.AbstractEventLoop] = []
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        # The SDK's mock names every stack "stack" and project "project" (its settings are context variables
+        # the gRPC worker thread does not see) and keeps only the parent's last type.
+        return make_urn(self.stack, self.project, parent, type_, name)
 
     def RegisterResource(self, request: Any) -> Any:
         try:
@@ -79,22 +169,49 @@ class _RecordingMonitor(mocks.MockMonitor):
                     "got the same resource name"
                 )
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
-        if request.type != "pulumi:pulumi:Stack":
-            state = self.resources[response.urn].state
-            self.registrations.append(
-                Registration(
-                    type=request.type,
-                    name=request.name,
-                    urn=response.urn,
-                    custom=bool(request.custom),
-                    inputs={key: _unwrap(value) for key, value in state.items()},
-                    parent=request.parent,
-                    provider=request.provider,
-                    ignore_changes=list(request.ignoreChanges),
-                    depends_on=list(request.dependencies),
-                    secret_inputs=sorted(key for key, value in state.items() if _has_secret(value)),
-                )
-            )
+        registered = self.resources.get(response.urn)  # the mock keeps no state for the root stack
+        state = registered.state if registered else {}
+        # Options a child does not set come from its parent (pulumi/pulumi pkg/resource/deploy/source_eval.go,
+        # inheritFromParent: protect, retainOnDelete, deletedWith).
+        parent = self.by_urn.get(request.parent)
+        reg = Registration(
+            type=request.type,
+            name=request.name,
+            urn=response.urn,
+            custom=bool(request.custom),
+            inputs={key: _unwrap(value) for key, value in state.items()},
+            parent=request.parent,
+            provider=request.provider,
+            ignore_changes=list(request.ignoreChanges),
+            depends_on=list(request.dependencies),
+            secret_inputs=sorted(key for key, value in state.items() if _has_secret(value)),
+            replace_on_changes=list(request.replaceOnChanges),
+            # The engine also takes a bare `true` without the Defined flag (the Go SDK does not set it).
+            delete_before_replace=bool(request.deleteBeforeReplace)
+            if request.deleteBeforeReplaceDefined or request.deleteBeforeReplace
+            else None,
+            protect=request.protect if request.HasField("protect") else (parent.protect if parent else False),
+            retain_on_delete=request.retainOnDelete
+            if request.HasField("retainOnDelete")
+            else (parent.retain_on_delete if parent else False),
+            deleted_with=request.deletedWith or (parent.deleted_with if parent else ""),
+            additional_secret_outputs=list(request.additionalSecretOutputs),
+            aliases=[
+                *request.aliasURNs,
+                *(
+                    _alias_urn(self.stack, self.project, request.name, request.type, request.parent, a)
+                    for a in request.aliases
+                ),
+            ],
+            custom_timeouts=CustomTimeouts(
+                _seconds(request.customTimeouts.create),
+                _seconds(request.customTimeouts.update),
+                _seconds(request.customTimeouts.delete),
+            ),
+        )
+        self.by_urn[reg.urn] = reg
+        if request.type != ROOT_STACK_TYPE:
+            self.registrations.append(reg)
         return response
 
 
@@ -135,6 +252,16 @@ class MockRun:
     def provider_of(self, reg: Registration) -> Registration | None:
         """The provider resource a registration names (``urn::id`` reference), if any."""
         return self.by_urn(reg.provider.rsplit("::", 1)[0]) if reg.provider else None
+
+
+def project_name(project_dir: Path = PROJECT_DIR) -> str:
+    """The project's name from its ``Pulumi.yaml``, the second part of every URN the engine makes."""
+    source = project_dir / "Pulumi.yaml"
+    document = load_yaml(read_text(source, str(source)), str(source))
+    name = document.get("name") if isinstance(document, dict) else None
+    if not isinstance(name, str) or not name:
+        raise YAMLFileError(f"{source}: no `name:`; a Pulumi project file names its project")
+    return name
 
 
 def stack_path(stack: str, project_dir: Path = PROJECT_DIR) -> Path:
@@ -189,11 +316,12 @@ def run_program(
     invalid configuration.
     """
     values = read_stack_config(stack_path(stack, project_dir)) if config is None else config
-    monitor = _RecordingMonitor()
+    project = project_name(project_dir)
+    monitor = _RecordingMonitor(stack, project)
     own_loop = asyncio.new_event_loop()
     asyncio.set_event_loop(own_loop)
-    settings.reset_options(project="nodefleet", stack=stack, preview=preview)
-    mocks.set_mocks(monitor.mocks, project="nodefleet", stack=stack, preview=preview, monitor=monitor)
+    settings.reset_options(project=project, stack=stack, preview=preview)
+    mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(
         {key: value if isinstance(value, str) else json.dumps(value) for key, value in values.items()}
     )

@@ -14,6 +14,10 @@ of its own:
   or by ``pulumi up`` in render mode, and is removed when the stack no longer declares that object.
 * **Pruning.** Files of objects the program no longer declares are removed; a target folder left empty
   (a removed cluster) is removed with its layout folders.
+* **Beside the manifests**, each target folder gets ``argocd-ignore-differences``
+  (:data:`nodefleet.gitops.ARGOCD_IGNORE_DIFFERENCES_FILE`), Argo CD's ``ignoreDifferences`` for the folder's
+  controller-owned fields. It belongs to the target (the record's ``target`` line stands for it, so the
+  record keeps its format), is rewritten with the target and removed with it.
 * **Atomicity.** Every changed file is first written beside its destination as
   ``.<name>.nodefleet-tmp`` and synced (phase 1; a failure here removes the temporaries and leaves the
   previous tree untouched). Then a journal listing every rename and removal is written atomically: that is
@@ -42,6 +46,7 @@ from pathlib import Path
 import yaml
 
 from harness.rendering import RenderPlan
+from nodefleet.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
 from nodefleet.render_layout import LAYOUT_DIRS, manifest_path
 
 RECORD_PREFIX = ".nodefleet-render-"
@@ -66,6 +71,8 @@ class TreeResult:
     #: Files that existed at a planned path without being in the record (e.g. written by `pulumi up`).
     adopted: list[str] = field(default_factory=list)
     removed_folders: list[str] = field(default_factory=list)
+    #: Target files beside the manifests (Argo CD's ignoreDifferences) written, i.e. new or changed.
+    beside_written: list[str] = field(default_factory=list)
     #: An interrupted render whose journal this render completed first.
     recovered: bool = False
 
@@ -156,6 +163,13 @@ def _plain_relpath(value: str, parts: int) -> bool:
     return len(pieces) == parts and all(p and p not in (".", "..") for p in pieces)
 
 
+def _owned_file(value: str) -> bool:
+    """A file a journal may write or remove: a manifest, or a target's Argo CD ignoreDifferences file."""
+    return _plain_relpath(value, 3) or (
+        _plain_relpath(value, 2) and value.split("/")[1] == ARGOCD_IGNORE_DIFFERENCES_FILE
+    )
+
+
 # --- writing ------------------------------------------------------------------------------------------
 
 
@@ -168,23 +182,26 @@ def _write(root: Path, stack: str, plan: RenderPlan, result: TreeResult) -> None
         _refuse_symlinks(root, target)
 
     wanted = {f.relpath: f.content for f in plan.files}
+    beside = {f.relpath: f.content for f in plan.target_files}
     to_write: dict[str, bytes] = {}
-    for rel, content in wanted.items():
+    for rel, content in {**wanted, **beside}.items():
         path = root / rel
         if path.is_symlink() or path.is_dir():
             raise RenderTreeError(f"{path} is a symlink or a folder where a manifest goes; remove it")
         if path.exists():
             if path.read_bytes() == content:
-                result.unchanged.append(rel)
+                if rel in wanted:
+                    result.unchanged.append(rel)
                 continue
-            if rel not in previous.files:
+            if rel in wanted and rel not in previous.files:
                 result.adopted.append(rel)
         to_write[rel] = content
 
     stale = {rel for rel in previous.files if rel not in wanted}
     stale |= _provider_written(root, {*targets, *previous.targets}, skip={*wanted, *previous.files})
+    emptied = sorted((set(previous.targets) | {r.split("/")[0] for r in stale}) - set(targets))
+    stale |= {f"{t}/{ARGOCD_IGNORE_DIFFERENCES_FILE}" for t in emptied}
     to_remove = sorted(rel for rel in stale if (root / rel).is_file() and not (root / rel).is_symlink())
-    emptied = sorted((set(previous.targets) | {r.split("/")[0] for r in to_remove}) - set(targets))
 
     temps = _prepare(root, to_write)
     journal = _journal_path(root, stack)
@@ -206,8 +223,9 @@ def _write(root: Path, stack: str, plan: RenderPlan, result: TreeResult) -> None
                 f"the render of {root} was interrupted after its commit point ({exc}); the next "
                 f"`nodefleet render` completes it from {journal.name} before doing anything else"
             ) from exc
-    result.written = sorted(temps)
-    result.removed = to_remove
+    result.written = sorted(rel for rel in temps if rel in wanted)
+    result.removed = [rel for rel in to_remove if _plain_relpath(rel, 3)]
+    result.beside_written = sorted(rel for rel in temps if rel in beside)
     result.removed_folders = [t for t in emptied if not (root / t).exists()]
 
 
@@ -236,7 +254,7 @@ def _apply_journal(root: Path, journal: Path) -> None:
     touched: set[Path] = set()
     for line in ops.splitlines():
         verb, _, rel = line.partition(" ")
-        if verb in ("write", "remove") and not _plain_relpath(rel, 3):
+        if verb in ("write", "remove") and not _owned_file(rel):
             continue
         path = root / rel
         if verb == "write":
@@ -273,7 +291,11 @@ def _recover(root: Path) -> bool:
     journals = sorted(root.glob(f"{RECORD_PREFIX}*{JOURNAL_SUFFIX}"))
     for journal in journals:
         _apply_journal(root, journal)
-    for temp in [*root.glob(f".*{TEMP_SUFFIX}"), *root.glob(f"*/*/.*{TEMP_SUFFIX}")]:
+    for temp in [
+        *root.glob(f".*{TEMP_SUFFIX}"),
+        *root.glob(f"*/.*{TEMP_SUFFIX}"),
+        *root.glob(f"*/*/.*{TEMP_SUFFIX}"),
+    ]:
         temp.unlink()
     return bool(journals)
 

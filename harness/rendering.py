@@ -11,11 +11,19 @@ renders (tests, reports) reads them from here.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
 from harness.mockrun import MockRun, Registration
+from nodefleet.gitops import (
+    ANNOTATION_CONTROLLER_OWNED,
+    ARGOCD_IGNORE_DIFFERENCES_FILE,
+    argocd_ignore_difference,
+    argocd_ignore_differences_file,
+    controller_owned,
+    json_pointer,
+)
 from nodefleet.provider_yaml import dump_manifest
 from nodefleet.render_layout import manifest_path
 
@@ -43,6 +51,19 @@ class ManifestFile:
 
 
 @dataclass(frozen=True)
+class TargetFile:
+    """A file of a render folder that is not a manifest: :data:`ARGOCD_IGNORE_DIFFERENCES_FILE`."""
+
+    target: str
+    name: str
+    content: bytes
+
+    @property
+    def relpath(self) -> str:
+        return f"{self.target}/{self.name}"
+
+
+@dataclass(frozen=True)
 class RenderPlan:
     files: list[ManifestFile]
     #: Every target folder the program has a provider for, even one with no objects (the provider still
@@ -50,6 +71,9 @@ class RenderPlan:
     targets: list[str]
     #: Objects deliberately not written, as "Kind name" (Secrets: their values would be plaintext).
     skipped: list[str]
+    #: One Argo CD ignoreDifferences file per folder with manifests (nodefleet.gitops); the provider's
+    #: render mode writes none, `nodefleet render` writes them.
+    target_files: list[TargetFile] = field(default_factory=list)
 
 
 def _without_nulls(value: Any) -> Any:
@@ -65,8 +89,11 @@ def _is_kubernetes_object(reg: Registration) -> bool:
     return reg.custom and reg.type.startswith("kubernetes:") and not reg.type.startswith("pulumi:providers")
 
 
-def kubernetes_objects(run: MockRun, render_dir: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(target, path inside it, the object as the provider receives it) for every Kubernetes object.
+def kubernetes_objects(
+    run: MockRun, render_dir: str
+) -> Iterator[tuple[str, str, dict[str, Any], Registration]]:
+    """(target, path inside it, the object as the provider receives it, its registration) for every
+    Kubernetes object.
 
     ``render_dir`` is the stack's render directory as the program hands it to its providers; an object
     on a provider without ``renderYamlToDirectory`` (apply mode) is placed in the folder named after its
@@ -78,7 +105,7 @@ def kubernetes_objects(run: MockRun, render_dir: str) -> Iterator[tuple[str, str
         manifest = _without_nulls(dict(reg.inputs))
         meta = manifest.setdefault("metadata", {})
         meta.setdefault("name", reg.name)
-        yield _target_of(run, reg, render_dir), manifest_path(manifest), manifest
+        yield _target_of(run, reg, render_dir), manifest_path(manifest), manifest, reg
 
 
 def _target_of(run: MockRun, reg: Registration, render_dir: str) -> str:
@@ -108,12 +135,18 @@ def plan_render(run: MockRun, render_dir: str) -> RenderPlan:
     files: list[ManifestFile] = []
     skipped: list[str] = []
     seen: dict[str, str] = {}
-    for target, path, manifest in kubernetes_objects(run, render_dir):
+    ignore_differences: dict[str, list[dict[str, Any]]] = {}
+    for target, path, manifest, reg in kubernetes_objects(run, render_dir):
         kind = str(manifest.get("kind"))
         name = str(manifest["metadata"]["name"])
         if kind == "Secret":
             skipped.append(f"Secret {name}")
             continue
+        _check_controller_owned(reg, manifest)
+        if reg.ignore_changes:
+            ignore_differences.setdefault(target, []).append(
+                argocd_ignore_difference(manifest, reg.ignore_changes)
+            )
         file = ManifestFile(target, path, dump_manifest(manifest), kind, name)
         if file.relpath in seen:
             raise RenderPlanError(
@@ -131,4 +164,22 @@ def plan_render(run: MockRun, render_dir: str) -> RenderPlan:
         }
         | {f.target for f in files}
     )
-    return RenderPlan(files, targets, skipped)
+    target_files = [
+        TargetFile(
+            t, ARGOCD_IGNORE_DIFFERENCES_FILE, argocd_ignore_differences_file(ignore_differences.get(t, []))
+        )
+        for t in sorted({f.target for f in files})
+    ]
+    return RenderPlan(files, targets, skipped, target_files)
+
+
+def _check_controller_owned(reg: Registration, manifest: dict[str, Any]) -> None:
+    """A manifest must carry every field Pulumi leaves to a controller, or the GitOps tool would fight it."""
+    declared = tuple(json_pointer(p) for p in reg.ignore_changes)
+    if controller_owned(manifest) != declared:
+        raise RenderPlanError(
+            f"{manifest.get('kind')} {manifest['metadata'].get('name')} leaves {list(declared) or 'nothing'} "
+            f"to a controller (ignore_changes) but its {ANNOTATION_CONTROLLER_OWNED} annotation lists "
+            f"{list(controller_owned(manifest)) or 'nothing'}: Argo CD and Flux would re-apply those fields. "
+            "Build the object with components.kubernetes.custom_resource"
+        )

@@ -22,7 +22,8 @@ What each controller does with a change, and where it comes from:
   instance type, user-data secret, labels) applies only to machines created afterwards: a scale-up, the
   replacement of a deleted machine, a MachineHealthCheck remediation (OpenShift docs, "Modifying a compute
   machine set": "changes are applied only to compute machines that are created after you save the updated
-  MachineSet CR"). The AMI of an MCO-managed MachineSet is not applied at all (``ignore_changes``; the
+  MachineSet CR"). The AMI of an MCO-managed MachineSet is not applied at all (``ignore_changes``, and in a
+  GitOps tree the ``nodefleet.io/controller-owned`` annotation Argo CD and Flux are configured from; the
   boot image controller owns it). Deleting a MachineSet deletes its machines.
 * **HyperShift NodePool** (classic): a new release or platform field replaces every machine
   (``upgradeType: Replace``, paced by ``maxSurge``/``maxUnavailable``) or updates them in place
@@ -56,6 +57,7 @@ from nodefleet.drift import (
     hypershift_generated_ec2_node_class,
     node_pool_static_view,
 )
+from nodefleet.gitops import ControllerOwnedError, controller_owned, json_pointer
 from nodefleet.ignition import TARGET_CONFIG_VERSION_HASH, hypershift_stub, merge_headers, user_data
 from nodefleet.releases import parse_release_image
 from nodefleet.versions import OCPVersion, VersionError, parse_ocp
@@ -123,8 +125,20 @@ class Obj:
 
     target: str
     manifest: Mapping[str, Any]
-    #: Property paths Pulumi ignores on update (known from the program or the state, not from a render).
+    #: Property paths Pulumi ignores on update (known from the program or the state).
     ignore_changes: tuple[str, ...] = ()
+
+    @property
+    def controller_owned(self) -> frozenset[str]:
+        """JSON pointers of the fields a controller owns: Pulumi's ``ignore_changes`` and, in a rendered
+        manifest, its ``nodefleet.io/controller-owned`` annotation (what Argo CD and Flux are given)."""
+        pointers = set(controller_owned(self.manifest))
+        for path in self.ignore_changes:
+            try:
+                pointers.add(json_pointer(path))
+            except ControllerOwnedError:
+                continue  # a wildcard in someone else's state: no field nodefleet reasons about
+        return frozenset(pointers)
 
     @property
     def cluster(self) -> str:
@@ -598,7 +612,7 @@ _MACHINE_SET_PACE = (
 def _machine_set_item(before: Obj, after: Obj) -> Item:
     managed = (
         after.annotations.get(k.ANNOTATION_OWNER) == "mco"
-        or k.AMI_PATH in after.ignore_changes
+        or json_pointer(k.AMI_PATH) in after.controller_owned
         or before.annotations.get(k.ANNOTATION_OWNER) == "mco"
     )
     old_t = dict(before.spec.get("template") or {})
@@ -608,8 +622,9 @@ def _machine_set_item(before: Obj, after: Obj) -> Item:
     notes: list[str] = []
     if managed and any(p.startswith("spec.template.spec.providerSpec.value.ami") for p in paths):
         notes.append(
-            "AMI owned by the MCO boot image controller: Pulumi ignores it (ignore_changes), so the "
-            "declared AMI is not applied and nothing rolls"
+            "AMI owned by the MCO boot image controller: Pulumi ignores it (ignore_changes) and so do "
+            "Argo CD and Flux (the rendered nodefleet.io/controller-owned annotation), so the declared AMI "
+            "is not applied and nothing rolls"
         )
         paths = [p for p in paths if not p.startswith("spec.template.spec.providerSpec.value.ami")]
     nodes, count = _machine_set_nodes(before.spec)

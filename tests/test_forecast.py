@@ -355,3 +355,27 @@ def test_state_file_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(SnapshotError, match=r"bad\.json: not a `pulumi stack export`"):
         snapshot_from_state_file(bad)
     shutil.rmtree(tmp_path)
+
+
+def test_managed_machine_set_ami_change_is_no_rollout_against_a_gitops_checkout(tmp_path: Path) -> None:
+    """Forecast against the tree Argo CD or Flux syncs (written as `nodefleet render` writes it): the rendered
+    object itself says its AMI is controller-owned, which is what the GitOps tools are configured from."""
+    from harness.render_tree import write_tree
+
+    fleet = stack_fleet("dev")
+    checkout = tmp_path / "gitops" / "rendered" / "dev"
+    write_tree(checkout, "dev", plan_of(run_program("dev", {"nodefleet:fleet": fleet})))
+    changed = copy.deepcopy(fleet)
+    changed["clusters"][0]["catalog"] = "catalogs/rhcos-4.16.json"
+    new_plan = plan_of(run_program("dev", {"nodefleet:fleet": changed}))
+    before = snapshot_from_render_dir(new_plan, checkout)
+    assert before is not None
+    worker = next(o for o in before.objects if o.meta.get("name") == "dev-7xk2p-worker-us-east-1a")
+    assert worker.ignore_changes == () and worker.controller_owned == {
+        "/spec/template/spec/providerSpec/value/ami"
+    }
+    item = _by_name(forecast(before, snapshot_from_plan(new_plan, "program")))[
+        ("MachineSet", "dev-7xk2p-worker-us-east-1a")
+    ]
+    assert item.verdict == NO_ROLLOUT and not item.rolls
+    assert "Argo CD and Flux" in item.reasons[0]

@@ -1,9 +1,21 @@
-"""The Argo CD and Flux examples: valid against the upstream CRDs, and pointing at folders the render creates."""
+"""The Argo CD and Flux examples: valid against the upstream CRDs, pointing at folders the render creates, and
+leaving every field the program leaves to a controller (``ignore_changes``) to that controller.
+
+The GitOps tools cannot run here. Their selection rules are applied as their sources define them: Argo CD's
+git files generator (a git pathspec glob, where ``*`` also matches ``/``; parameters from the file's YAML),
+its go-template ``templatePatch`` (one ``toJson`` action, Go's ``encoding/json``: compact, keys sorted) merged
+into the template, and Flux's ignore-rule targets (``fluxcd/pkg/ssa/jsondiff`` ``SelectorRegex``: anchored
+regular expressions, Kubernetes label-selector syntax for ``annotationSelector``).
+"""
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import gzip
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -12,10 +24,16 @@ import jsonschema
 import pytest
 import yaml
 
-from harness.mockrun import run_program
+from harness.mockrun import MockRun, run_program
+from harness.render_tree import write_tree
+from harness.rendering import RenderPlanError
 from harness.snapshots import plan_of
+from nodefleet import kinds as k
+from nodefleet.gitops import ANNOTATION_CONTROLLER_OWNED, ARGOCD_IGNORE_DIFFERENCES_FILE, json_pointer
+from nodefleet.hosted import LEGACY_CONTROLLER_OWNED
 from tests.conftest import PROJECT
 from tests.crdschema import _strip
+from tests.variants import hosted_legacy_fleet, karpenter_operator_fleet
 
 CRDS = PROJECT / "tests" / "data" / "gitops-crds"
 EXAMPLES = PROJECT / "examples"
@@ -39,14 +57,59 @@ def _documents(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
+def _appset() -> dict[str, Any]:
+    (appset,) = _documents(EXAMPLES / "argocd" / "applicationset.yaml")
+    return appset
+
+
+def _kustomizations() -> list[dict[str, Any]]:
+    return [d for d in _documents(EXAMPLES / "flux" / "kustomizations.yaml") if d["kind"] == "Kustomization"]
+
+
+# --- variations of the example stacks that exercise every controller-owned field the program declares -----
+
+
+def _hosted_legacy() -> MockRun:
+    return run_program("hosted", {"nodefleet:fleet": hosted_legacy_fleet()})
+
+
+def _karpenter_operator() -> MockRun:
+    return run_program("karpenter", {"nodefleet:fleet": karpenter_operator_fleet()})
+
+
+RUNS: dict[str, Callable[[], MockRun]] = {
+    **{stack: (lambda stack=stack: run_program(stack)) for stack in STACKS},  # type: ignore[misc]
+    "hosted (legacy HyperShift)": _hosted_legacy,
+    "karpenter (karpenter-operator)": _karpenter_operator,
+}
+
+
 @cache
-def _render_folders() -> frozenset[str]:
-    """rendered/<stack>/<cluster> for every folder the example stacks render (as `scripts/pipeline publish`)."""
-    folders = set()
+def _published(name: str, root: Path) -> Path:
+    """The tree `scripts/pipeline publish` commits for one run: rendered/<stack>/<cluster>/…"""
+    run = RUNS[name]()
+    tree = root / "rendered" / run.stack
+    write_tree(tree, run.stack, plan_of(run))
+    return tree
+
+
+@pytest.fixture(scope="module")
+def published_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("gitops")
     for stack in STACKS:
-        for f in plan_of(run_program(stack)).files:
-            folders.add(f"rendered/{stack}/{Path(f.target).name}")
-    return frozenset(folders)
+        _published(stack, root)
+    return root
+
+
+def _render_folders(root: Path) -> set[str]:
+    return {
+        p.parent.parent.relative_to(root).as_posix()
+        for p in (root / "rendered").glob("*/*/1-manifest/*.yaml")
+        if p.is_file()
+    }
+
+
+# --- the examples against the upstream schemas --------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -59,44 +122,341 @@ def test_examples_are_valid_against_the_upstream_crds(path: Path) -> None:
 
 
 def test_a_schema_violation_is_caught() -> None:
-    (appset,) = _documents(EXAMPLES / "argocd" / "applicationset.yaml")
-    appset["spec"]["generators"][0]["git"]["directories"] = "rendered/*/*"  # a string, not a list
+    appset = _appset()
+    appset["spec"]["generators"][0]["git"]["files"] = "rendered/*/*"  # a string, not a list
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(_schemas()[("argoproj.io/v1alpha1", "ApplicationSet")]).validate(
             appset
         )
+    (kustomization, *_) = _kustomizations()
+    kustomization["spec"]["ignore"][0]["paths"] = "/spec"  # a string, not a list of pointers
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(
+            _schemas()[("kustomize.toolkit.fluxcd.io/v1", "Kustomization")]
+        ).validate(kustomization)
 
 
-def test_applicationset_selects_exactly_the_render_folders() -> None:
-    (appset,) = _documents(EXAMPLES / "argocd" / "applicationset.yaml")
-    patterns = [d["path"] for g in appset["spec"]["generators"] for d in g["git"]["directories"]]
-    folders = _render_folders()
-    # Argo CD's git generator matches directories with path.Match semantics: `*` never crosses a `/`.
-    candidates = folders | {f"{f}/1-manifest" for f in folders} | {str(Path(f).parent) for f in folders}
-    matched = {
-        c for c in candidates if any(fnmatch.fnmatch(c, p) and c.count("/") == p.count("/") for p in patterns)
+# --- Argo CD: one Application per folder, with the folder's ignoreDifferences --------------------------------
+
+
+def _generated_params(root: Path) -> list[dict[str, Any]]:
+    """The git files generator's parameter sets over the published tree (argo-cd applicationset/generators
+    git.go: files matched by `git ls-files -- <pattern>`, each parsed as YAML, plus the `path` parameters)."""
+    patterns = [f["path"] for g in _appset()["spec"]["generators"] for f in g["git"]["files"]]
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    out = []
+    for rel in files:
+        if not any(fnmatch.fnmatchcase(rel, pattern) for pattern in patterns):
+            continue
+        params = yaml.safe_load((root / rel).read_text()) or {}
+        folder = rel.rsplit("/", 1)[0]
+        params["path"] = {
+            "path": folder,
+            "basename": folder.rsplit("/", 1)[-1],
+            "filename": rel.rsplit("/", 1)[-1],
+            "segments": folder.split("/"),
+        }
+        out.append(params)
+    return out
+
+
+_ACTION = re.compile(r"\{\{(.*?)\}\}")
+
+
+def _render(text: str, params: Mapping[str, Any]) -> str:
+    """The go-template actions the example uses, evaluated; any other action fails the test."""
+
+    def action(m: re.Match[str]) -> str:
+        expr = m[1].strip()
+        if expr == "toJson .ignoreDifferences":
+            return json.dumps(params["ignoreDifferences"], sort_keys=True, separators=(",", ":"))
+        if expr == "index .path.segments 1":
+            return str(params["path"]["segments"][1])
+        if expr == ".path.path":
+            return str(params["path"]["path"])
+        if expr == ".path.basename":
+            return str(params["path"]["basename"])
+        raise AssertionError(f"the example uses a template action this test does not evaluate: {expr}")
+
+    return _ACTION.sub(action, text)
+
+
+def _applications(root: Path) -> dict[str, dict[str, Any]]:
+    """The Applications the ApplicationSet generates, by folder: template, then templatePatch merged in."""
+    appset = _appset()
+    out = {}
+    for params in _generated_params(root):
+        template = yaml.safe_load(_render(yaml.safe_dump(appset["spec"]["template"]), params))
+        patch = yaml.safe_load(_render(appset["spec"]["templatePatch"], params))
+        app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", **template}
+        # A strategic merge patch of maps; ignoreDifferences is a list the template does not have.
+        app["spec"] = {**app["spec"], **patch["spec"]}
+        out[params["path"]["path"]] = app
+    return out
+
+
+def test_the_applicationset_makes_one_application_per_render_folder(published_root: Path) -> None:
+    apps = _applications(published_root)
+    assert set(apps) == _render_folders(published_root)
+    for folder, app in apps.items():
+        jsonschema.Draft202012Validator(_schemas()[("argoproj.io/v1alpha1", "Application")]).validate(app)
+        assert app["spec"]["source"]["path"] == folder
+        assert app["spec"]["destination"]["name"] == folder.rsplit("/", 1)[-1]
+        assert app["spec"]["source"]["directory"]["recurse"] is True
+        assert "RespectIgnoreDifferences=true" in app["spec"]["syncPolicy"]["syncOptions"]
+
+
+def test_argo_cd_never_reads_the_file_as_a_manifest(published_root: Path) -> None:
+    """argo-cd reposerver/repository/repository.go: a directory source loads ^.*\\.(yaml|yml|json|jsonnet)$."""
+    manifest_file = re.compile(r"^.*\.(yaml|yml|json|jsonnet)$")
+    assert not manifest_file.match(ARGOCD_IGNORE_DIFFERENCES_FILE)
+    assert all(
+        (published_root / f / ARGOCD_IGNORE_DIFFERENCES_FILE).is_file()
+        for f in _render_folders(published_root)
+    )
+
+
+# --- every controller-owned field reaches both tools ---------------------------------------------------------
+
+
+_REQUIREMENT = re.compile(
+    r"^\s*(?P<neg>!)?(?P<key>[\w./-]+)\s*(?:(?P<op>==|=|!=)\s*(?P<value>[\w.-]*)|\s+(?P<set>in|notin)\s*"
+    r"\((?P<values>[^)]*)\))?\s*$"
+)
+
+
+def _selector_matches(selector: str, values: Mapping[str, str]) -> bool:
+    """A Kubernetes label selector (k8s.io/apimachinery labels.Parse) on labels or annotations."""
+    for requirement in re.split(r",(?![^()]*\))", selector):
+        m = _REQUIREMENT.match(requirement)
+        assert m, f"selector syntax this test does not evaluate: {requirement!r}"
+        key = m["key"]
+        if m["neg"]:
+            ok = key not in values
+        elif m["op"] in ("=", "=="):
+            ok = values.get(key) == m["value"]
+        elif m["op"] == "!=":
+            ok = values.get(key) != m["value"]
+        elif m["set"]:
+            options = {v.strip() for v in m["values"].split(",")}
+            ok = (values.get(key) in options) if m["set"] == "in" else (values.get(key) not in options)
+        else:
+            ok = key in values
+        if not ok:
+            return False
+    return True
+
+
+def _flux_selects(target: Mapping[str, str] | None, obj: Mapping[str, Any]) -> bool:
+    """fluxcd/pkg/ssa jsondiff.SelectorRegex.MatchUnstructured; an absent target selects every object."""
+    if not target:
+        return True
+    api_version = str(obj["apiVersion"])
+    group, _, version = api_version.rpartition("/")
+    meta = obj.get("metadata") or {}
+    fields = {
+        "group": group,
+        "version": version,
+        "kind": obj["kind"],
+        "name": meta.get("name", ""),
+        "namespace": meta.get("namespace", ""),
     }
-    assert matched == folders
-    assert appset["spec"]["template"]["spec"]["source"]["directory"]["recurse"] is True
+    for field, value in fields.items():
+        if target.get(field) and not re.fullmatch(target[field], str(value)):
+            return False
+    if target.get("labelSelector") and not _selector_matches(
+        target["labelSelector"], meta.get("labels") or {}
+    ):
+        return False
+    annotations = meta.get("annotations") or {}
+    return not (
+        target.get("annotationSelector") and not _selector_matches(target["annotationSelector"], annotations)
+    )
 
 
-def test_flux_kustomizations_point_at_render_folders() -> None:
+def _resolves(obj: Any, pointer: str) -> bool:
+    for part in pointer.split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(obj, dict) and part in obj:
+            obj = obj[part]
+        elif isinstance(obj, list) and part.isdigit() and int(part) < len(obj):
+            obj = obj[int(part)]
+        else:
+            return False
+    return True
+
+
+def _gitops_gaps(run: MockRun, tree: Path, kustomizations: list[dict[str, Any]]) -> Iterator[str]:
+    """Where a field the program leaves to a controller would still be applied by Argo CD or Flux, or where
+    Flux would leave alone a field nodefleet owns."""
+    plan = plan_of(run)
+    by_name = {(f.kind, f.name): f for f in plan.files}
+    declared: dict[str, list[str]] = {}
+    for reg in run.registrations:
+        if not (reg.custom and reg.type.startswith("kubernetes:")) or reg.type.startswith("pulumi:providers"):
+            continue
+        manifest = reg.inputs
+        if manifest.get("kind") == "Secret":
+            continue
+        f = by_name[(manifest["kind"], manifest["metadata"]["name"])]
+        declared[f.relpath] = [json_pointer(p) for p in reg.ignore_changes]
+    for relpath, pointers in sorted(declared.items()):
+        obj = yaml.safe_load((tree / relpath).read_text())
+        what = f"{obj['kind']} {obj['metadata']['name']}"
+        rendered = (obj["metadata"].get("annotations") or {}).get(ANNOTATION_CONTROLLER_OWNED, "")
+        if rendered != ",".join(pointers):
+            yield f"{what}: rendered {ANNOTATION_CONTROLLER_OWNED} {rendered!r}, program declares {pointers}"
+        folder = relpath.split("/")[0]
+        argo = yaml.safe_load((tree / folder / ARGOCD_IGNORE_DIFFERENCES_FILE).read_text())[
+            "ignoreDifferences"
+        ]
+        entries = [
+            e
+            for e in argo
+            if (e["kind"], e["name"], e.get("namespace", ""))
+            == (obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace", ""))
+        ]
+        got = [p for e in entries for p in e["jsonPointers"]]
+        if got != pointers:
+            yield f"{what}: Argo CD ignores {got}, the program leaves {pointers} to a controller"
+        for kustomization in kustomizations:
+            ignored = [
+                p
+                for rule in kustomization["spec"].get("ignore", [])
+                if _flux_selects(rule.get("target"), obj)
+                for p in rule["paths"]
+            ]
+            if missing := [p for p in pointers if p not in ignored]:
+                yield f"{what}: Flux Kustomization {kustomization['metadata']['name']} applies {missing}"
+            if extra := [p for p in ignored if p not in pointers and _resolves(obj, p)]:
+                yield f"{what}: Flux Kustomization {kustomization['metadata']['name']} leaves {extra} alone"
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_every_controller_owned_field_reaches_argo_cd_and_flux(name: str, tmp_path: Path) -> None:
+    run = RUNS[name]()
+    tree = tmp_path / "rendered" / run.stack
+    write_tree(tree, run.stack, plan_of(run))
+    assert list(_gitops_gaps(run, tree, _kustomizations())) == []
+
+
+def test_the_variations_cover_every_kind_of_controller_owned_field() -> None:
+    """The runs above declare each ownership of DESIGN.md 1.1 the program leaves to a controller."""
+    owned = {
+        (r.type, tuple(r.ignore_changes))
+        for name in RUNS
+        for r in RUNS[name]().registrations
+        if r.ignore_changes
+    }
+    assert owned == {
+        (k.MACHINE_SET.token, (k.AMI_PATH,)),
+        (k.EC2_NODE_CLASS.token, tuple(LEGACY_CONTROLLER_OWNED)),
+    }
+
+
+def test_a_new_controller_owned_field_fails_until_flux_is_told(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Add an ignore_changes path in the program: the render and Argo CD follow by themselves, the Flux rules
+    (static paths) do not, and the check above says exactly what Flux would still apply."""
+    import components.hosted
+
+    monkeypatch.setattr(components.hosted, "LEGACY_CONTROLLER_OWNED", (*LEGACY_CONTROLLER_OWNED, "spec.tags"))
+    run = _hosted_legacy()
+    tree = tmp_path / "rendered" / run.stack
+    write_tree(tree, run.stack, plan_of(run))
+    gaps = list(_gitops_gaps(run, tree, _kustomizations()))
+    assert gaps and all("applies ['/spec/tags']" in g for g in gaps), gaps
+    assert not [g for g in gaps if "Argo CD" in g or "rendered" in g]
+
+
+def test_an_object_registered_without_the_annotation_is_refused_at_render(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A component that set ignore_changes but bypassed components.kubernetes.custom_resource would put a
+    manifest in the tree that the GitOps tools re-apply: the render refuses it."""
+    import components.kubernetes
+
+    monkeypatch.setattr(
+        components.kubernetes, "with_controller_owned", lambda manifest, paths: dict(manifest)
+    )
+    with pytest.raises(
+        RenderPlanError, match=r"ignore_changes.*nodefleet\.io/controller-owned annotation lists nothing"
+    ):
+        plan_of(run_program("dev"))
+
+
+def test_a_managed_machine_set_and_a_legacy_node_class_reach_both_tools(tmp_path: Path) -> None:
+    dev = tmp_path / "rendered" / "dev"
+    write_tree(dev, "dev", plan_of(run_program("dev")))
+    machine_set = yaml.safe_load(
+        (
+            dev
+            / "dev/1-manifest/machine.openshift.io_v1beta1-machineset-openshift-machine-api-dev-7xk2p-worker-us-east-1a.yaml"
+        ).read_text()
+    )
+    assert machine_set["metadata"]["annotations"][ANNOTATION_CONTROLLER_OWNED] == (
+        "/spec/template/spec/providerSpec/value/ami"
+    )
+    argo = yaml.safe_load((dev / "dev" / ARGOCD_IGNORE_DIFFERENCES_FILE).read_text())["ignoreDifferences"]
+    assert {
+        "group": "machine.openshift.io",
+        "kind": "MachineSet",
+        "name": "dev-7xk2p-worker-us-east-1a",
+        "namespace": "openshift-machine-api",
+        "jsonPointers": ["/spec/template/spec/providerSpec/value/ami"],
+    } in argo
+    pinned = [e for e in argo if e["name"].endswith("us-east-1b")]
+    assert pinned == [], "a MachineSet nodefleet pins keeps its AMI under Argo CD's control"
+
+    run = _hosted_legacy()
+    hosted = tmp_path / "rendered" / "hosted"
+    write_tree(hosted, "hosted", plan_of(run))
+    node_class = yaml.safe_load(
+        (
+            hosted / "prod-east-hosted/1-manifest/karpenter.k8s.aws_v1-ec2nodeclass-default-general.yaml"
+        ).read_text()
+    )
+    assert (
+        node_class["metadata"]["annotations"][ANNOTATION_CONTROLLER_OWNED]
+        == "/spec/userData,/spec/amiSelectorTerms"
+    )
+    argo = yaml.safe_load((hosted / "prod-east-hosted" / ARGOCD_IGNORE_DIFFERENCES_FILE).read_text())
+    assert {
+        "group": "karpenter.k8s.aws",
+        "kind": "EC2NodeClass",
+        "name": "general",
+        "jsonPointers": ["/spec/userData", "/spec/amiSelectorTerms"],
+    } in argo["ignoreDifferences"]
+    for kustomization in _kustomizations():
+        rules = [r for r in kustomization["spec"]["ignore"] if _flux_selects(r["target"], node_class)]
+        assert [p for r in rules for p in r["paths"]] == ["/spec/userData", "/spec/amiSelectorTerms"]
+        nodefleet_owned = copy.deepcopy(node_class)
+        del nodefleet_owned["metadata"]["annotations"][ANNOTATION_CONTROLLER_OWNED]  # an S3-pointer class
+        assert not [r for r in kustomization["spec"]["ignore"] if _flux_selects(r["target"], nodefleet_owned)]
+
+
+def test_flux_kustomizations_point_at_render_folders(published_root: Path) -> None:
     docs = _documents(EXAMPLES / "flux" / "kustomizations.yaml")
     sources = {d["metadata"]["name"] for d in docs if d["kind"] == "GitRepository"}
-    kustomizations = [d for d in docs if d["kind"] == "Kustomization"]
+    kustomizations = _kustomizations()
     assert kustomizations
-    for k in kustomizations:
-        assert k["spec"]["sourceRef"]["name"] in sources
-        assert k["spec"]["path"].removeprefix("./") in _render_folders(), k["spec"]["path"]
-    names = {k["metadata"]["name"] for k in kustomizations}
-    assert all(dep["name"] in names for k in kustomizations for dep in k["spec"].get("dependsOn", []))
+    folders = _render_folders(published_root)
+    for kz in kustomizations:
+        assert kz["spec"]["sourceRef"]["name"] in sources
+        assert kz["spec"]["path"].removeprefix("./") in folders, kz["spec"]["path"]
+        # Every Kustomization carries the same rules, so the one a user copies for a folder of their own has them.
+        assert kz["spec"]["ignore"] == kustomizations[0]["spec"]["ignore"]
+    names = {kz["metadata"]["name"] for kz in kustomizations}
+    assert all(dep["name"] in names for kz in kustomizations for dep in kz["spec"].get("dependsOn", []))
 
 
 def test_both_examples_follow_the_branch_the_pipeline_publishes() -> None:
     workflow = yaml.safe_load((PROJECT / ".github" / "workflows" / "nodefleet.yaml").read_text())
     branch = workflow["env"]["GITOPS_BRANCH"]
-    (appset,) = _documents(EXAMPLES / "argocd" / "applicationset.yaml")
+    appset = _appset()
     assert appset["spec"]["template"]["spec"]["source"]["targetRevision"] == branch
+    assert appset["spec"]["generators"][0]["git"]["revision"] == branch
     repo = next(
         d for d in _documents(EXAMPLES / "flux" / "kustomizations.yaml") if d["kind"] == "GitRepository"
     )

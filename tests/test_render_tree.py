@@ -74,11 +74,17 @@ def test_a_second_render_rewrites_nothing(tmp_path: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.yaml")} == mtimes
 
 
-def test_the_record_is_invisible_to_argo_cd_and_flux(tmp_path: Path) -> None:
+def test_the_record_and_the_argo_cd_file_are_invisible_to_argo_cd_and_flux(tmp_path: Path) -> None:
+    """Argo CD's directory source loads *.yaml, *.yml, *.json, *.jsonnet; Flux's generated kustomization
+    *.yaml and *.yml: neither the ownership record nor the ignoreDifferences file is a manifest to them."""
     write_tree(tmp_path, "dev", _plan("dev"))
-    extras = [p.name for p in tmp_path.rglob("*") if p.is_file() and not p.name.endswith(".yaml")]
-    assert extras == [".nodefleet-render-dev"]
-    assert not any(p.suffix in (".yaml", ".yml", ".json") for p in tmp_path.rglob(".nodefleet*"))
+    extras = sorted(
+        str(p.relative_to(tmp_path))
+        for p in tmp_path.rglob("*")
+        if p.is_file() and not p.name.endswith(".yaml")
+    )
+    assert extras == [".nodefleet-render-dev", "dev/argocd-ignore-differences"]
+    assert not any(Path(e).suffix in (".yaml", ".yml", ".json", ".jsonnet") for e in extras)
 
 
 def test_files_pulumi_up_wrote_are_adopted_and_pruned_like_its_own(tmp_path: Path) -> None:
@@ -286,3 +292,24 @@ def test_render_folders_never_coincide_and_infra_ids_are_unique() -> None:
         ConfigError, match=r"clusters\[1\]\.infraId: 'dev-7xk2p' is also the infraId of clusters\[0\] 'dev'"
     ):
         load_fleet(fleet, "dev", PROJECT)
+
+
+def test_the_argo_cd_file_follows_its_folder(tmp_path: Path) -> None:
+    """Written for every folder with manifests, rewritten when the folder's controller-owned fields change,
+    removed with the folder; the record keeps its format (a target line stands for the file)."""
+    fleet = _two_cluster_fleet()
+    write_tree(tmp_path, "dev", _plan("dev", fleet))
+    assert (tmp_path / "edge" / "argocd-ignore-differences").is_file()
+    record = record_path(tmp_path, "dev").read_text()
+    assert "argocd-ignore-differences" not in record and "target edge\n" in record
+    before = (tmp_path / "dev" / "argocd-ignore-differences").read_bytes()
+
+    for ms in fleet["clusters"][0]["machineSets"]:
+        ms["bootImage"] = "pinned"  # nodefleet owns every AMI now: nothing left to ignore in dev
+    del fleet["clusters"][1]
+    result = write_tree(tmp_path, "dev", _plan("dev", fleet))
+    after = (tmp_path / "dev" / "argocd-ignore-differences").read_bytes()
+    assert after != before and b"ignoreDifferences: []" in after
+    assert result.beside_written == ["dev/argocd-ignore-differences"]
+    assert not (tmp_path / "edge").exists(), "the file does not keep a removed cluster's folder alive"
+    assert write_tree(tmp_path, "dev", _plan("dev", fleet)).beside_written == []

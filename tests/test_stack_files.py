@@ -79,6 +79,7 @@ def test_unreadable_stack_files_exit_2(
 
 
 def test_the_mock_runtime_refuses_a_duplicate_urn_as_the_engine_does(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yaml").write_text("name: dup\nruntime: python\n")
     (tmp_path / "__main__.py").write_text(
         "import pulumi\n"
         "class R(pulumi.CustomResource):\n"

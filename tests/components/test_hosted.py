@@ -233,3 +233,23 @@ def test_bad_autonode_config_registers_nothing(change: Any, expected: str) -> No
         _run(raw)
     assert expected in str(e.value) and str(e.value).count("\n") == 0
     assert e.value.registrations == []  # type: ignore[attr-defined]
+
+
+def test_the_program_names_render_folders_with_the_one_layout_function(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each cluster's providers render to exactly the folders nodefleet.render_layout.render_targets names,
+    the function configuration validation uses to refuse colliding folders: change the layout and the
+    program's folders follow."""
+    from nodefleet import render_layout
+
+    def folders(run: MockRun) -> set[str]:
+        return {
+            str(p.inputs["renderYamlToDirectory"]).rsplit("/", 1)[-1]
+            for p in run.of_type("pulumi:providers:kubernetes")
+        }
+
+    assert folders(run_program("hosted")) == set(render_layout.render_targets("prod-east", hosted=True))
+    monkeypatch.setattr(render_layout, "HOSTED_SUFFIX", "-guest")
+    assert folders(run_program("hosted")) == {"prod-east", "prod-east-guest"}
+    assert folders(run_program("dev")) == set(render_layout.render_targets("dev", hosted=False))

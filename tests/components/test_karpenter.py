@@ -12,6 +12,7 @@ from nodefleet import kinds as k
 from nodefleet.ignition import merge_headers
 from nodefleet.yamlfile import load_yaml
 from tests.conftest import stack_fleet
+from tests.variants import karpenter_operator_fleet
 
 CA_1 = "-----BEGIN CERTIFICATE-----\nMIIB-first\n-----END CERTIFICATE-----\n"
 CA_2 = "-----BEGIN CERTIFICATE-----\nMIIB-rotated\n-----END CERTIFICATE-----\n"
@@ -125,3 +126,24 @@ def test_missing_ca_secret_is_a_clear_error() -> None:
     with pytest.raises(pulumi.RunError) as e:
         run_program("karpenter", {"nodefleet:fleet": stack_fleet("karpenter")})
     assert "nodefleet:mcsCaBundle is not set (MCS CA bundle of cluster edge)" in str(e.value)
+
+
+def _operator_run() -> MockRun:
+    return run_program("karpenter", {"nodefleet:fleet": karpenter_operator_fleet()})
+
+
+@pytest.mark.parametrize("which", ["self-managed", "operator", "hosted"])
+def test_every_karpenter_node_pool_is_replaced_deleting_first_on_a_provisioning_switch(which: str) -> None:
+    """The NodePool API refuses a static <-> dynamic switch in place, so the engine must replace the pool, and
+    with the same name delete it first: what is registered says so for every Karpenter NodePool, and for
+    nothing else."""
+    from nodefleet.hosted import ANNOTATION_PROVISIONING
+
+    run = {"self-managed": _run, "operator": _operator_run, "hosted": lambda: run_program("hosted")}[which]()
+    pools = run.of_type(k.KARPENTER_NODE_POOL.token)
+    assert pools
+    for pool in pools:
+        assert pool.replace_on_changes == [f'metadata.annotations["{ANNOTATION_PROVISIONING}"]'], pool.name
+        assert pool.delete_before_replace is True, pool.name
+    others = [r for r in run.registrations if r.type != k.KARPENTER_NODE_POOL.token]
+    assert not [r.name for r in others if r.replace_on_changes or r.delete_before_replace is not None]

@@ -57,6 +57,7 @@ TOOLS = [
     "sort",
     "readlink",
     "pwd",
+    "date",
 ]
 
 _LOG = """
@@ -166,6 +167,22 @@ if os.environ.get("FAKE_NETWORK") == "off":
 print(json.dumps({"Version": "v0", "Origin": {"VCS": "git", "Hash": "0123456789abcdef0123456789abcdef01234567"}}))
 """
 )
+
+
+def exec_shim() -> Path | None:
+    """The SDK's real exec shim (``pulumi-language-python-exec``) beside the language host: bundled with the
+    CLI, on PATH, or installed by the bootstrap from the SDK's own module."""
+    from engine.status import read_status
+
+    cli = read_status().cli
+    places = [cli.resolve().parent] if cli and cli.exists() else []
+    host = shutil.which("pulumi-language-python")
+    places += [Path(host).resolve().parent] if host else []
+    places.append(PROJECT / ".engine" / "bin")
+    return next(
+        (p / "pulumi-language-python-exec" for p in places if (p / "pulumi-language-python-exec").is_file()),
+        None,
+    )
 
 
 def fake_pulumi(version: str) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from engine.semver import at_least
+from engine.status import CORE, PARTS, read_status
 from tests.conftest import PROJECT
 from tests.engine.fakes import Machine, make_machine
 
@@ -219,3 +220,127 @@ def test_the_version_rule_is_semver_precedence() -> None:
     assert at_least("3.259.0-rc.a", "3.259.0-rc.9"), "words sort above numbers"
     assert at_least("3.259.0-rc.1.1", "3.259.0-rc.1"), "a longer identifier list wins a tie"
     assert at_least("3.100.0", "3.99.0"), "minor versions compare as numbers, not strings"
+
+
+# --- failed acquisitions are remembered ----------------------------------------------------------------
+
+ACQUISITIONS = ("plugin install", "mod download", "get ", "build ", "mod tidy")
+
+
+def _acquisitions(m: Machine, since: int = 0) -> list[str]:
+    """Downloads and builds tried (stand-in `pulumi plugin install`, Go module operations, proxy lookups)."""
+    calls = [f"{c['tool']} {' '.join(c['argv'])}" for c in _calls_in_order(m)[since:]]
+    return [c for c in calls if c.startswith("curl ") or any(f" {a}" in c for a in ACQUISITIONS)]
+
+
+def _offline_partial_machine(tmp_path: Path) -> Machine:
+    machine = make_machine(tmp_path, network=False)
+    machine.pulumi_on_path(NEWER)  # no bundled language host: it would be built
+    machine.go()
+    first = machine.run("bootstrap")
+    assert first.returncode == 3, first.stderr
+    return machine
+
+
+def test_a_failed_acquisition_is_remembered_with_its_version_and_not_retried(tmp_path: Path) -> None:
+    machine = _offline_partial_machine(tmp_path)
+    first = machine.status()
+    assert first["kubernetes.attempt"].startswith(f"v{K8S} failed ")
+    assert first["aws.attempt"].startswith(f"v{AWS} failed ")
+    assert first["pulumi-language-python.attempt"].startswith(f"v{PIN} failed ")
+    tried = len(_calls_in_order(machine))
+
+    again = machine.run("bootstrap")
+    assert again.returncode == 3, "still partial, and says so"
+    assert _acquisitions(machine, tried) == [], "nothing is downloaded or built again"
+    assert machine.status() == first, "the same reasons and the same remembered attempts"
+    for part, version in (("kubernetes", K8S), ("aws", AWS), ("pulumi-language-python", PIN)):
+        assert f"{part}: v{version} not tried again" in again.stderr
+    assert "make setup FORCE=1" in again.stderr
+    # What the engine tests and the command line read: the parts, and the attempts beside them.
+    recorded = read_status(machine.project / ".engine" / "status")
+    assert list(recorded.parts) == list(PARTS) and recorded.missing(CORE).keys() == set(CORE) - {"pulumi"}
+    assert set(recorded.attempts) == {"pulumi-language-python", "kubernetes", "aws"}
+
+
+def test_force_tries_every_failed_acquisition_again(tmp_path: Path) -> None:
+    machine = _offline_partial_machine(tmp_path)
+    tried = len(_calls_in_order(machine))
+    forced = machine.run("bootstrap", "--force")
+    assert forced.returncode == 3
+    again = _acquisitions(machine, tried)
+    assert f"pulumi plugin install resource kubernetes v{K8S} --exact" in again
+    assert f"pulumi plugin install resource aws v{AWS} --exact" in again
+    assert any("pulumi-language-python" in c for c in again if c.startswith("go get"))
+
+
+def test_force_is_what_brings_back_a_network_that_returned(tmp_path: Path) -> None:
+    """Remembering is deliberate: the network coming back is not an input, FORCE=1 is the way to retry."""
+    machine = _offline_partial_machine(tmp_path)
+    machine.network = True
+    assert machine.run("bootstrap").returncode == 3
+    assert machine.status()["kubernetes"].startswith("missing: ")
+    assert machine.run("bootstrap", "--force").returncode == 0
+    assert machine.status()["kubernetes"].startswith(f"ok v{K8S} installed into ")
+    assert "kubernetes.attempt" not in machine.status()
+
+
+def test_changed_inputs_are_tried_again(tmp_path: Path) -> None:
+    """A newer CLI (it installs plugins) or another Pulumi home is a new attempt; the pin is part of the
+    remembered attempt itself (`v<version> failed …`)."""
+    machine = _offline_partial_machine(tmp_path)
+    upgraded = f"v{_bump_minor(PIN, 20)}"
+    machine.pulumi_on_path(upgraded)  # the user upgrades the CLI in place
+    tried = len(_calls_in_order(machine))
+    machine.run("bootstrap")
+    installs = [c for c in _acquisitions(machine, tried) if "plugin install" in c]
+    assert installs == [
+        f"pulumi plugin install resource kubernetes v{K8S} --exact",
+        f"pulumi plugin install resource aws v{AWS} --exact",
+    ]
+    assert machine.status()["pulumi"].startswith(f"ok {upgraded} at ")
+
+    tried = len(_calls_in_order(machine))
+    machine.run("bootstrap")
+    assert _acquisitions(machine, tried) == [], "remembered again under the new inputs"
+
+    machine.run("bootstrap", PULUMI_HOME=str(machine.root / "another-home"))
+    installs = [c for c in _acquisitions(machine, tried) if "plugin install" in c]
+    assert len(installs) == 2, "another Pulumi home is another place to install into: both are tried"
+
+
+def test_a_plugin_that_appeared_meanwhile_is_used(tmp_path: Path) -> None:
+    machine = _offline_partial_machine(tmp_path)
+    machine.plugin_in_home("kubernetes", K8S)
+    machine.run("bootstrap")
+    assert machine.status()["kubernetes"] == f"ok v{K8S} in {machine.home / '.pulumi'}/plugins"
+    assert "kubernetes.attempt" not in machine.status()
+
+
+def test_a_failed_cli_build_is_remembered_too(tmp_path: Path) -> None:
+    machine = make_machine(tmp_path, network=False)
+    machine.go()
+    assert machine.run("bootstrap").returncode == 1
+    assert machine.status()["pulumi.attempt"].startswith(f"v{PIN} failed ")
+    tried = len(_calls_in_order(machine))
+    again = machine.run("bootstrap")
+    assert again.returncode == 1
+    assert "curl -fsSL https://get.pulumi.com | sh" in again.stderr, "the installers are still suggested"
+    assert _acquisitions(machine, tried) == []
+    assert machine.status()["pulumi"].startswith(f"missing: no pulumi >= v{PIN} and the Go build failed")
+
+
+def test_make_setup_force_passes_force_and_a_bad_argument_is_refused(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    make = shutil.which("make")
+    assert make, "make is part of the build tools the project documents"
+    dry = [make, "-n", "-C", str(PROJECT), "setup"]
+    assert (
+        "engine/bootstrap --force" in subprocess.run([*dry, "FORCE=1"], capture_output=True, text=True).stdout
+    )
+    assert "--force" not in subprocess.run(dry, capture_output=True, text=True).stdout
+    machine = make_machine(tmp_path)
+    refused = machine.run("bootstrap", "--forse")
+    assert refused.returncode == 2 and "unknown argument --forse" in refused.stderr

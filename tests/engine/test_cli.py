@@ -113,8 +113,12 @@ def test_secrets_round_trip_with_the_local_passphrase(project_copy: Path) -> Non
 
 
 def test_bootstrap_reports_every_engine_part() -> None:
-    status = dict(line.split(": ", 1) for line in (ENGINE / "status").read_text().splitlines())
+    recorded = read_status()
+    status = recorded.parts
     assert list(status) == list(PARTS)
+    # A remembered failed acquisition belongs to a missing part, with the version that was tried.
+    for part, attempt in recorded.attempts.items():
+        assert status[part].startswith("missing: ") and attempt.startswith("v"), (part, attempt)
     assert status["pulumi"] == f"ok {read_status().cli_version} at {CLI}"
     for part, state in status.items():
         assert state.startswith(("ok", "missing: ")), (part, state)

