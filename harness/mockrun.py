@@ -15,6 +15,7 @@ import os
 import re
 import runpy
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,10 @@ class _RecordingMonitor(mocks.MockMonitor):
         self.by_urn: dict[str, Registration] = {}
         #: Event loops made for the gRPC worker threads, closed after the run rather than at interpreter exit.
         self.thread_loops: list[asyncio.AbstractEventLoop] = []
+        #: URNs claimed so far. Registrations arrive on several worker threads at once, so a URN is claimed
+        #: under a lock before it is registered: a check of ``self.resources`` alone would race.
+        self._claimed: set[str] = set()
+        self._claim_lock = threading.Lock()
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         # The SDK's mock names every stack "stack" and project "project" (its settings are context variables
@@ -162,7 +167,10 @@ class _RecordingMonitor(mocks.MockMonitor):
             self.thread_loops.append(loop)
         if request.type != "pulumi:pulumi:Stack":
             urn = self.make_urn(request.parent, request.type, request.name)
-            if urn in self.resources:
+            with self._claim_lock:
+                duplicate = urn in self._claimed
+                self._claimed.add(urn)
+            if duplicate:
                 # The engine refuses a second registration of one URN; the mock runtime would overwrite it.
                 raise DuplicateURNError(
                     f"Duplicate resource URN '{urn}'; the Pulumi engine rejects it: two objects of one type "
