@@ -221,11 +221,34 @@ def run_program(
         else:
             os.environ[STACK_FILE_ENV] = previous
         for loop in {own_loop, asyncio.get_event_loop(), *monitor.thread_loops}:
+            _cancel_pending(loop)
+            loop.set_exception_handler(_quiet_about_reported_errors)
             loop.close()
         # Loops the runtime made on its own threads are unreachable now; collecting them here closes them
         # while their sockets still exist, instead of noisily at interpreter exit.
         gc.collect()
     return MockRun(stack, monitor.registrations)
+
+
+def _quiet_about_reported_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The outputs a ``RunError`` failed keep it in futures nobody awaits any more; when they are collected,
+    in whatever runs next in this process, asyncio would log it again as "Future exception was never
+    retrieved". The error was raised to the caller of :func:`run_program`: everything else is logged."""
+    if isinstance(context.get("exception"), pulumi.RunError):
+        return
+    loop.default_exception_handler(context)
+
+
+def _cancel_pending(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what a failed program left running (RPCs waiting on the output that failed), so no task is
+    destroyed pending: asyncio would print "Task was destroyed but it is pending!" under the program's error."""
+    if loop.is_closed() or loop.is_running():
+        return
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 def stack_fleet(stack: str, project_dir: Path = PROJECT_DIR) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import difflib
 import functools
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
@@ -35,11 +35,23 @@ from nodefleet.config_karpenter import (
     KarpenterOperator,
     SelfManagedKarpenter,
     StaticNodePoolSpec,
+    check_unique_names,
 )
-from nodefleet.modelbase import DNS_LABEL, PATTERN_HELP, REGION, ZONE, ConfigModel, OCPRelease
+from nodefleet.modelbase import (
+    DNS_LABEL,
+    INSTANCE_TYPE,
+    PATTERN_HELP,
+    REGION,
+    ZONE,
+    ConfigModel,
+    OCPRelease,
+    label_key_problem,
+    label_value_problem,
+)
 from nodefleet.paths import ContainedPath, PathError, catalog_file, check_stack_name, render_directory
 from nodefleet.render_layout import render_targets
 from nodefleet.skew import stream_finding
+from nodefleet.stack_secrets import CA_BUNDLE
 from nodefleet.versions import OCPVersion, VersionError, default_stream, parse_ocp
 
 CONFIG_KEY = "nodefleet:fleet"
@@ -89,6 +101,16 @@ class BootImageManagement(ConfigModel):
     )
     value: str = Field("mco", description="Partial mode: value of that label.")
 
+    @model_validator(mode="after")
+    def _a_label(self) -> BootImageManagement:
+        problem = label_key_problem(self.label)
+        if problem:
+            raise ValueError(f"label: {problem}")
+        problem = label_value_problem(self.label, self.value)
+        if problem:
+            raise ValueError(f"value: {problem}")
+        return self
+
 
 class SkewEnforcement(ConfigModel):
     """The cluster's boot image skew enforcement (``spec.bootImageSkewEnforcement``)."""
@@ -123,7 +145,7 @@ class MachineSetSpec(ConfigModel):
         description="Short role name; the object is named `<infraId>-<name>-<zone>`."
     )
     zone: Annotated[str, Field(pattern=ZONE)] = Field(description="Availability zone, e.g. us-east-1a.")
-    instance_type: Annotated[str, Field(pattern=r"^[a-z0-9-]+\.[a-z0-9]+$")] = "m6i.xlarge"
+    instance_type: Annotated[str, Field(pattern=INSTANCE_TYPE)] = "m6i.xlarge"
     replicas: Annotated[int, Field(ge=0, le=500)] = 1
     pool: str = Field("worker", description="`worker` or the name of a declared custom pool.")
     architecture: Literal["amd64", "arm64", "x86_64", "aarch64"] = "amd64"
@@ -174,9 +196,9 @@ class StandaloneCluster(ConfigModel):
     @model_validator(mode="after")
     def _consistent(self) -> StandaloneCluster:
         pools = {p.name for p in self.pools}
-        if len(pools) != len(self.pools):
-            repeated = sorted({p.name for p in self.pools if [q.name for q in self.pools].count(p.name) > 1})
-            raise ValueError(f"pools: two pools are named {', '.join(repeated)}; pool names must be unique")
+        check_unique_names(
+            [p.name for p in self.pools], "pools", "a pool's name is its MachineConfigPool's name"
+        )
         seen: set[str] = set()
         for i, ms in enumerate(self.machine_sets):
             where = f"machineSets[{i}]"
@@ -381,22 +403,35 @@ class Fleet:
 
         Pull secrets and SSH keys are written only in apply mode: in render mode they would land on disk.
         """
-        keys: list[tuple[str, str]] = []
+        return list(dict.fromkeys((key, why) for key, why, _ in self.secret_uses()))
+
+    def secret_uses(self) -> list[tuple[str, str, str]]:
+        """(key, why, kind) of every use of a stack secret; ``kind`` is what the value must be
+        (:func:`nodefleet.stack_secrets.secret_value_problem`). One key may serve several uses."""
+        uses: list[tuple[str, str, str]] = []
         apply = self.config.output.mode == "apply"
         for c in self.clusters:
             if isinstance(c, ResolvedCluster):
                 if c.config.karpenter:
-                    keys.append(
-                        (c.config.karpenter.ca_bundle_key, f"MCS CA bundle of cluster {c.config.name}")
+                    uses.append(
+                        (
+                            c.config.karpenter.ca_bundle_key,
+                            f"MCS CA bundle of cluster {c.config.name}",
+                            CA_BUNDLE,
+                        )
                     )
                 continue
             hc = c.config
-            for ref, _ in hc.secret_refs():
+            for ref, data_key in hc.secret_refs():
                 if apply and ref.from_config:
-                    keys.append(
-                        (ref.from_config, f"Secret {hc.namespace}/{ref.name} of hosted cluster {hc.name}")
+                    uses.append(
+                        (
+                            ref.from_config,
+                            f"Secret {hc.namespace}/{ref.name} of hosted cluster {hc.name}",
+                            data_key,
+                        )
                     )
-        return list(dict.fromkeys(keys))
+        return list(dict.fromkeys(uses))
 
 
 class ConfigError(ValueError):
@@ -439,6 +474,9 @@ def load_fleet(
         raise ConfigError(
             f"{where}: no '{CONFIG_KEY}' value. Add one under `config:` (see README, 'Stack configuration')."
         )
+    problems = list(_bad_strings(raw, CONFIG_KEY))
+    if problems:
+        raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
     try:
         config = FleetConfig.model_validate(raw)
     except ValidationError as e:
@@ -453,6 +491,56 @@ def load_fleet(
         clusters=tuple(_resolve_any(where, c, i, project_dir, env) for i, c in enumerate(config.clusters)),
         render_dir=render_dir,
     )
+
+
+#: The longest string a stack-config value may be. No value nodefleet writes needs more (Kubernetes names stop
+#: at 253 characters, label values at 63, S3 keys at 1024, IAM names at 128); a longer one is a paste error.
+MAX_VALUE_LENGTH = 4096
+
+
+def _control(text: str) -> str | None:
+    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    return None if bad is None else f"U+{ord(bad):04X}"
+
+
+#: Paths that :mod:`nodefleet.paths` judges with its own, path-specific messages (NUL, length, ``..``).
+_PATH_VALUES = re.compile(r"\.output\.directory$|\.clusters\[\d+\]\.catalog$")
+
+
+def _bad_strings(value: Any, path: str) -> Iterator[str]:
+    """Strings (keys too) no stack-config value may be: with a control character, or over-long.
+
+    Names, ids, versions, label and tag values never hold a NUL, a newline or an escape sequence, and one
+    that does (a paste from a terminal, a Windows line end) would reach manifests, S3 keys and file names
+    where every consumer reads it differently: refused here, for every key, with the field path.
+    """
+    if isinstance(value, str):
+        if _PATH_VALUES.search(path):
+            return
+        bad = _control(value)
+        if bad:
+            yield (
+                f"{path}: contains the control character {bad} (a NUL, line break, tab or escape); remove it: a "
+                "stack-config value is one line of printable text"
+            )
+        elif len(value) > MAX_VALUE_LENGTH:
+            yield (
+                f"{path}: is {len(value)} characters long; shorten it to at most {MAX_VALUE_LENGTH} (no value "
+                "nodefleet writes needs more: names stop at 253 characters, label values at 63)"
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            text = str(key)
+            shown = repr(text if len(text) <= 40 else text[:40] + "…")
+            if _control(text):
+                yield f"{path}: key {shown} contains the control character {_control(text)}; remove it"
+            elif len(text) > MAX_VALUE_LENGTH:
+                yield f"{path}: key {shown} is {len(text)} characters long; shorten it"
+            else:
+                yield from _bad_strings(item, f"{path}.{text}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _bad_strings(item, f"{path}[{i}]")
 
 
 def _resolve_any(
@@ -576,7 +664,7 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
         path, msg = f"{path}.{sub.group(1)}", sub.group(2)
     value = err.get("input")
     shown = f" (got {value!r})" if isinstance(value, str | int | float | bool) else ""
-    return f"{where}: {path}: {msg}{shown}"
+    return f"{where}: {path}: {msg.rstrip('.') if shown else msg}{shown}"
 
 
 def _with_fix(err: Mapping[str, Any]) -> str:
@@ -586,6 +674,8 @@ def _with_fix(err: Mapping[str, Any]) -> str:
     if kind == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern", ""))
         return f"must be {PATTERN_HELP.get(pattern, f'a string matching {pattern}')}"
+    if kind == "literal_error":
+        return f"{msg}; use one of {ctx.get('expected')}"
     fixes = {
         "int_type": "use a whole number without quotes",
         "int_from_float": "use a whole number",

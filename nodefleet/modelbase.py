@@ -7,9 +7,19 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from nodefleet.versions import VersionError, parse_ocp
+from nodefleet.crd_formats import label_value_errors, qualified_name_errors
+from nodefleet.versions import VersionError, known_release, parse_ocp
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+#: A DNS name (``validation.IsDNS1123Subdomain``): what a cluster domain, a base domain or an API server name is.
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+ROLE_ARN = r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/.+$"
+INSTANCE_TYPE = r"^[a-z0-9-]+\.[a-z0-9]+$"
+SUBNET_ID = r"^subnet-[0-9a-f]+$"
+#: IAM role and instance profile names (AWS IAM: ``[\w+=,.@-]+``, 64 and 128 characters at most).
+IAM_NAME = r"^[A-Za-z0-9_+=,.@-]+$"
+#: A stack config key under the ``nodefleet:`` namespace (``pulumi config set --secret nodefleet:<key>``).
+CONFIG_KEY_NAME = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 ZONE = r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$"
 REGION = r"^[a-z]{2}(-gov)?-[a-z]+-\d$"
 OCP_XYZ = r"^\d+\.\d+\.\d+$"
@@ -22,14 +32,76 @@ class ConfigModel(BaseModel):
 
 
 def _release_parses(v: str) -> str:
+    """An OCP release nodefleet can place: parseable, and inside what its payload table knows."""
     try:
-        parse_ocp(v)
+        known_release(parse_ocp(v))
     except VersionError as e:
         raise ValueError(str(e)) from None
     return v
 
 
 OCPRelease = Annotated[str, AfterValidator(_release_parses)]
+
+_LABEL_KEY_RULE = (
+    "use [prefix/]name: the name up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter "
+    "or digit; the optional prefix a DNS name, e.g. 'team' or 'example.com/team'"
+)
+
+
+def _short_problems(errors: list[str]) -> str:
+    """apimachinery's own findings that say something beyond the rule (lengths, empty parts), for messages."""
+    shown = [e for e in errors if "regex used" not in e]
+    return f" ({'; '.join(shown)})" if shown else ""
+
+
+def label_key_problem(key: str, what: str = "label key") -> str | None:
+    """Why ``key`` is not a Kubernetes label (or annotation) key (``IsQualifiedName``), or None."""
+    errors = qualified_name_errors(key)
+    if not errors:
+        return None
+    return f"key '{key}' is not a Kubernetes {what}{_short_problems(errors)}; {_LABEL_KEY_RULE}"
+
+
+def label_value_problem(key: str, value: str) -> str | None:
+    errors = label_value_errors(value)
+    if not errors:
+        return None
+    return (
+        f"'{key}': value '{value}' is not a Kubernetes label value{_short_problems(errors)}; use up to 63 "
+        "letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or the empty string"
+    )
+
+
+def _label_keys(labels: dict[str, str]) -> dict[str, str]:
+    for key in labels:
+        problem = label_key_problem(key)
+        if problem:
+            raise ValueError(problem)
+    return labels
+
+
+def _labels(labels: dict[str, str]) -> dict[str, str]:
+    for key, value in _label_keys(labels).items():
+        problem = label_value_problem(key, value)
+        if problem:
+            raise ValueError(problem)
+    return labels
+
+
+def _annotation_keys(annotations: dict[str, str]) -> dict[str, str]:
+    for key in annotations:
+        # ValidateAnnotations checks the lowercased key.
+        if qualified_name_errors(key.lower()):
+            raise ValueError(label_key_problem(key.lower(), "annotation key"))
+    return annotations
+
+
+#: Labels whose values a CRD rule judges (Karpenter NodePool template labels): nodefleet checks the keys,
+#: which the CRD leaves to the API server's metadata validation of the nodes.
+LabelKeys = Annotated[dict[str, str], AfterValidator(_label_keys)]
+#: ``metadata.labels``: no CRD schema covers metadata, so keys and values are checked here, as the API would.
+Labels = Annotated[dict[str, str], AfterValidator(_labels)]
+Annotations = Annotated[dict[str, str], AfterValidator(_annotation_keys)]
 
 
 #: What a value matching each pattern the config models use looks like, for messages: users read "a DNS
@@ -40,11 +112,15 @@ PATTERN_HELP: dict[str, str] = {
     ZONE: "an AWS availability zone, e.g. 'us-east-1a'",
     REGION: "an AWS region, e.g. 'us-east-1'",
     OCP_XYZ: "an OCP release x.y.z, e.g. '4.22.3'",
-    r"^[a-z0-9-]+\.[a-z0-9]+$": "an EC2 instance type, e.g. 'm6i.xlarge'",
-    r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/.+$": "an IAM role ARN, e.g. "
-    "'arn:aws:iam::123456789012:role/my-role'",
+    INSTANCE_TYPE: "an EC2 instance type, e.g. 'm6i.xlarge'",
+    ROLE_ARN: "an IAM role ARN, e.g. 'arn:aws:iam::123456789012:role/my-role'",
+    DNS_SUBDOMAIN: "a DNS name such as 'edge.example.com': lowercase letters, digits, '-' and '.', without "
+    "scheme, port or path",
+    IAM_NAME: "an IAM name such as 'edge-karpenter-node': letters, digits and _ + = , . @ -, not an ARN",
+    CONFIG_KEY_NAME: "a stack config key such as 'mcsCaBundle': letters, digits, '_', '.' and '-', starting "
+    "with a letter (the value is set with `pulumi config set --secret nodefleet:<key>`)",
     r"^vpc-[0-9a-f]+$": "a VPC id, e.g. 'vpc-0a1b2c3d4e5f60718'",
-    r"^subnet-[0-9a-f]+$": "a subnet id, e.g. 'subnet-0f1e2d3c4b5a69788'",
+    SUBNET_ID: "a subnet id, e.g. 'subnet-0f1e2d3c4b5a69788'",
     r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$": "a duration in hours and/or minutes, e.g. '8h' or '1h30m'",
     r"^((100|[0-9]{1,2})%|[0-9]+)$": "a node count such as '5' or a percentage such as '10%'",
     r"^(([0-9]+(s|m|h))+|Never)$": "a duration such as '30s', '5m' or '720h', or 'Never'",

@@ -34,7 +34,10 @@ def _cluster(key: str, value: Any) -> Mutation:
         (_ms("instanceType", "huge"), "must be an EC2 instance type, e.g. 'm6i.xlarge' (got 'huge')"),
         (_cluster("region", "US-east"), "region: must be an AWS region, e.g. 'us-east-1' (got 'US-east')"),
         (_cluster("pools", "infra"), "pools: Input should be a valid list; use a list"),
-        (_cluster("pools", [{"name": "infra"}, {"name": "infra"}]), "two pools are named infra"),
+        (
+            _cluster("pools", [{"name": "infra"}, {"name": "infra"}]),
+            "pools: pools[0], pools[1] share the name infra; a pool's name is its MachineConfigPool's name",
+        ),
         (
             _cluster("machineSets", []),
             "machineSets: List should have at least 1 item after validation, not 0; add",
