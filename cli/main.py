@@ -68,6 +68,12 @@ def _parser() -> argparse.ArgumentParser:
     add_roots(s)
     s.add_argument("--out", type=Path, help="output directory (default: the stack's output.directory)")
     s.add_argument(
+        "--policy-config",
+        type=Path,
+        help="policy pack config JSON, as for `pulumi preview --policy-pack-config`; a stack with mandatory "
+        "violations is not rendered",
+    )
+    s.add_argument(
         "--lock-timeout",
         type=float,
         default=60.0,

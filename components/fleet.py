@@ -30,7 +30,15 @@ def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
     stack = pulumi.get_stack()
     source = os.environ.get(STACK_FILE_ENV) or stack_file(stack)
     try:
-        fleet = load_fleet(config.get_object("fleet"), stack, project_dir, source)
+        raw = config.get_object("fleet")
+    except pulumi.ConfigTypeError:
+        # A scalar where the structured value belongs: the SDK's message names neither the file nor the fix.
+        raise pulumi.RunError(
+            f"{source}: nodefleet:fleet: is a plain value, not the structured fleet; write it as a mapping with "
+            "output and clusters (see README, 'Stack configuration')"
+        ) from None
+    try:
+        fleet = load_fleet(raw, stack, project_dir, source)
     except ConfigError as e:
         # RunError prints the message alone, without a Python traceback.
         raise pulumi.RunError(str(e)) from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import inspect
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -120,8 +121,47 @@ def policy_config_errors(policies: Iterable[Policy], config: Mapping[str, Any]) 
         )
         for error in sorted(validator.iter_errors(dict(value)), key=lambda e: list(e.path)):
             path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
-            errors.append(f"'{name}'{path}: {error.message}")
+            # A pattern's regular expression is no help to a reader: the fix below gives an example instead.
+            message = (
+                f"{json.dumps(error.instance)} is not in the form the setting takes"
+                if error.validator == "pattern"
+                else error.message
+            )
+            errors.append(f"'{name}'{path}: {message}; {_config_fix(error)}")
     return errors
+
+
+_JSON_TYPES = {
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "string": "a string",
+    "array": "a list",
+    "object": "an object",
+}
+
+
+_PLURAL = {"integer": "whole numbers", "number": "numbers", "string": "strings", "object": "objects"}
+
+
+def _config_fix(error: jsonschema.ValidationError) -> str:
+    """What a valid value looks like, from the property's own schema: its type, bounds or values, and an
+    example (its default) where it has one."""
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    if error.validator == "enum" and isinstance(error.validator_value, list):
+        return "use one of " + ", ".join(json.dumps(v) for v in error.validator_value)
+    if error.validator == "minimum":
+        return f"use {error.validator_value} or more"
+    if error.validator == "maximum":
+        return f"use {error.validator_value} or less"
+    what = _JSON_TYPES.get(str(schema.get("type")), "a value of the type the setting takes")
+    items = schema.get("items") if isinstance(schema.get("items"), Mapping) else None
+    if items and items.get("type") in _PLURAL:
+        what += f" of {_PLURAL[str(items['type'])]}"
+    example = (
+        f", e.g. {json.dumps(schema['default'])}" if "default" in schema and schema["default"] != [] else ""
+    )
+    return f"use {what}{example}"
 
 
 def _await(result: Any) -> None:

@@ -159,14 +159,14 @@ def read_stack_config(path: Path, source: str | None = None) -> dict[str, Any]:
         document = {}
     if not isinstance(document, dict):
         raise YAMLFileError(
-            f"{name}: the top level is a {type(document).__name__}; a stack file is a mapping with a "
-            "`config:` key (see README, 'Stack configuration')"
+            f"{name}: the top level is a {type(document).__name__}; a stack file is a mapping: put `config:` "
+            "on the first line and nodefleet:fleet under it (see README, 'Stack configuration')"
         )
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise YAMLFileError(
-            f"{name}: config: is a {type(config).__name__}; it must map keys such as nodefleet:fleet to "
-            "their values"
+            f"{name}: config: is a {type(config).__name__}; write it as a mapping of keys such as "
+            "nodefleet:fleet to their values"
         )
     return {
         str(key): SECRET_PLACEHOLDER if isinstance(v, dict) and set(v) == {"secure"} else v
@@ -221,6 +221,8 @@ def run_program(
         else:
             os.environ[STACK_FILE_ENV] = previous
         for loop in {own_loop, asyncio.get_event_loop(), *monitor.thread_loops}:
+            if loop.is_running():
+                continue  # a gRPC worker thread is still inside it (a registration the failure overtook)
             _cancel_pending(loop)
             loop.set_exception_handler(_quiet_about_reported_errors)
             loop.close()
@@ -242,7 +244,7 @@ def _quiet_about_reported_errors(loop: asyncio.AbstractEventLoop, context: dict[
 def _cancel_pending(loop: asyncio.AbstractEventLoop) -> None:
     """Cancel what a failed program left running (RPCs waiting on the output that failed), so no task is
     destroyed pending: asyncio would print "Task was destroyed but it is pending!" under the program's error."""
-    if loop.is_closed() or loop.is_running():
+    if loop.is_closed():
         return
     pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
     for task in pending:

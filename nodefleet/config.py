@@ -81,7 +81,7 @@ class OutputSettings(ConfigModel):
     def _kubeconfig_only_in_apply(self) -> OutputSettings:
         if self.mode == "render" and self.kubeconfig:
             raise ValueError(
-                "kubeconfig is set but mode is render; the provider refuses a kubeconfig in render mode. "
+                "kubeconfig: is set but mode is render; the provider refuses a kubeconfig in render mode. "
                 "Remove kubeconfig or set mode: apply"
             )
         return self
@@ -209,7 +209,10 @@ class StandaloneCluster(ConfigModel):
                     "or use one of those"
                 )
             if not ms.zone.startswith(self.region):
-                raise ValueError(f"{where}.zone: '{ms.zone}' is not in the cluster's region '{self.region}'")
+                raise ValueError(
+                    f"{where}.zone: '{ms.zone}' is not in the cluster's region '{self.region}'; use a zone of "
+                    f"{self.region}, e.g. {self.region}a"
+                )
             full = machine_set_name(self, ms)
             if full in seen:
                 raise ValueError(f"{where}: a second MachineSet is named '{full}'; change name or zone")
@@ -239,7 +242,11 @@ class StandaloneCluster(ConfigModel):
         if self.karpenter:
             for i, nc in enumerate(self.karpenter.node_classes):
                 if nc.pool not in pools and nc.pool not in _BUILTIN_POOLS:
-                    raise ValueError(f"karpenter.nodeClasses[{i}].pool: '{nc.pool}' is not a declared pool")
+                    known = ", ".join(sorted({*pools, *_BUILTIN_POOLS}))
+                    raise ValueError(
+                        f"karpenter.nodeClasses[{i}].pool: '{nc.pool}' is not a declared pool (known: {known}); "
+                        "add it under pools or use one of those"
+                    )
         if self.skew_enforcement.mode == "Automatic" and self.boot_image_management.mode != "All":
             raise ValueError(
                 "skewEnforcement.mode: Automatic is chosen by the MCO only when every MachineSet is enrolled "
@@ -303,10 +310,11 @@ class FleetConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> FleetConfig:
-        names = [c.name for c in self.clusters]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise ValueError(f"clusters: names must be unique, repeated: {', '.join(sorted(dup))}")
+        check_unique_names(
+            [c.name for c in self.clusters],
+            "clusters",
+            "a cluster's name names its render folder, its provider and its objects",
+        )
         _no_shared_render_folder(self.clusters)
         infra_ids: dict[str, int] = {}
         for i, c in enumerate(self.clusters):
@@ -663,7 +671,7 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
     if sub:
         path, msg = f"{path}.{sub.group(1)}", sub.group(2)
     value = err.get("input")
-    shown = f" (got {value!r})" if isinstance(value, str | int | float | bool) else ""
+    shown = f" (got {_shown_value(value)})" if isinstance(value, str | int | float | bool) else ""
     return f"{where}: {path}: {msg.rstrip('.') if shown else msg}{shown}"
 
 
@@ -676,6 +684,8 @@ def _with_fix(err: Mapping[str, Any]) -> str:
         return f"must be {PATTERN_HELP.get(pattern, f'a string matching {pattern}')}"
     if kind == "literal_error":
         return f"{msg}; use one of {ctx.get('expected')}"
+    if kind in _BOUNDS:
+        return f"{msg}; {_BOUNDS[kind].format(**ctx)}"
     fixes = {
         "int_type": "use a whole number without quotes",
         "int_from_float": "use a whole number",
@@ -689,6 +699,24 @@ def _with_fix(err: Mapping[str, Any]) -> str:
     }
     fix = fixes.get(kind)
     return f"{msg}; {fix}" if fix else msg
+
+
+#: What to do about a value outside a bound, by pydantic error type (its ``ctx`` fills the braces).
+_BOUNDS = {
+    "greater_than_equal": "use {ge} or more",
+    "greater_than": "use more than {gt}",
+    "less_than_equal": "use {le} or less",
+    "less_than": "use less than {lt}",
+    "string_too_long": "shorten it to {max_length} characters or fewer",
+    "string_too_short": "give at least {min_length} characters",
+    "too_long": "keep at most {max_length}",
+}
+
+
+def _shown_value(value: Any) -> str:
+    """A rejected scalar as messages quote it: whole when short, else its start (never a 5,000-character echo)."""
+    text = repr(value)
+    return text if len(text) <= 70 else f"{text[:60]}…' ({len(str(value))} characters)"
 
 
 def _is_union_tag(part: object) -> bool:

@@ -11,11 +11,14 @@ from nodefleet.modelbase import (
     CONFIG_KEY_NAME,
     DNS_LABEL,
     DNS_SUBDOMAIN,
+    GO_DURATION,
     IAM_NAME,
     INSTANCE_TYPE,
+    KMS_KEY_ARN,
     REGION,
     ROLE_ARN,
     SUBNET_ID,
+    VOLUME_SIZE,
     ZONE,
     Annotations,
     ConfigModel,
@@ -24,11 +27,10 @@ from nodefleet.modelbase import (
 )
 
 RoleArn = Annotated[str, Field(pattern=ROLE_ARN)]
-_KMS_KEY_ARN = r"^arn:(aws|aws-cn|aws-us-gov):kms:[a-z0-9-]+:[0-9]{12}:(key|alias)/.+$"
-KmsKeyArn = Annotated[str, Field(pattern=_KMS_KEY_ARN, max_length=2048)]
+KmsKeyArn = Annotated[str, Field(pattern=KMS_KEY_ARN, max_length=2048)]
 #: A Go duration as metav1.Duration parses it ("0s", "30m", "1h30m"); the CRD types these fields as plain
 #: strings, so a typo would only fail when the API server decodes the object.
-GoDuration = Annotated[str, Field(pattern=r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$")]
+GoDuration = Annotated[str, Field(pattern=GO_DURATION)]
 AvailabilityPolicy = Literal["HighlyAvailable", "SingleReplica"]
 
 
@@ -131,7 +133,7 @@ class Etcd(ConfigModel):
     storage_class_name: Annotated[str, Field(max_length=255)] = Field(
         "gp3-csi", description="StorageClass of each etcd member's volume (the CLI's AWS default)."
     )
-    size: Annotated[str, Field(pattern=r"^[0-9]+(Mi|Gi|Ti)$")] = "8Gi"
+    size: Annotated[str, Field(pattern=VOLUME_SIZE)] = "8Gi"
 
 
 class OvnKubernetes(ConfigModel):
@@ -287,7 +289,10 @@ class HostedCluster(ConfigModel):
     @model_validator(mode="after")
     def _zone_in_region(self) -> HostedCluster:
         if not self.zone.startswith(self.region):
-            raise ValueError(f"zone: '{self.zone}' is not in region '{self.region}'")
+            raise ValueError(
+                f"zone: '{self.zone}' is not in region '{self.region}'; use a zone of {self.region}, e.g. "
+                f"{self.region}a"
+            )
         check_unique_names(
             [p.name for p in self.node_pools],
             "nodePools",

@@ -19,7 +19,7 @@ from nodefleet.modelbase import (
     DNS_LABEL,
     DNS_SUBDOMAIN,
     IAM_NAME,
-    ROLE_ARN,
+    KARPENTER_MINOR,
     ConfigModel,
     LabelKeys,
     OCPRelease,
@@ -31,7 +31,7 @@ BudgetNodes = str
 DisruptionReason = Literal["Empty", "Underutilized", "Drifted", "Unhealthy"]
 #: Karpenter's own order of the reasons, used wherever nodefleet lists them.
 REASON_ORDER: tuple[DisruptionReason, ...] = ("Empty", "Underutilized", "Drifted", "Unhealthy")
-KarpenterVersion = Annotated[str, Field(pattern=r"^1\.[0-9]+$")]
+KarpenterVersion = Annotated[str, Field(pattern=KARPENTER_MINOR)]
 #: Upstream Karpenter feature gates that change what a NodePool may declare (all alpha, off by default).
 FeatureGate = Literal["StaticCapacity", "NodeRepair"]
 
@@ -50,11 +50,17 @@ class Requirement(ConfigModel):
         # with one integer, and minValues with In): Kubernetes' node selector semantics for the others.
         n = len(self.values)
         if self.operator == "NotIn" and n == 0:
-            raise ValueError("operator NotIn needs at least one value in values")
+            raise ValueError(
+                "operator NotIn needs at least one value in values; list the values to exclude, or use "
+                "DoesNotExist to exclude every node with the key"
+            )
         if self.operator in ("Exists", "DoesNotExist") and n:
             raise ValueError(f"operator {self.operator} takes no values; remove values")
         if self.operator != "In" and self.min_values is not None and self.min_values > n:
-            raise ValueError(f"minValues {self.min_values} is more than the {n} value(s) listed")
+            raise ValueError(
+                f"minValues {self.min_values} is more than the {n} value(s) listed; list more values or lower "
+                "minValues"
+            )
         return self
 
 
@@ -308,7 +314,7 @@ def check_unique_names(names: list[str], field: str, why: str) -> None:
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         at = ", ".join(f"{field}[{i}]" for i, n in enumerate(names) if n in repeated)
-        raise ValueError(f"{field}: {at} share the name {', '.join(repeated)}; {why}, so rename all but one")
+        raise ValueError(f"{field}: {at} share the name {', '.join(repeated)}; {why}: rename all but one")
 
 
 def check_pools_reference_classes(classes: list[str], pools: list[NodePoolSpec], where: str) -> None:
@@ -332,7 +338,7 @@ class AutoNode(ConfigModel):
         description="autonode: OpenshiftEC2NodeClass (current HyperShift); legacy: EC2NodeClass whose userData "
         "and AMI HyperShift rewrites (older HyperShift), declared once and then left to it.",
     )
-    role_arn: Annotated[str, Field(pattern=ROLE_ARN)]
+    role_arn: str = Field(description="The role Karpenter assumes (the OpenshiftEC2NodeClass CRD judges the ARN).")
     karpenter: KarpenterRelease = Field(
         KarpenterRelease(version=AUTONODE_KARPENTER),
         description="HyperShift's Karpenter: OpenShift's fork, merged from upstream 1.13 and run with only "

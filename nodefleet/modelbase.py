@@ -15,6 +15,11 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 ROLE_ARN = r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/.+$"
 INSTANCE_TYPE = r"^[a-z0-9-]+\.[a-z0-9]+$"
+KMS_KEY_ARN = r"^arn:(aws|aws-cn|aws-us-gov):kms:[a-z0-9-]+:[0-9]{12}:(key|alias)/.+$"
+#: A Go duration as metav1.Duration parses it ("0s", "30m", "1h30m").
+GO_DURATION = r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$"
+VOLUME_SIZE = r"^[0-9]+(Mi|Gi|Ti)$"
+KARPENTER_MINOR = r"^1\.[0-9]+$"
 SUBNET_ID = r"^subnet-[0-9a-f]+$"
 #: IAM role and instance profile names (AWS IAM: ``[\w+=,.@-]+``, 64 and 128 characters at most).
 IAM_NAME = r"^[A-Za-z0-9_+=,.@-]+$"
@@ -125,5 +130,10 @@ PATTERN_HELP: dict[str, str] = {
     r"^((100|[0-9]{1,2})%|[0-9]+)$": "a node count such as '5' or a percentage such as '10%'",
     r"^(([0-9]+(s|m|h))+|Never)$": "a duration such as '30s', '5m' or '720h', or 'Never'",
     r"^([0-9]+(s|m|h))+$": "a duration such as '30s', '5m' or '24h'",
-    r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": "an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-'",
+    r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": "an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', "
+    "e.g. 'edge-m2x7c-ignition'",
+    KMS_KEY_ARN: "a KMS key or alias ARN, e.g. 'arn:aws:kms:us-east-2:123456789012:key/6f1c2a9e-…'",
+    GO_DURATION: "a Go duration such as '30m', '1h30m' or '0s'",
+    VOLUME_SIZE: "a size in Mi, Gi or Ti, such as '8Gi'",
+    KARPENTER_MINOR: "a Karpenter minor version such as '1.15', quoted so YAML keeps it a string",
 }
