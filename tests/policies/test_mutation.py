@@ -92,3 +92,41 @@ def test_a_crash_is_counted_whether_it_escapes_or_the_net_catches_it(runs: list[
             ["string", "int", "float", "bool", "None", "[]", '["x"]', "NUL string"]
         )
         assert all(c.policy == "fragile" for c in found.crashes)
+
+
+# --- A malformed field is judged, not skipped -----------------------------------------------------------------
+
+
+def test_a_provider_spec_that_is_not_a_mapping_is_an_ami_not_referenced_by_id() -> None:
+    from policies.boot_images import boot_image_ownership
+    from tests.crdobjects import rendered
+    from tests.policies.helpers import run_policy
+
+    ms = rendered(k.MACHINE_SET.token)
+    ms["spec"]["template"]["spec"]["providerSpec"] = "ami-0123456789abcdef0"
+    messages = [v.message for v in run_policy(boot_image_ownership, k.MACHINE_SET.token, ms)]
+    assert any(
+        "references its AMI by nothing; set providerSpec.value.ami to {id: ami-...}" in m for m in messages
+    )
+
+
+@pytest.mark.parametrize(
+    ("budgets", "says"),
+    [
+        (
+            "10%",
+            "spec.disruption.budgets is a string, not a list of budgets, so no disruption reason is bounded",
+        ),
+        ({"nodes": "10%"}, "spec.disruption.budgets is a mapping, not a list of budgets"),
+        ([{"nodes": 2.5}], "budgets[0].nodes '2.5' is not N% or a node count"),
+    ],
+)
+def test_malformed_budgets_are_a_finding_with_what_they_mean(budgets: object, says: str) -> None:
+    from policies.karpenter import drift_budget
+    from tests.crdobjects import rendered
+    from tests.policies.helpers import run_policy
+
+    pool = rendered(k.KARPENTER_NODE_POOL.token)
+    pool["spec"]["disruption"] = {"consolidationPolicy": "WhenEmptyOrUnderutilized", "budgets": budgets}
+    messages = [v.message for v in run_policy(drift_budget, k.KARPENTER_NODE_POOL.token, pool)]
+    assert any(says in m for m in messages), messages
