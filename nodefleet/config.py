@@ -45,8 +45,6 @@ from nodefleet.modelbase import (
     ZONE,
     ConfigModel,
     OCPRelease,
-    label_key_problem,
-    label_value_problem,
 )
 from nodefleet.paths import ContainedPath, PathError, catalog_file, check_stack_name, render_directory
 from nodefleet.render_layout import render_targets
@@ -100,16 +98,6 @@ class BootImageManagement(ConfigModel):
         description="Partial mode: label key put on enrolled MachineSets and used in the selector.",
     )
     value: str = Field("mco", description="Partial mode: value of that label.")
-
-    @model_validator(mode="after")
-    def _a_label(self) -> BootImageManagement:
-        problem = label_key_problem(self.label)
-        if problem:
-            raise ValueError(f"label: {problem}")
-        problem = label_value_problem(self.label, self.value)
-        if problem:
-            raise ValueError(f"value: {problem}")
-        return self
 
 
 class SkewEnforcement(ConfigModel):

@@ -20,9 +20,7 @@ from nodefleet.modelbase import (
     SUBNET_ID,
     VOLUME_SIZE,
     ZONE,
-    Annotations,
     ConfigModel,
-    Labels,
     OCPRelease,
 )
 
@@ -276,10 +274,10 @@ class HostedCluster(ConfigModel):
         True,
         description="Declare the namespace as the CLI does; never deleted by nodefleet (other clusters may share it).",
     )
-    annotations: Annotations = Field(
+    annotations: dict[str, str] = Field(
         {}, description="Extra HostedCluster annotations (the CLI's --annotations)."
     )
-    labels: Labels = Field({}, description="Extra HostedCluster labels (the CLI's --labels).")
+    labels: dict[str, str] = Field({}, description="Extra HostedCluster labels (the CLI's --labels).")
     auto_node: AutoNode | None = None
     node_pools: list[HyperShiftNodePoolSpec] = []
     hosted_kubeconfig: str | None = Field(

@@ -338,7 +338,9 @@ class AutoNode(ConfigModel):
         description="autonode: OpenshiftEC2NodeClass (current HyperShift); legacy: EC2NodeClass whose userData "
         "and AMI HyperShift rewrites (older HyperShift), declared once and then left to it.",
     )
-    role_arn: str = Field(description="The role Karpenter assumes (the OpenshiftEC2NodeClass CRD judges the ARN).")
+    role_arn: str = Field(
+        description="The role Karpenter assumes (the OpenshiftEC2NodeClass CRD judges the ARN)."
+    )
     karpenter: KarpenterRelease = Field(
         KarpenterRelease(version=AUTONODE_KARPENTER),
         description="HyperShift's Karpenter: OpenShift's fork, merged from upstream 1.13 and run with only "

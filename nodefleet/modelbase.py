@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from nodefleet.crd_formats import label_value_errors, qualified_name_errors
+from nodefleet.crd_formats import qualified_name_errors
 from nodefleet.versions import VersionError, known_release, parse_ocp
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -67,16 +67,6 @@ def label_key_problem(key: str, what: str = "label key") -> str | None:
     return f"key '{key}' is not a Kubernetes {what}{_short_problems(errors)}; {_LABEL_KEY_RULE}"
 
 
-def label_value_problem(key: str, value: str) -> str | None:
-    errors = label_value_errors(value)
-    if not errors:
-        return None
-    return (
-        f"'{key}': value '{value}' is not a Kubernetes label value{_short_problems(errors)}; use up to 63 "
-        "letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or the empty string"
-    )
-
-
 def _label_keys(labels: dict[str, str]) -> dict[str, str]:
     for key in labels:
         problem = label_key_problem(key)
@@ -85,28 +75,11 @@ def _label_keys(labels: dict[str, str]) -> dict[str, str]:
     return labels
 
 
-def _labels(labels: dict[str, str]) -> dict[str, str]:
-    for key, value in _label_keys(labels).items():
-        problem = label_value_problem(key, value)
-        if problem:
-            raise ValueError(problem)
-    return labels
-
-
-def _annotation_keys(annotations: dict[str, str]) -> dict[str, str]:
-    for key in annotations:
-        # ValidateAnnotations checks the lowercased key.
-        if qualified_name_errors(key.lower()):
-            raise ValueError(label_key_problem(key.lower(), "annotation key"))
-    return annotations
-
-
-#: Labels whose values a CRD rule judges (Karpenter NodePool template labels): nodefleet checks the keys,
-#: which the CRD leaves to the API server's metadata validation of the nodes.
+#: Labels a NodePool puts on its nodes (``spec.template.metadata.labels``). The NodePool CRD judges their
+#: values (the crd-schema policy reports them) but not their keys, which only the nodes' registration would
+#: refuse, long after the apply: nodefleet checks the keys. An object's own ``metadata`` labels and
+#: annotations are judged by the crd-schema policy, as the API server judges them.
 LabelKeys = Annotated[dict[str, str], AfterValidator(_label_keys)]
-#: ``metadata.labels``: no CRD schema covers metadata, so keys and values are checked here, as the API would.
-Labels = Annotated[dict[str, str], AfterValidator(_labels)]
-Annotations = Annotated[dict[str, str], AfterValidator(_annotation_keys)]
 
 
 #: What a value matching each pattern the config models use looks like, for messages: users read "a DNS
