@@ -11,6 +11,7 @@ Every command keeps the exit-code contract in :mod:`cli.exits`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -106,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`check | head -1`): nothing to report, as for any command killed by SIGPIPE.
+        # stdout points at /dev/null from here, so the interpreter's own flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:
         if args.debug:
             traceback.print_exc()

@@ -322,3 +322,18 @@ def test_render_refuses_a_stack_with_mandatory_violations_and_writes_nothing(tmp
     assert "mandatory violations; nothing written" in first
     assert any(line.startswith("  MANDATORY boot-image-skew") for line in rest)
     assert not out.exists()
+
+
+def test_a_reader_that_goes_away_is_not_an_internal_error() -> None:
+    """`check | head -1`: the pipe closes under the command, which leaves quietly as SIGPIPE would."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nodefleet", "check", "--stack", "hosted"],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert err == ""
