@@ -235,7 +235,8 @@ def evaluate_stack(
     return [Violation(policy.name, lvl, urn or "", m) for m, urn in found]
 
 
-def _provider(run: MockRun, reg: Registration) -> PolicyProviderResource | None:
+def provider_resource(run: MockRun, reg: Registration) -> PolicyProviderResource | None:
+    """The provider of a registration as a policy sees it (``args.provider``)."""
     p = run.provider_of(reg)
     return PolicyProviderResource(p.type, p.inputs, p.urn, p.name) if p else None
 
@@ -256,7 +257,7 @@ def evaluate_run(
                     urn=reg.urn,
                     name=reg.name,
                     ignore_changes=reg.ignore_changes,
-                    provider=_provider(run, reg),
+                    provider=provider_resource(run, reg),
                     config=config,
                 )
     stack_policies = [p for p in policies if isinstance(p, StackValidationPolicy)]
@@ -265,10 +266,9 @@ def evaluate_run(
     return out
 
 
-def _evaluate_stack_policies(
-    run: MockRun, policies: list[StackValidationPolicy], config: Mapping[str, Any] | None
-) -> list[Violation]:
-    """Stack policies see every resource with its parent resolved to a PolicyResource, as in the analyzer."""
+def stack_resources(run: MockRun) -> dict[str, PolicyResource]:
+    """Every registration as a stack policy sees it, by URN: parent and dependencies resolved to
+    PolicyResources, as in the analyzer."""
     resources: dict[str, PolicyResource] = {}
     for r in run.registrations:
         resources[r.urn] = PolicyResource(
@@ -277,7 +277,7 @@ def _evaluate_stack_policies(
             r.urn,
             r.name,
             _options(r.ignore_changes, r.parent or None),
-            _provider(run, r),
+            provider_resource(run, r),
             None,
             [],
             {},
@@ -285,6 +285,13 @@ def _evaluate_stack_policies(
     for r in run.registrations:
         resources[r.urn].parent = resources.get(r.parent)
         resources[r.urn].dependencies = [resources[d] for d in r.depends_on if d in resources]
+    return resources
+
+
+def _evaluate_stack_policies(
+    run: MockRun, policies: list[StackValidationPolicy], config: Mapping[str, Any] | None
+) -> list[Violation]:
+    resources = stack_resources(run)
     out: list[Violation] = []
     for policy in policies:
         out += evaluate_stack(policy, list(resources.values()), config)

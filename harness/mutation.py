@@ -33,7 +33,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from harness.evaluate import _options, _policy_config
+from harness.evaluate import _options, _policy_config, provider_resource, stack_resources
 from harness.mockrun import MockRun, Registration, read_stack_config, run_program
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -144,32 +144,6 @@ def _is_manifest(reg: Registration) -> bool:
     return reg.type.startswith("kubernetes:") and reg.custom
 
 
-def _provider(run: MockRun, reg: Registration) -> PolicyProviderResource | None:
-    p = run.provider_of(reg)
-    return PolicyProviderResource(p.type, p.inputs, p.urn, p.name) if p else None
-
-
-def _stack_resources(run: MockRun) -> dict[str, PolicyResource]:
-    """The stack as the analyzer hands it to stack policies (parents and dependencies resolved)."""
-    resources: dict[str, PolicyResource] = {}
-    for r in run.registrations:
-        resources[r.urn] = PolicyResource(
-            r.type,
-            unknown_checking_proxy(dict(r.inputs)),
-            r.urn,
-            r.name,
-            _options(r.ignore_changes, r.parent or None),
-            _provider(run, r),
-            None,
-            [],
-            {},
-        )
-    for r in run.registrations:
-        resources[r.urn].parent = resources.get(r.parent)
-        resources[r.urn].dependencies = [resources[d] for d in r.depends_on if d in resources]
-    return resources
-
-
 def _where(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     frame = next((f for f in reversed(frames) if "/policies/" in f.filename), frames[-1] if frames else None)
@@ -253,7 +227,7 @@ def run_mutations(
 
     seen: set[tuple[str, Path_]] = set()
     for run in runs:
-        stack = _stack_resources(run)
+        stack = stack_resources(run)
         for reg in run.registrations:
             if _is_manifest(reg):
                 users = None
@@ -276,7 +250,7 @@ def run_mutations(
                     changed = mutated(reg.inputs, path, replacement)
                     context = (run.stack, reg.type, show_path(path), label)
                     if users is None:
-                        judge(run, stack, [(reg, changed, _provider(run, reg))], context)
+                        judge(run, stack, [(reg, changed, provider_resource(run, reg))], context)
                     else:
                         provider = PolicyProviderResource(reg.type, changed, reg.urn, reg.name)
                         judge(run, stack, [(u, u.inputs, provider) for u in users], context)

@@ -29,23 +29,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, copy_project
 
 CORPUS = PROJECT / "tests" / "bad_stacks"
 FILES = sorted(CORPUS.glob("*.yaml"))
 COMMANDS = ("check", "check --json", "render")
-COPIED = (
-    "__main__.py",
-    "Pulumi.yaml",
-    "nodefleet",
-    "components",
-    "harness",
-    "cli",
-    "engine",
-    "policies",
-    "catalogs",
-)
-
 #: The config's sections and the classes of bad input the corpus must cover (README, "Bad input").
 SECTIONS = {
     "yaml", "output", "clusters", "standalone", "pools", "machineSets", "bootImageManagement", "skewEnforcement",
@@ -126,14 +114,7 @@ print(json.dumps(results))
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """Every corpus file through the three commands, in one process of a fresh copy of the project."""
     base = tmp_path_factory.mktemp("corpus")
-    project = base / "project"
-    project.mkdir()
-    for name in COPIED:
-        src = PROJECT / name
-        if src.is_dir():
-            shutil.copytree(src, project / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, project / name)
+    project = copy_project(base / "project")
     shutil.copytree(CORPUS, project / "tests" / "bad_stacks")
     (base / "outside").mkdir()
     runs: dict[str, dict[str, list[str]]] = {}
