@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
 import os
@@ -204,6 +205,7 @@ def run_program(
     def _program() -> None:
         runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")
 
+    raised: BaseException | None = None
     previous = os.environ.get(STACK_FILE_ENV)
     if source is not None:
         os.environ[STACK_FILE_ENV] = source
@@ -214,6 +216,7 @@ def run_program(
     except Exception as e:
         # What was registered before the failure, for callers that must show nothing was.
         e.registrations = monitor.registrations  # type: ignore[attr-defined]
+        raised = e
         raise
     finally:
         if previous is None:
@@ -224,7 +227,7 @@ def run_program(
             if loop.is_running():
                 continue  # a gRPC worker thread is still inside it (a registration the failure overtook)
             _cancel_pending(loop)
-            loop.set_exception_handler(_quiet_about_reported_errors)
+            loop.set_exception_handler(functools.partial(_quiet_about_reported_errors, raised))
             loop.close()
         # Loops the runtime made on its own threads are unreachable now; collecting them here closes them
         # while their sockets still exist, instead of noisily at interpreter exit.
@@ -232,11 +235,18 @@ def run_program(
     return MockRun(stack, monitor.registrations)
 
 
-def _quiet_about_reported_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    """The outputs a ``RunError`` failed keep it in futures nobody awaits any more; when they are collected,
-    in whatever runs next in this process, asyncio would log it again as "Future exception was never
-    retrieved". The error was raised to the caller of :func:`run_program`: everything else is logged."""
-    if isinstance(context.get("exception"), pulumi.RunError):
+def _quiet_about_reported_errors(
+    raised: BaseException | None, loop: asyncio.AbstractEventLoop, context: dict[str, Any]
+) -> None:
+    """The outputs a failure failed keep its exception in futures nobody awaits any more; when they are
+    collected, in whatever runs next in this process, asyncio would log it again (with its traceback) as
+    "Future exception was never retrieved". What :func:`run_program` raised to its caller, or caused it, and
+    any ``RunError`` (the program's own message) are not logged again; everything else is."""
+    exception = context.get("exception")
+    chain = {id(raised), id(getattr(raised, "__cause__", None))} if raised is not None else set()
+    if isinstance(exception, pulumi.RunError) or id(exception) in chain - {id(None)}:
+        return
+    if raised is not None and getattr(exception, "__cause__", None) is raised:
         return
     loop.default_exception_handler(context)
 
