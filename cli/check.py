@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
-from cli.stacks import load_run
+from cli.stacks import load_run, stack_file_shown
 from engine.sizing import fleet_size_warning, kubernetes_providers, max_providers
 
 
@@ -17,8 +18,8 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     limit = _max_providers(args)
-    mock = load_run(args)
     policy_config = _policy_config(args)
+    mock = load_run(args)
     violations = evaluate_run(mock, POLICIES, policy_config)
     mandatory = [v for v in violations if v.level == "mandatory"]
     # Not a policy: the engine's memory per target cluster is a property of the run, not of a resource.
@@ -28,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
         print(
             json.dumps(
                 {
+                    "stack": mock.stack,
+                    "stackFile": stack_file_shown(args),
                     "resources": len(mock.registrations),
                     "violations": [v.as_dict() for v in violations],
                     "kubernetesProviders": providers,
@@ -39,17 +42,22 @@ def run(args: argparse.Namespace) -> int:
     else:
         elapsed = time.perf_counter() - started
         print(
-            f"nodefleet check: stack '{mock.stack}': {len(mock.registrations)} resources, "
-            f"{len(POLICIES)} policies, {elapsed:.1f}s (mock runtime, no providers)"
+            f"nodefleet check: stack '{mock.stack}' ({stack_file_shown(args)}): {len(mock.registrations)} "
+            f"resources, {len(POLICIES)} policies, {elapsed:.1f}s (mock runtime, no providers)"
         )
-        for v in violations:
-            print(f"  {v.level.upper():9} {v.policy}  {v.resource.rsplit('::', 1)[-1] or '(stack)'}")
-            for line in v.message.splitlines():
-                print(f"      {line}")
+        print_violations(violations)
         for w in warnings:
             print(f"  ADVISORY  fleet-size  {w}")
         print(f"  {len(mandatory)} mandatory, {len(violations) - len(mandatory)} advisory")
     return EXIT_VIOLATIONS if mandatory else EXIT_OK
+
+
+def print_violations(violations: list[Any]) -> None:
+    """Each violation: level, policy and resource, then its message indented (``check`` and ``render``)."""
+    for v in violations:
+        print(f"  {v.level.upper():9} {v.policy}  {v.resource.rsplit('::', 1)[-1] or '(stack)'}")
+        for line in v.message.splitlines():
+            print(f"      {line}")
 
 
 def _max_providers(args: argparse.Namespace) -> int:
@@ -57,6 +65,11 @@ def _max_providers(args: argparse.Namespace) -> int:
         return max_providers(args.max_providers)
     except ValueError as exc:
         raise InputError(str(exc)) from None
+
+
+def policy_config(args: argparse.Namespace) -> dict[str, object] | None:
+    """The ``--policy-config`` file, validated against the pack's config schemas (InputError otherwise)."""
+    return _policy_config(args)
 
 
 def _policy_config(args: argparse.Namespace) -> dict[str, object] | None:
@@ -77,7 +90,7 @@ def _policy_config(args: argparse.Namespace) -> dict[str, object] | None:
     if not isinstance(value, dict):
         raise InputError(
             f"--policy-config {path}: the top level must be an object keyed by policy name, "
-            f"not {type(value).__name__}"
+            f'not {type(value).__name__}; write it as e.g. {{"boot-image-skew": {{"strict": true}}}}'
         )
     from harness.evaluate import policy_config_errors
     from policies.pack import POLICIES

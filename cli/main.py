@@ -11,6 +11,7 @@ Every command keeps the exit-code contract in :mod:`cli.exits`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -68,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     add_roots(s)
     s.add_argument("--out", type=Path, help="output directory (default: the stack's output.directory)")
     s.add_argument(
+        "--policy-config",
+        type=Path,
+        help="policy pack config JSON, as for `pulumi preview --policy-pack-config`; a stack with mandatory "
+        "violations is not rendered",
+    )
+    s.add_argument(
         "--lock-timeout",
         type=float,
         default=60.0,
@@ -100,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`check | head -1`): nothing to report, as for any command killed by SIGPIPE.
+        # stdout points at /dev/null from here, so the interpreter's own flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:
         if args.debug:
             traceback.print_exc()

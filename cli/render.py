@@ -1,6 +1,7 @@
 """``render``: the manifests the program declares, written as the Kubernetes provider's render mode writes them.
 
-The tree it leaves holds exactly the current manifests (stale ones pruned, foreign files untouched), is
+A stack with mandatory policy violations is not rendered (exit 1, nothing written), as ``pulumi up
+--policy-pack policies`` would not apply it. The tree it leaves holds exactly the current manifests (stale ones pruned, foreign files untouched), is
 written atomically and by one render at a time (:mod:`harness.render_tree`), and lies inside the project or
 inside a root the operator allowed (:mod:`nodefleet.paths`).
 """
@@ -12,23 +13,37 @@ import os
 import sys
 from pathlib import Path
 
-from cli.exits import EXIT_OK, InputError
-from cli.stacks import load, load_run
+from cli import check
+from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
+from cli.stacks import load, load_run, stack_file_shown
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.evaluate import evaluate_run
     from harness.mockrun import PROJECT_DIR
     from harness.render_tree import RenderTreeError, write_tree
     from harness.rendering import plan_render
     from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
     from nodefleet.paths import PathError, contain
+    from policies.pack import POLICIES
 
+    policy_config = check.policy_config(args)
     mock = load_run(args)
     stack, config, source = load(args)
     try:
         fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
     except ConfigError as e:
         raise InputError(str(e)) from None
+    # What `pulumi up --policy-pack policies` would refuse is not written either: a GitOps tool would apply it.
+    violations = evaluate_run(mock, POLICIES, policy_config)
+    mandatory = [v for v in violations if v.level == "mandatory"]
+    if mandatory:
+        print(
+            f"nodefleet render: stack '{stack}' ({stack_file_shown(args)}): {len(mandatory)} mandatory "
+            "violations; nothing written (fix them, or see them all with `check`)"
+        )
+        check.print_violations(mandatory)
+        return EXIT_VIOLATIONS
     plan = plan_render(mock, fleet.render_directory)
     if args.out is not None:
         try:

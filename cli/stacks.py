@@ -37,6 +37,11 @@ def load(args: argparse.Namespace) -> tuple[str, dict[str, Any], str | None]:
         raise InputError(str(exc)) from None
 
 
+def stack_file_shown(args: argparse.Namespace) -> str:
+    """The stack file as messages name it: the ``--config-file`` path, else ``stacks/Pulumi.<stack>.yaml``."""
+    return str(args.config_file) if getattr(args, "config_file", None) else f"stacks/Pulumi.{args.stack}.yaml"
+
+
 def load_run(args: argparse.Namespace) -> Any:
     """The program for the chosen stack, run under the mock runtime (a ``harness.mockrun.MockRun``)."""
     import pulumi

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from components.kubernetes import cluster_provider
 from components.standalone import StandaloneCluster, StandaloneClusterArgs
 from nodefleet.config import STACK_FILE_ENV, ConfigError, Fleet, ResolvedCluster, load_fleet, stack_file
 from nodefleet.render_layout import render_targets
+from nodefleet.stack_secrets import secret_value_problem
 
 #: Stack secrets by key (``nodefleet:<key>``), read before anything is registered so a missing one stops cleanly.
 StackSecrets = dict[str, pulumi.Output[str]]
@@ -29,7 +31,15 @@ def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
     stack = pulumi.get_stack()
     source = os.environ.get(STACK_FILE_ENV) or stack_file(stack)
     try:
-        fleet = load_fleet(config.get_object("fleet"), stack, project_dir, source)
+        raw = config.get_object("fleet")
+    except pulumi.ConfigTypeError:
+        # A scalar where the structured value belongs: the SDK's message names neither the file nor the fix.
+        raise pulumi.RunError(
+            f"{source}: nodefleet:fleet: is a plain value, not the structured fleet; write it as a mapping with "
+            "output and clusters (see README, 'Stack configuration')"
+        ) from None
+    try:
+        fleet = load_fleet(raw, stack, project_dir, source)
     except ConfigError as e:
         # RunError prints the message alone, without a Python traceback.
         raise pulumi.RunError(str(e)) from None
@@ -42,7 +52,23 @@ def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
                 f"`pulumi config set --secret nodefleet:{key} --stack {stack} < <file>`."
             )
         secrets[key] = value
+    for key, why, kind in fleet.secret_uses():
+        # The value is known only here, inside the Output: a wrong one stops the program where it resolves.
+        secrets[key] = secrets[key].apply(
+            functools.partial(_checked, f"{source}: nodefleet:{key} ({why})", kind, key, stack)
+        )
     return fleet, secrets
+
+
+def _checked(where: str, kind: str, key: str, stack: str, value: str) -> str:
+    problem = secret_value_problem(kind, value)
+    if problem:
+        # RunError: the engine prints the message alone. It is not a ValueError, so the SDK's serializers pass
+        # it through unchanged instead of wrapping it in "While processing input ..." layers.
+        raise pulumi.RunError(
+            f"{where} {problem}. Set it with `pulumi config set --secret nodefleet:{key} --stack {stack} < <file>`."
+        )
+    return value
 
 
 def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.ComponentResource]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import inspect
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -120,8 +121,47 @@ def policy_config_errors(policies: Iterable[Policy], config: Mapping[str, Any]) 
         )
         for error in sorted(validator.iter_errors(dict(value)), key=lambda e: list(e.path)):
             path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
-            errors.append(f"'{name}'{path}: {error.message}")
+            # A pattern's regular expression is no help to a reader: the fix below gives an example instead.
+            message = (
+                f"{json.dumps(error.instance)} is not in the form the setting takes"
+                if error.validator == "pattern"
+                else error.message
+            )
+            errors.append(f"'{name}'{path}: {message}; {_config_fix(error)}")
     return errors
+
+
+_JSON_TYPES = {
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "string": "a string",
+    "array": "a list",
+    "object": "an object",
+}
+
+
+_PLURAL = {"integer": "whole numbers", "number": "numbers", "string": "strings", "object": "objects"}
+
+
+def _config_fix(error: jsonschema.ValidationError) -> str:
+    """What a valid value looks like, from the property's own schema: its type, bounds or values, and an
+    example (its default) where it has one."""
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    if error.validator == "enum" and isinstance(error.validator_value, list):
+        return "use one of " + ", ".join(json.dumps(v) for v in error.validator_value)
+    if error.validator == "minimum":
+        return f"use {error.validator_value} or more"
+    if error.validator == "maximum":
+        return f"use {error.validator_value} or less"
+    what = _JSON_TYPES.get(str(schema.get("type")), "a value of the type the setting takes")
+    items = schema.get("items") if isinstance(schema.get("items"), Mapping) else None
+    if items and items.get("type") in _PLURAL:
+        what += f" of {_PLURAL[str(items['type'])]}"
+    example = (
+        f", e.g. {json.dumps(schema['default'])}" if "default" in schema and schema["default"] != [] else ""
+    )
+    return f"use {what}{example}"
 
 
 def _await(result: Any) -> None:
@@ -216,7 +256,8 @@ def evaluate_stack(
     return [Violation(policy.name, lvl, urn or "", m) for m, urn in found]
 
 
-def _provider(run: MockRun, reg: Registration) -> PolicyProviderResource | None:
+def provider_resource(run: MockRun, reg: Registration) -> PolicyProviderResource | None:
+    """The provider of a registration as a policy sees it (``args.provider``)."""
     p = run.provider_of(reg)
     return PolicyProviderResource(p.type, p.inputs, p.urn, p.name) if p else None
 
@@ -236,7 +277,7 @@ def evaluate_run(
                     reg.inputs,
                     urn=reg.urn,
                     name=reg.name,
-                    provider=_provider(run, reg),
+                    provider=provider_resource(run, reg),
                     config=config,
                     options=policy_options(reg),
                 )
@@ -246,10 +287,9 @@ def evaluate_run(
     return out
 
 
-def _evaluate_stack_policies(
-    run: MockRun, policies: list[StackValidationPolicy], config: Mapping[str, Any] | None
-) -> list[Violation]:
-    """Stack policies see every resource with its parent resolved to a PolicyResource, as in the analyzer."""
+def stack_resources(run: MockRun) -> dict[str, PolicyResource]:
+    """Every registration as a stack policy sees it, by URN: parent and dependencies resolved to
+    PolicyResources, as in the analyzer."""
     resources: dict[str, PolicyResource] = {}
     for r in run.registrations:
         resources[r.urn] = PolicyResource(
@@ -258,7 +298,7 @@ def _evaluate_stack_policies(
             r.urn,
             r.name,
             policy_options(r),
-            _provider(run, r),
+            provider_resource(run, r),
             None,
             [],
             {},
@@ -266,6 +306,13 @@ def _evaluate_stack_policies(
     for r in run.registrations:
         resources[r.urn].parent = resources.get(r.parent)
         resources[r.urn].dependencies = [resources[d] for d in r.depends_on if d in resources]
+    return resources
+
+
+def _evaluate_stack_policies(
+    run: MockRun, policies: list[StackValidationPolicy], config: Mapping[str, Any] | None
+) -> list[Violation]:
+    resources = stack_resources(run)
     out: list[Violation] = []
     for policy in policies:
         out += evaluate_stack(policy, list(resources.values()), config)

@@ -9,6 +9,7 @@ replaces and deletes, with the values a resource inherits from its parent.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
 import os
@@ -294,14 +295,14 @@ def read_stack_config(path: Path, source: str | None = None) -> dict[str, Any]:
         document = {}
     if not isinstance(document, dict):
         raise YAMLFileError(
-            f"{name}: the top level is a {type(document).__name__}; a stack file is a mapping with a "
-            "`config:` key (see README, 'Stack configuration')"
+            f"{name}: the top level is a {type(document).__name__}; a stack file is a mapping: put `config:` "
+            "on the first line and nodefleet:fleet under it (see README, 'Stack configuration')"
         )
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise YAMLFileError(
-            f"{name}: config: is a {type(config).__name__}; it must map keys such as nodefleet:fleet to "
-            "their values"
+            f"{name}: config: is a {type(config).__name__}; write it as a mapping of keys such as "
+            "nodefleet:fleet to their values"
         )
     return {
         str(key): SECRET_PLACEHOLDER if isinstance(v, dict) and set(v) == {"secure"} else v
@@ -340,6 +341,7 @@ def run_program(
     def _program() -> None:
         runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")
 
+    raised: BaseException | None = None
     previous = os.environ.get(STACK_FILE_ENV)
     if source is not None:
         os.environ[STACK_FILE_ENV] = source
@@ -350,6 +352,7 @@ def run_program(
     except Exception as e:
         # What was registered before the failure, for callers that must show nothing was.
         e.registrations = monitor.registrations  # type: ignore[attr-defined]
+        raised = e
         raise
     finally:
         if previous is None:
@@ -357,11 +360,43 @@ def run_program(
         else:
             os.environ[STACK_FILE_ENV] = previous
         for loop in {own_loop, asyncio.get_event_loop(), *monitor.thread_loops}:
+            if loop.is_running():
+                continue  # a gRPC worker thread is still inside it (a registration the failure overtook)
+            _cancel_pending(loop)
+            loop.set_exception_handler(functools.partial(_quiet_about_reported_errors, raised))
             loop.close()
         # Loops the runtime made on its own threads are unreachable now; collecting them here closes them
         # while their sockets still exist, instead of noisily at interpreter exit.
         gc.collect()
     return MockRun(stack, monitor.registrations)
+
+
+def _quiet_about_reported_errors(
+    raised: BaseException | None, loop: asyncio.AbstractEventLoop, context: dict[str, Any]
+) -> None:
+    """The outputs a failure failed keep its exception in futures nobody awaits any more; when they are
+    collected, in whatever runs next in this process, asyncio would log it again (with its traceback) as
+    "Future exception was never retrieved". What :func:`run_program` raised to its caller, or caused it, and
+    any ``RunError`` (the program's own message) are not logged again; everything else is."""
+    exception = context.get("exception")
+    chain = {id(raised), id(getattr(raised, "__cause__", None))} if raised is not None else set()
+    if isinstance(exception, pulumi.RunError) or id(exception) in chain - {id(None)}:
+        return
+    if raised is not None and getattr(exception, "__cause__", None) is raised:
+        return
+    loop.default_exception_handler(context)
+
+
+def _cancel_pending(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what a failed program left running (RPCs waiting on the output that failed), so no task is
+    destroyed pending: asyncio would print "Task was destroyed but it is pending!" under the program's error."""
+    if loop.is_closed():
+        return
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 def stack_fleet(stack: str, project_dir: Path = PROJECT_DIR) -> dict[str, Any]:

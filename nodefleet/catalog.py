@@ -347,6 +347,11 @@ def load_catalog(path: str | os.PathLike[str], shown: str | None = None) -> Boot
             f"Boot image catalog '{name}' cannot be read ({exc.strerror or type(exc).__name__}); check the "
             "path and its permissions."
         ) from None
+    except ValueError:  # the OS refuses a path with a NUL character before any file is looked at
+        raise CatalogError(
+            f"Boot image catalog {name!r} is not a usable path (it contains a NUL character); point catalog "
+            "at an exported ConfigMap or stream JSON."
+        ) from None
     return BootImageCatalog.from_text(_decode(data, name), name)
 
 

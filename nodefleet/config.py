@@ -14,7 +14,7 @@ import difflib
 import functools
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
@@ -35,11 +35,21 @@ from nodefleet.config_karpenter import (
     KarpenterOperator,
     SelfManagedKarpenter,
     StaticNodePoolSpec,
+    check_unique_names,
 )
-from nodefleet.modelbase import DNS_LABEL, PATTERN_HELP, REGION, ZONE, ConfigModel, OCPRelease
+from nodefleet.modelbase import (
+    DNS_LABEL,
+    INSTANCE_TYPE,
+    PATTERN_HELP,
+    REGION,
+    ZONE,
+    ConfigModel,
+    OCPRelease,
+)
 from nodefleet.paths import ContainedPath, PathError, catalog_file, check_stack_name, render_directory
 from nodefleet.render_layout import render_targets
 from nodefleet.skew import stream_finding
+from nodefleet.stack_secrets import CA_BUNDLE
 from nodefleet.versions import OCPVersion, VersionError, default_stream, parse_ocp
 
 CONFIG_KEY = "nodefleet:fleet"
@@ -69,7 +79,7 @@ class OutputSettings(ConfigModel):
     def _kubeconfig_only_in_apply(self) -> OutputSettings:
         if self.mode == "render" and self.kubeconfig:
             raise ValueError(
-                "kubeconfig is set but mode is render; the provider refuses a kubeconfig in render mode. "
+                "kubeconfig: is set but mode is render; the provider refuses a kubeconfig in render mode. "
                 "Remove kubeconfig or set mode: apply"
             )
         return self
@@ -123,7 +133,7 @@ class MachineSetSpec(ConfigModel):
         description="Short role name; the object is named `<infraId>-<name>-<zone>`."
     )
     zone: Annotated[str, Field(pattern=ZONE)] = Field(description="Availability zone, e.g. us-east-1a.")
-    instance_type: Annotated[str, Field(pattern=r"^[a-z0-9-]+\.[a-z0-9]+$")] = "m6i.xlarge"
+    instance_type: Annotated[str, Field(pattern=INSTANCE_TYPE)] = "m6i.xlarge"
     replicas: Annotated[int, Field(ge=0, le=500)] = 1
     pool: str = Field("worker", description="`worker` or the name of a declared custom pool.")
     architecture: Literal["amd64", "arm64", "x86_64", "aarch64"] = "amd64"
@@ -174,9 +184,9 @@ class StandaloneCluster(ConfigModel):
     @model_validator(mode="after")
     def _consistent(self) -> StandaloneCluster:
         pools = {p.name for p in self.pools}
-        if len(pools) != len(self.pools):
-            repeated = sorted({p.name for p in self.pools if [q.name for q in self.pools].count(p.name) > 1})
-            raise ValueError(f"pools: two pools are named {', '.join(repeated)}; pool names must be unique")
+        check_unique_names(
+            [p.name for p in self.pools], "pools", "a pool's name is its MachineConfigPool's name"
+        )
         seen: set[str] = set()
         for i, ms in enumerate(self.machine_sets):
             where = f"machineSets[{i}]"
@@ -187,7 +197,10 @@ class StandaloneCluster(ConfigModel):
                     "or use one of those"
                 )
             if not ms.zone.startswith(self.region):
-                raise ValueError(f"{where}.zone: '{ms.zone}' is not in the cluster's region '{self.region}'")
+                raise ValueError(
+                    f"{where}.zone: '{ms.zone}' is not in the cluster's region '{self.region}'; use a zone of "
+                    f"{self.region}, e.g. {self.region}a"
+                )
             full = machine_set_name(self, ms)
             if full in seen:
                 raise ValueError(f"{where}: a second MachineSet is named '{full}'; change name or zone")
@@ -217,7 +230,11 @@ class StandaloneCluster(ConfigModel):
         if self.karpenter:
             for i, nc in enumerate(self.karpenter.node_classes):
                 if nc.pool not in pools and nc.pool not in _BUILTIN_POOLS:
-                    raise ValueError(f"karpenter.nodeClasses[{i}].pool: '{nc.pool}' is not a declared pool")
+                    known = ", ".join(sorted({*pools, *_BUILTIN_POOLS}))
+                    raise ValueError(
+                        f"karpenter.nodeClasses[{i}].pool: '{nc.pool}' is not a declared pool (known: {known}); "
+                        "add it under pools or use one of those"
+                    )
         if self.skew_enforcement.mode == "Automatic" and self.boot_image_management.mode != "All":
             raise ValueError(
                 "skewEnforcement.mode: Automatic is chosen by the MCO only when every MachineSet is enrolled "
@@ -281,10 +298,11 @@ class FleetConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> FleetConfig:
-        names = [c.name for c in self.clusters]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise ValueError(f"clusters: names must be unique, repeated: {', '.join(sorted(dup))}")
+        check_unique_names(
+            [c.name for c in self.clusters],
+            "clusters",
+            "a cluster's name names its render folder, its provider and its objects",
+        )
         _no_shared_render_folder(self.clusters)
         infra_ids: dict[str, int] = {}
         for i, c in enumerate(self.clusters):
@@ -381,22 +399,35 @@ class Fleet:
 
         Pull secrets and SSH keys are written only in apply mode: in render mode they would land on disk.
         """
-        keys: list[tuple[str, str]] = []
+        return list(dict.fromkeys((key, why) for key, why, _ in self.secret_uses()))
+
+    def secret_uses(self) -> list[tuple[str, str, str]]:
+        """(key, why, kind) of every use of a stack secret; ``kind`` is what the value must be
+        (:func:`nodefleet.stack_secrets.secret_value_problem`). One key may serve several uses."""
+        uses: list[tuple[str, str, str]] = []
         apply = self.config.output.mode == "apply"
         for c in self.clusters:
             if isinstance(c, ResolvedCluster):
                 if c.config.karpenter:
-                    keys.append(
-                        (c.config.karpenter.ca_bundle_key, f"MCS CA bundle of cluster {c.config.name}")
+                    uses.append(
+                        (
+                            c.config.karpenter.ca_bundle_key,
+                            f"MCS CA bundle of cluster {c.config.name}",
+                            CA_BUNDLE,
+                        )
                     )
                 continue
             hc = c.config
-            for ref, _ in hc.secret_refs():
+            for ref, data_key in hc.secret_refs():
                 if apply and ref.from_config:
-                    keys.append(
-                        (ref.from_config, f"Secret {hc.namespace}/{ref.name} of hosted cluster {hc.name}")
+                    uses.append(
+                        (
+                            ref.from_config,
+                            f"Secret {hc.namespace}/{ref.name} of hosted cluster {hc.name}",
+                            data_key,
+                        )
                     )
-        return list(dict.fromkeys(keys))
+        return list(dict.fromkeys(uses))
 
 
 class ConfigError(ValueError):
@@ -439,6 +470,9 @@ def load_fleet(
         raise ConfigError(
             f"{where}: no '{CONFIG_KEY}' value. Add one under `config:` (see README, 'Stack configuration')."
         )
+    problems = list(_bad_strings(raw, CONFIG_KEY))
+    if problems:
+        raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
     try:
         config = FleetConfig.model_validate(raw)
     except ValidationError as e:
@@ -453,6 +487,56 @@ def load_fleet(
         clusters=tuple(_resolve_any(where, c, i, project_dir, env) for i, c in enumerate(config.clusters)),
         render_dir=render_dir,
     )
+
+
+#: The longest string a stack-config value may be. No value nodefleet writes needs more (Kubernetes names stop
+#: at 253 characters, label values at 63, S3 keys at 1024, IAM names at 128); a longer one is a paste error.
+MAX_VALUE_LENGTH = 4096
+
+
+def _control(text: str) -> str | None:
+    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    return None if bad is None else f"U+{ord(bad):04X}"
+
+
+#: Paths that :mod:`nodefleet.paths` judges with its own, path-specific messages (NUL, length, ``..``).
+_PATH_VALUES = re.compile(r"\.output\.directory$|\.clusters\[\d+\]\.catalog$")
+
+
+def _bad_strings(value: Any, path: str) -> Iterator[str]:
+    """Strings (keys too) no stack-config value may be: with a control character, or over-long.
+
+    Names, ids, versions, label and tag values never hold a NUL, a newline or an escape sequence, and one
+    that does (a paste from a terminal, a Windows line end) would reach manifests, S3 keys and file names
+    where every consumer reads it differently: refused here, for every key, with the field path.
+    """
+    if isinstance(value, str):
+        if _PATH_VALUES.search(path):
+            return
+        bad = _control(value)
+        if bad:
+            yield (
+                f"{path}: contains the control character {bad} (a NUL, line break, tab or escape); remove it: a "
+                "stack-config value is one line of printable text"
+            )
+        elif len(value) > MAX_VALUE_LENGTH:
+            yield (
+                f"{path}: is {len(value)} characters long; shorten it to at most {MAX_VALUE_LENGTH} (no value "
+                "nodefleet writes needs more: names stop at 253 characters, label values at 63)"
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            text = str(key)
+            shown = repr(text if len(text) <= 40 else text[:40] + "…")
+            if _control(text):
+                yield f"{path}: key {shown} contains the control character {_control(text)}; remove it"
+            elif len(text) > MAX_VALUE_LENGTH:
+                yield f"{path}: key {shown} is {len(text)} characters long; shorten it"
+            else:
+                yield from _bad_strings(item, f"{path}.{text}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _bad_strings(item, f"{path}[{i}]")
 
 
 def _resolve_any(
@@ -575,8 +659,8 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
     if sub:
         path, msg = f"{path}.{sub.group(1)}", sub.group(2)
     value = err.get("input")
-    shown = f" (got {value!r})" if isinstance(value, str | int | float | bool) else ""
-    return f"{where}: {path}: {msg}{shown}"
+    shown = f" (got {_shown_value(value)})" if isinstance(value, str | int | float | bool) else ""
+    return f"{where}: {path}: {msg.rstrip('.') if shown else msg}{shown}"
 
 
 def _with_fix(err: Mapping[str, Any]) -> str:
@@ -586,6 +670,10 @@ def _with_fix(err: Mapping[str, Any]) -> str:
     if kind == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern", ""))
         return f"must be {PATTERN_HELP.get(pattern, f'a string matching {pattern}')}"
+    if kind == "literal_error":
+        return f"{msg}; use one of {ctx.get('expected')}"
+    if kind in _BOUNDS:
+        return f"{msg}; {_BOUNDS[kind].format(**ctx)}"
     fixes = {
         "int_type": "use a whole number without quotes",
         "int_from_float": "use a whole number",
@@ -599,6 +687,24 @@ def _with_fix(err: Mapping[str, Any]) -> str:
     }
     fix = fixes.get(kind)
     return f"{msg}; {fix}" if fix else msg
+
+
+#: What to do about a value outside a bound, by pydantic error type (its ``ctx`` fills the braces).
+_BOUNDS = {
+    "greater_than_equal": "use {ge} or more",
+    "greater_than": "use more than {gt}",
+    "less_than_equal": "use {le} or less",
+    "less_than": "use less than {lt}",
+    "string_too_long": "shorten it to {max_length} characters or fewer",
+    "string_too_short": "give at least {min_length} characters",
+    "too_long": "keep at most {max_length}",
+}
+
+
+def _shown_value(value: Any) -> str:
+    """A rejected scalar as messages quote it: whole when short, else its start (never a 5,000-character echo)."""
+    text = repr(value)
+    return text if len(text) <= 70 else f"{text[:60]}…' ({len(str(value))} characters)"
 
 
 def _is_union_tag(part: object) -> bool:

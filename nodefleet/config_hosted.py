@@ -6,18 +6,29 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from nodefleet.config_karpenter import AutoNode
-from nodefleet.modelbase import DNS_LABEL, REGION, ZONE, ConfigModel, OCPRelease
+from nodefleet.config_karpenter import AutoNode, check_unique_names
+from nodefleet.modelbase import (
+    CONFIG_KEY_NAME,
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    GO_DURATION,
+    IAM_NAME,
+    INSTANCE_TYPE,
+    KMS_KEY_ARN,
+    REGION,
+    ROLE_ARN,
+    SUBNET_ID,
+    VOLUME_SIZE,
+    ZONE,
+    ConfigModel,
+    OCPRelease,
+)
 
-_ROLE_ARN = r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/.+$"
-RoleArn = Annotated[str, Field(pattern=_ROLE_ARN)]
-_KMS_KEY_ARN = r"^arn:(aws|aws-cn|aws-us-gov):kms:[a-z0-9-]+:[0-9]{12}:(key|alias)/.+$"
-KmsKeyArn = Annotated[str, Field(pattern=_KMS_KEY_ARN, max_length=2048)]
+RoleArn = Annotated[str, Field(pattern=ROLE_ARN)]
+KmsKeyArn = Annotated[str, Field(pattern=KMS_KEY_ARN, max_length=2048)]
 #: A Go duration as metav1.Duration parses it ("0s", "30m", "1h30m"); the CRD types these fields as plain
 #: strings, so a typo would only fail when the API server decodes the object.
-GoDuration = Annotated[str, Field(pattern=r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$")]
-#: What the CLI's --kas-dns-name accepts (``validation.IsDNS1123Subdomain``).
-_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+GoDuration = Annotated[str, Field(pattern=GO_DURATION)]
 AvailabilityPolicy = Literal["HighlyAvailable", "SingleReplica"]
 
 
@@ -56,7 +67,7 @@ class SecretRef(ConfigModel):
     """
 
     name: Annotated[str, Field(pattern=DNS_LABEL)]
-    from_config: str | None = None
+    from_config: Annotated[str, Field(pattern=CONFIG_KEY_NAME, max_length=128)] | None = None
     delete_with_cluster: bool = Field(
         True,
         description="apply mode: label the Secret nodefleet writes hypershift.openshift.io/safe-to-delete-with-cluster "
@@ -120,7 +131,7 @@ class Etcd(ConfigModel):
     storage_class_name: Annotated[str, Field(max_length=255)] = Field(
         "gp3-csi", description="StorageClass of each etcd member's volume (the CLI's AWS default)."
     )
-    size: Annotated[str, Field(pattern=r"^[0-9]+(Mi|Gi|Ti)$")] = "8Gi"
+    size: Annotated[str, Field(pattern=VOLUME_SIZE)] = "8Gi"
 
 
 class OvnKubernetes(ConfigModel):
@@ -169,9 +180,13 @@ class HyperShiftNodePoolSpec(ConfigModel):
     release: OCPRelease | None = Field(None, description="Node release (x.y.z); default: the cluster's.")
     replicas: Annotated[int, Field(ge=0)] | None = None
     auto_scaling: AutoScaling | None = None
-    instance_type: str = "m6i.xlarge"
-    instance_profile: str | None = Field(None, description="Default: <infraId>-worker.")
-    subnet: str | None = Field(None, description="Subnet id; default: the cluster's subnet.")
+    instance_type: Annotated[str, Field(pattern=INSTANCE_TYPE)] = "m6i.xlarge"
+    instance_profile: Annotated[str, Field(pattern=IAM_NAME, max_length=128)] | None = Field(
+        None, description="Default: <infraId>-worker."
+    )
+    subnet: Annotated[str, Field(pattern=SUBNET_ID)] | None = Field(
+        None, description="Subnet id; default: the cluster's subnet."
+    )
     root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
     root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = "gp3"
     upgrade_type: Literal["Replace", "InPlace"] = "Replace"
@@ -217,7 +232,7 @@ class HostedCluster(ConfigModel):
     issuer_url: str = Field(description="OIDC issuer (the S3 URL `hypershift create iam` made).")
     dns: HostedDNS
     vpc: Annotated[str, Field(pattern=r"^vpc-[0-9a-f]+$")]
-    subnet: Annotated[str, Field(pattern=r"^subnet-[0-9a-f]+$")]
+    subnet: Annotated[str, Field(pattern=SUBNET_ID)]
     zone: Annotated[str, Field(pattern=ZONE)]
     roles: RolesRef
     endpoint_access: Literal["Public", "PublicAndPrivate", "Private"] = "Public"
@@ -246,7 +261,7 @@ class HostedCluster(ConfigModel):
     fips: bool = Field(False, description="FIPS mode for the cluster's nodes (immutable).")
     proxy: Proxy | None = None
     etcd: Etcd = Etcd()
-    kube_api_server_dns_name: Annotated[str, Field(pattern=_DNS_SUBDOMAIN, max_length=253)] | None = Field(
+    kube_api_server_dns_name: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] | None = Field(
         None,
         alias="kubeAPIServerDNSName",
         description="A custom DNS name for the API server (4.19+); HyperShift then publishes a kubeconfig for it.",
@@ -272,10 +287,15 @@ class HostedCluster(ConfigModel):
     @model_validator(mode="after")
     def _zone_in_region(self) -> HostedCluster:
         if not self.zone.startswith(self.region):
-            raise ValueError(f"zone: '{self.zone}' is not in region '{self.region}'")
-        names = [p.name for p in self.node_pools]
-        if len(set(names)) != len(names):
-            raise ValueError("nodePools: two NodePools share a name")
+            raise ValueError(
+                f"zone: '{self.zone}' is not in region '{self.region}'; use a zone of {self.region}, e.g. "
+                f"{self.region}a"
+            )
+        check_unique_names(
+            [p.name for p in self.node_pools],
+            "nodePools",
+            f"a NodePool's name is its object's name in namespace {self.namespace}",
+        )
         reserved = sorted(
             key
             for key in self.annotations

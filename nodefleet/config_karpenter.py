@@ -13,7 +13,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator, model_validator
 
-from nodefleet.modelbase import DNS_LABEL, ConfigModel, OCPRelease
+from nodefleet.ignition import key_segment, prefix_segments
+from nodefleet.modelbase import (
+    CONFIG_KEY_NAME,
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    IAM_NAME,
+    KARPENTER_MINOR,
+    ConfigModel,
+    LabelKeys,
+    OCPRelease,
+)
 
 #: A budget's node count or share, e.g. "10%" or "5" (the NodePool CRD's pattern judges it).
 BudgetNodes = str
@@ -21,7 +31,7 @@ BudgetNodes = str
 DisruptionReason = Literal["Empty", "Underutilized", "Drifted", "Unhealthy"]
 #: Karpenter's own order of the reasons, used wherever nodefleet lists them.
 REASON_ORDER: tuple[DisruptionReason, ...] = ("Empty", "Underutilized", "Drifted", "Unhealthy")
-KarpenterVersion = Annotated[str, Field(pattern=r"^1\.[0-9]+$")]
+KarpenterVersion = Annotated[str, Field(pattern=KARPENTER_MINOR)]
 #: Upstream Karpenter feature gates that change what a NodePool may declare (all alpha, off by default).
 FeatureGate = Literal["StaticCapacity", "NodeRepair"]
 
@@ -40,11 +50,17 @@ class Requirement(ConfigModel):
         # with one integer, and minValues with In): Kubernetes' node selector semantics for the others.
         n = len(self.values)
         if self.operator == "NotIn" and n == 0:
-            raise ValueError("operator NotIn needs at least one value in values")
+            raise ValueError(
+                "operator NotIn needs at least one value in values; list the values to exclude, or use "
+                "DoesNotExist to exclude every node with the key"
+            )
         if self.operator in ("Exists", "DoesNotExist") and n:
             raise ValueError(f"operator {self.operator} takes no values; remove values")
         if self.operator != "In" and self.min_values is not None and self.min_values > n:
-            raise ValueError(f"minValues {self.min_values} is more than the {n} value(s) listed")
+            raise ValueError(
+                f"minValues {self.min_values} is more than the {n} value(s) listed; list more values or lower "
+                "minValues"
+            )
         return self
 
 
@@ -136,7 +152,7 @@ class _NodePoolBase(ConfigModel):
         ["c", "m", "r"], description="karpenter.k8s.aws/instance-category."
     )
     requirements: list[Requirement] = []
-    labels: dict[str, str] = {}
+    labels: LabelKeys = Field({}, description="Node labels (spec.template.metadata.labels).")
     expire_after: str = "720h"
     termination_grace_period: str | None = None
 
@@ -273,9 +289,19 @@ class SelfManagedNodeClass(ConfigModel):
 
     name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)]
     pool: str = Field("worker", description="MachineConfigPool whose config the nodes fetch from the MCS.")
-    config_version: str = Field(
+    config_version: Annotated[str, Field(max_length=253)] = Field(
         description="The pool's rendered config (e.g. rendered-worker-5f1c…): a change replaces nodes once."
     )
+
+    @field_validator("config_version")
+    @classmethod
+    def _one_key_segment(cls, v: str) -> str:
+        # It becomes one segment of the S3 key the class's userData points at.
+        try:
+            return key_segment("configVersion", v)
+        except ValueError as e:
+            raise ValueError(str(e).removeprefix("pointer key: configVersion ")) from None
+
     architecture: Literal["amd64", "arm64"] = "amd64"
     stream: Literal["rhel-9", "rhel-10"] = "rhel-9"
     subnet_tags: dict[str, str] | None = None
@@ -283,10 +309,18 @@ class SelfManagedNodeClass(ConfigModel):
     root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
 
 
+def check_unique_names(names: list[str], field: str, why: str) -> None:
+    """Refuse a name given twice in the list ``field``, naming every entry that carries it."""
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        at = ", ".join(f"{field}[{i}]" for i, n in enumerate(names) if n in repeated)
+        raise ValueError(f"{field}: {at} share the name {', '.join(repeated)}; {why}: rename all but one")
+
+
 def check_pools_reference_classes(classes: list[str], pools: list[NodePoolSpec], where: str) -> None:
     known = set(classes)
-    if len(known) != len(classes):
-        raise ValueError(f"{where}nodeClasses: two node classes share a name")
+    check_unique_names(classes, f"{where}nodeClasses", "a node class's name is its object's name")
+    check_unique_names([p.name for p in pools], f"{where}nodePools", "a NodePool's name is its object's name")
     for i, pool in enumerate(pools):
         if pool.node_class not in known:
             listed = ", ".join(sorted(known)) or "none"
@@ -304,7 +338,9 @@ class AutoNode(ConfigModel):
         description="autonode: OpenshiftEC2NodeClass (current HyperShift); legacy: EC2NodeClass whose userData "
         "and AMI HyperShift rewrites (older HyperShift), declared once and then left to it.",
     )
-    role_arn: str
+    role_arn: str = Field(
+        description="The role Karpenter assumes (the OpenshiftEC2NodeClass CRD judges the ARN)."
+    )
     karpenter: KarpenterRelease = Field(
         KarpenterRelease(version=AUTONODE_KARPENTER),
         description="HyperShift's Karpenter: OpenShift's fork, merged from upstream 1.13 and run with only "
@@ -324,15 +360,17 @@ class SelfManagedKarpenter(ConfigModel):
     """Karpenter on a standalone cluster, nodes booting from the MCS through an S3 Ignition pointer."""
 
     bucket: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
-    prefix: str = "nodefleet/ignition"
-    node_role: str = Field(
+    prefix: Annotated[str, Field(max_length=512)] = Field(
+        "nodefleet/ignition", description="S3 key prefix of the pointer objects: '/'-separated segments."
+    )
+    node_role: Annotated[str, Field(pattern=IAM_NAME, max_length=64)] = Field(
         description="IAM role name of the Karpenter nodes; gets s3:GetObject on the prefix."
     )
-    instance_profile: str
-    cluster_domain: str = Field(
+    instance_profile: Annotated[str, Field(pattern=IAM_NAME, max_length=128)]
+    cluster_domain: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] = Field(
         description="<cluster>.<baseDomain>: the MCS is https://api-int.<domain>:22623."
     )
-    ca_bundle_key: str = Field(
+    ca_bundle_key: Annotated[str, Field(pattern=CONFIG_KEY_NAME, max_length=128)] = Field(
         "mcsCaBundle",
         description="Stack secret (`pulumi config set --secret nodefleet:<key>`) holding the MCS CA PEM.",
     )
@@ -342,6 +380,25 @@ class SelfManagedKarpenter(ConfigModel):
     feature_gates: list[FeatureGate] = Field([], description="Alpha gates it runs with (--feature-gates).")
     node_classes: list[SelfManagedNodeClass] = Field(min_length=1)
     node_pools: list[NodePoolSpec] = Field(min_length=1)
+
+    @field_validator("prefix")
+    @classmethod
+    def _key_prefix(cls, v: str) -> str:
+        try:
+            prefix_segments(v)
+        except ValueError as e:
+            raise ValueError(str(e).removeprefix("pointer key: ")) from None
+        return v
+
+    @field_validator("ca_bundle_key")
+    @classmethod
+    def _not_the_fleet(cls, v: str) -> str:
+        if v == "fleet":
+            raise ValueError(
+                "'fleet' is nodefleet:fleet, this configuration itself; name the stack secret that holds the "
+                "MCS CA bundle, e.g. mcsCaBundle"
+            )
+        return v
 
     @model_validator(mode="after")
     def _refs(self) -> SelfManagedKarpenter:
@@ -380,7 +437,7 @@ class KarpenterOperator(ConfigModel):
     """Red Hat's karpenter-operator on a standalone cluster (enhancement ``karpenter-operator``, provisional,
     ``KarpenterOperator`` feature gate): nodefleet declares classes and pools, the operator the boot fields."""
 
-    instance_profile: str = Field(
+    instance_profile: Annotated[str, Field(pattern=IAM_NAME, max_length=128)] = Field(
         description="Instance profile of the nodes: the operator pre-populates it only on its `default` class."
     )
     karpenter: KarpenterRelease = Field(

@@ -27,6 +27,7 @@ __all__ = [
     "ca_data_url",
     "hypershift_stub",
     "ignition_pointer",
+    "key_segment",
     "merge_headers",
     "pointer_key",
     "prefix_segments",
@@ -166,16 +167,22 @@ def merge_headers(config: Mapping[str, Any] | str) -> dict[str, str]:
         return {}
 
 
-def _segment(what: str, value: str) -> str:
+#: What an S3 key segment nodefleet writes may hold, for messages.
+SEGMENT_RULE = "letters, digits and . _ + = @ -, starting with a letter or digit"
+
+
+def key_segment(what: str, value: str, example: str = "rendered-worker-5f1c0e4b2a9d") -> str:
+    """``value`` when it is one S3 key segment nodefleet writes, else ``ValueError`` naming ``what`` and the fix.
+
+    One segment: not empty, no ``/``, not ``.`` or ``..`` (an object key is not a path, but a reader that
+    treats it as one must not climb out of the prefix), only :data:`SEGMENT_RULE`.
+    """
     if not value:
-        raise ValueError(f"pointer key: {what} is empty")
+        raise ValueError(f"pointer key: {what} is empty; use {SEGMENT_RULE}, e.g. '{example}'")
     if "/" in value:
-        raise ValueError(f"pointer key: {what} '{value}' contains '/'")
+        raise ValueError(f"pointer key: {what} '{value}' contains '/'; use one segment of {SEGMENT_RULE}")
     if value in (".", "..") or not _SEGMENT.match(value):
-        raise ValueError(
-            f"pointer key: {what} '{value}' must start with a letter or digit and use only letters, digits "
-            "and . _ + = @ -"
-        )
+        raise ValueError(f"pointer key: {what} '{value}' must use only {SEGMENT_RULE}, e.g. '{example}'")
     return value
 
 
@@ -183,7 +190,7 @@ def prefix_segments(prefix: str) -> list[str]:
     """The ``/``-separated segments of a key prefix, each checked (no empty, leading or trailing segment)."""
     parts = prefix.split("/")
     for i, part in enumerate(parts):
-        _segment(f"prefix '{prefix}' segment {i + 1}", part)
+        key_segment(f"prefix '{prefix}' segment {i + 1}", part, "nodefleet/ignition")
     return parts
 
 
@@ -198,9 +205,9 @@ def pointer_key(prefix: str, cluster: str, node_class: str, *, release: str, con
     """
     parts = prefix_segments(prefix)
     tail = [
-        _segment("cluster", cluster),
-        _segment("node class", node_class),
-        _segment("release", release),
-        _segment("config version", config_version),
+        key_segment("cluster", cluster),
+        key_segment("node class", node_class),
+        key_segment("release", release),
+        key_segment("config version", config_version),
     ]
     return "/".join([*parts, *tail]) + ".ign"

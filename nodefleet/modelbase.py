@@ -7,9 +7,24 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from nodefleet.versions import VersionError, parse_ocp
+from nodefleet.crd_formats import qualified_name_errors
+from nodefleet.versions import VersionError, known_release, parse_ocp
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+#: A DNS name (``validation.IsDNS1123Subdomain``): what a cluster domain, a base domain or an API server name is.
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+ROLE_ARN = r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/.+$"
+INSTANCE_TYPE = r"^[a-z0-9-]+\.[a-z0-9]+$"
+KMS_KEY_ARN = r"^arn:(aws|aws-cn|aws-us-gov):kms:[a-z0-9-]+:[0-9]{12}:(key|alias)/.+$"
+#: A Go duration as metav1.Duration parses it ("0s", "30m", "1h30m").
+GO_DURATION = r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$"
+VOLUME_SIZE = r"^[0-9]+(Mi|Gi|Ti)$"
+KARPENTER_MINOR = r"^1\.[0-9]+$"
+SUBNET_ID = r"^subnet-[0-9a-f]+$"
+#: IAM role and instance profile names (AWS IAM: ``[\w+=,.@-]+``, 64 and 128 characters at most).
+IAM_NAME = r"^[A-Za-z0-9_+=,.@-]+$"
+#: A stack config key under the ``nodefleet:`` namespace (``pulumi config set --secret nodefleet:<key>``).
+CONFIG_KEY_NAME = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 ZONE = r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$"
 REGION = r"^[a-z]{2}(-gov)?-[a-z]+-\d$"
 OCP_XYZ = r"^\d+\.\d+\.\d+$"
@@ -22,14 +37,49 @@ class ConfigModel(BaseModel):
 
 
 def _release_parses(v: str) -> str:
+    """An OCP release nodefleet can place: parseable, and inside what its payload table knows."""
     try:
-        parse_ocp(v)
+        known_release(parse_ocp(v))
     except VersionError as e:
         raise ValueError(str(e)) from None
     return v
 
 
 OCPRelease = Annotated[str, AfterValidator(_release_parses)]
+
+_LABEL_KEY_RULE = (
+    "use [prefix/]name: the name up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter "
+    "or digit; the optional prefix a DNS name, e.g. 'team' or 'example.com/team'"
+)
+
+
+def _short_problems(errors: list[str]) -> str:
+    """apimachinery's own findings that say something beyond the rule (lengths, empty parts), for messages."""
+    shown = [e for e in errors if "regex used" not in e]
+    return f" ({'; '.join(shown)})" if shown else ""
+
+
+def label_key_problem(key: str, what: str = "label key") -> str | None:
+    """Why ``key`` is not a Kubernetes label (or annotation) key (``IsQualifiedName``), or None."""
+    errors = qualified_name_errors(key)
+    if not errors:
+        return None
+    return f"key '{key}' is not a Kubernetes {what}{_short_problems(errors)}; {_LABEL_KEY_RULE}"
+
+
+def _label_keys(labels: dict[str, str]) -> dict[str, str]:
+    for key in labels:
+        problem = label_key_problem(key)
+        if problem:
+            raise ValueError(problem)
+    return labels
+
+
+#: Labels a NodePool puts on its nodes (``spec.template.metadata.labels``). The NodePool CRD judges their
+#: values (the crd-schema policy reports them) but not their keys, which only the nodes' registration would
+#: refuse, long after the apply: nodefleet checks the keys. An object's own ``metadata`` labels and
+#: annotations are judged by the crd-schema policy, as the API server judges them.
+LabelKeys = Annotated[dict[str, str], AfterValidator(_label_keys)]
 
 
 #: What a value matching each pattern the config models use looks like, for messages: users read "a DNS
@@ -40,14 +90,23 @@ PATTERN_HELP: dict[str, str] = {
     ZONE: "an AWS availability zone, e.g. 'us-east-1a'",
     REGION: "an AWS region, e.g. 'us-east-1'",
     OCP_XYZ: "an OCP release x.y.z, e.g. '4.22.3'",
-    r"^[a-z0-9-]+\.[a-z0-9]+$": "an EC2 instance type, e.g. 'm6i.xlarge'",
-    r"^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/.+$": "an IAM role ARN, e.g. "
-    "'arn:aws:iam::123456789012:role/my-role'",
+    INSTANCE_TYPE: "an EC2 instance type, e.g. 'm6i.xlarge'",
+    ROLE_ARN: "an IAM role ARN, e.g. 'arn:aws:iam::123456789012:role/my-role'",
+    DNS_SUBDOMAIN: "a DNS name such as 'edge.example.com': lowercase letters, digits, '-' and '.', without "
+    "scheme, port or path",
+    IAM_NAME: "an IAM name such as 'edge-karpenter-node': letters, digits and _ + = , . @ -, not an ARN",
+    CONFIG_KEY_NAME: "a stack config key such as 'mcsCaBundle': letters, digits, '_', '.' and '-', starting "
+    "with a letter (the value is set with `pulumi config set --secret nodefleet:<key>`)",
     r"^vpc-[0-9a-f]+$": "a VPC id, e.g. 'vpc-0a1b2c3d4e5f60718'",
-    r"^subnet-[0-9a-f]+$": "a subnet id, e.g. 'subnet-0f1e2d3c4b5a69788'",
+    SUBNET_ID: "a subnet id, e.g. 'subnet-0f1e2d3c4b5a69788'",
     r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$": "a duration in hours and/or minutes, e.g. '8h' or '1h30m'",
     r"^((100|[0-9]{1,2})%|[0-9]+)$": "a node count such as '5' or a percentage such as '10%'",
     r"^(([0-9]+(s|m|h))+|Never)$": "a duration such as '30s', '5m' or '720h', or 'Never'",
     r"^([0-9]+(s|m|h))+$": "a duration such as '30s', '5m' or '24h'",
-    r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": "an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-'",
+    r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": "an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', "
+    "e.g. 'edge-m2x7c-ignition'",
+    KMS_KEY_ARN: "a KMS key or alias ARN, e.g. 'arn:aws:kms:us-east-2:123456789012:key/6f1c2a9e-…'",
+    GO_DURATION: "a Go duration such as '30m', '1h30m' or '0s'",
+    VOLUME_SIZE: "a size in Mi, Gi or Ti, such as '8Gi'",
+    KARPENTER_MINOR: "a Karpenter minor version such as '1.15', quoted so YAML keeps it a string",
 }

@@ -35,6 +35,7 @@ __all__ = [
     "RHCOSVersion",
     "VersionError",
     "default_stream",
+    "known_release",
     "linear_minor",
     "minors_between",
     "os_streams",
@@ -225,6 +226,40 @@ def _payload_row(ocp: OCPVersion) -> _PayloadRow:
         if linear_minor(row.first) <= position <= linear_minor(row.last):
             return row
     return _PAYLOAD_RHEL[-1]
+
+
+#: The last 4.x minor: the line after 4.22 is 5.0 (``linear_minor`` counts it as 23).
+LAST_4X_MINOR = 22
+#: How many minor lines past the payload table's newest a cluster release may be: its payload is assumed to
+#: be the newest known one's. One line covers a release that shipped after this nodefleet version (and
+#: HyperShift's own newest supported line, 5.1, one past 5.0); further than that nothing nodefleet derives
+#: from the release (OS streams, RHEL, skew) can be trusted.
+RELEASE_LINES_AHEAD = 1
+
+
+def known_release(ocp: OCPVersion) -> OCPVersion:
+    """``ocp`` when nodefleet can place it: 4.7 (the table's first line) up to one minor past its newest.
+
+    Raises :class:`VersionError` with the range and the fix otherwise (``99.0.0``, ``4.99.0``, ``4.23.0``).
+    """
+    first, last = _PAYLOAD_RHEL[0].first, _PAYLOAD_RHEL[-1].last
+    newest = linear_minor(last) + RELEASE_LINES_AHEAD
+    beyond = f"{last[0]}.{last[1] + RELEASE_LINES_AHEAD}"
+    span = (
+        f"use a release from {_fmt_line(first)} to {beyond} (the payload table in nodefleet/versions.py ends "
+        f"at {_fmt_line(last)}; {beyond} is judged by {_fmt_line(last)}'s payload), or update nodefleet"
+    )
+    if ocp.major == 4 and ocp.minor > LAST_4X_MINOR:
+        raise VersionError(f"OCP {ocp} does not exist (the release after 4.{LAST_4X_MINOR} is 5.0): {span}.")
+    try:
+        position = linear_minor(ocp)
+    except VersionError:
+        position = -1 if ocp.major < 4 else newest + 1
+    if position < linear_minor(first):
+        raise VersionError(f"OCP {ocp} is older than nodefleet knows: {span}.")
+    if position > newest:
+        raise VersionError(f"OCP {ocp} is newer than nodefleet knows: {span}.")
+    return ocp
 
 
 def os_streams(ocp: OCPVersion) -> tuple[str, ...]:

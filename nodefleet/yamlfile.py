@@ -74,10 +74,33 @@ def read_text(path: str | os.PathLike[str], source: str | None = None) -> str:
         ) from None
 
 
+#: The most values a document may expand to through anchors and aliases. A 100-cluster stack file is about
+#: 10,000; an alias bomb ("billion laughs", or an alias inside its own anchor) is billions or endless, and
+#: everything that walks the value afterwards would hang. The Pulumi CLI's parser (yaml.v3) refuses
+#: "excessive aliasing" too.
+MAX_EXPANDED_VALUES = 1_000_000
+
+
+def _too_many_values(document: Any) -> bool:
+    """Whether walking ``document`` (aliases followed each time, as every reader will) exceeds the limit."""
+    count, stack = 0, [document]
+    while stack:
+        value = stack.pop()
+        count += 1
+        if count > MAX_EXPANDED_VALUES:
+            return True
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
 def load_yaml(text: str, source: str) -> Any:
     """Parse YAML (or JSON, a subset of it) strictly: duplicate keys are errors, messages carry no content."""
     try:
-        return yaml.load(text, Loader=_StrictLoader)
+        document = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "somewhere"
@@ -86,6 +109,12 @@ def load_yaml(text: str, source: str) -> Any:
         raise YAMLFileError(f"{source}: {where}: {problem}{hint}") from None
     except yaml.YAMLError as exc:
         raise YAMLFileError(f"{source}: not valid YAML ({type(exc).__name__})") from None
+    if _too_many_values(document):
+        raise YAMLFileError(
+            f"{source}: its anchors and aliases expand to more than {MAX_EXPANDED_VALUES:,} values (an alias "
+            "bomb, or an alias inside its own anchor); write the values out instead of aliasing them"
+        )
+    return document
 
 
 def _hint(problem: str) -> str:

@@ -31,26 +31,34 @@ from nodefleet.versions import (
     parse_rhcos,
     parse_rhel,
 )
-from policies.props import ReportViolation, as_map
+from policies.props import (
+    ReportViolation,
+    annotations_of,
+    as_map,
+    as_seq,
+    as_text,
+    map_at,
+    metadata_of,
+    name_of,
+    value_at,
+)
 
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8,17}$")
 _ARCH = re.compile(r"(^|,)kubernetes\.io/arch=(amd64|arm64|s390x|ppc64le)(,|$)")
 
 
 def provider_spec(props: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = props.get("spec") or {}
-    template = spec.get("template") or {}
-    return ((template.get("spec") or {}).get("providerSpec") or {}).get("value") or {}
+    """A MachineSet's ``spec.template.spec.providerSpec.value``; empty when absent or not a mapping."""
+    return map_at(props, "spec", "template", "spec", "providerSpec", "value")
 
 
 def _validate_ownership(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type != k.MACHINE_SET.token:
         return
     props = args.props
-    meta = props.get("metadata") or {}
-    name = meta.get("name") or args.name
-    where = f"MachineSet '{name}'"
-    ami = provider_spec(props).get("ami") or {}
+    meta = metadata_of(props)
+    where = f"MachineSet '{name_of(props, args.name)}'"
+    ami = as_map(provider_spec(props).get("ami"))
     ami_id = ami.get("id")
     if not ami_id or set(ami) - {"id"}:
         report(
@@ -69,15 +77,15 @@ def _validate_ownership(args: ResourceValidationArgs, report: ReportViolation) -
             "recorded boot image to the install version. Remove them.",
             None,
         )
-    annotations = meta.get("annotations") or {}
-    if not _ARCH.search(str(annotations.get(k.ANNOTATION_ARCH, ""))):
+    annotations = annotations_of(props)
+    if not _ARCH.search(as_text(annotations.get(k.ANNOTATION_ARCH)) or ""):
         report(
             f"{where} lacks the annotation {k.ANNOTATION_ARCH}: kubernetes.io/arch=<amd64|arm64>; without it the "
             "boot image controller cannot tell the architecture on a multi-arch cluster and skips it.",
             None,
         )
     owner = annotations.get(k.ANNOTATION_OWNER)
-    if owner == "mco" and k.AMI_PATH not in (args.opts.ignore_changes or []):
+    if owner == "mco" and k.AMI_PATH not in as_seq(args.opts.ignore_changes):
         report(
             f"{where} is enrolled in MCO boot image management but Pulumi still owns its AMI; add ignore_changes "
             f"['{k.AMI_PATH}'] or every `pulumi up` fights the controller, which degrades after 3 identical "
@@ -145,7 +153,7 @@ def _load(path: str) -> BootImageCatalog | str:
     try:
         stat = os.stat(path)
         version = (stat.st_mtime_ns, stat.st_size)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in a hand-written catalog annotation; load says so
         version = (0, 0)
     return _load_version(path, version)
 
@@ -181,7 +189,7 @@ def catalogs_for(annotations: Mapping[str, Any], config: Mapping[str, Any]) -> l
     The configured catalogs follow: they serve hand-written objects, and an MCO-managed MachineSet whose
     AMI Pulumi keeps from an earlier catalog (``ignore_changes``) after the named one was re-exported.
     """
-    own = annotations.get(k.ANNOTATION_CATALOG)
+    own = as_text(annotations.get(k.ANNOTATION_CATALOG))
     named = [str(resolve_catalog_reference(str(own), PROJECT_ROOT))] if own else []
     return list(dict.fromkeys(named + catalog_paths(config)))
 
@@ -227,7 +235,7 @@ def boot_image_rhcos(annotations: Mapping[str, Any], ami: Any, catalogs: Sequenc
         if image is not None:
             return RHCOSLookup(image.release)
     searched = ", ".join(_shown(p) for p in catalogs) or "none configured"
-    own = annotations.get(k.ANNOTATION_CATALOG)
+    own = as_text(annotations.get(k.ANNOTATION_CATALOG))
     built_from = f" It was built from catalog '{own}' ({k.ANNOTATION_CATALOG})." if own else ""
     unreadable = f" Unreadable catalogs: {' '.join(errors)}" if errors else ""
     return RHCOSLookup(
@@ -241,7 +249,7 @@ def boot_image_rhcos(annotations: Mapping[str, Any], ami: Any, catalogs: Sequenc
 
 def _stream(meta: Mapping[str, Any], default: str = _DEFAULT_STREAM) -> str:
     annotations, labels = as_map(meta.get("annotations")), as_map(meta.get("labels"))
-    return str(annotations.get(k.ANNOTATION_STREAM) or labels.get(k.LABEL_OS_STREAM) or default)
+    return as_text(annotations.get(k.ANNOTATION_STREAM)) or as_text(labels.get(k.LABEL_OS_STREAM)) or default
 
 
 @dataclass(frozen=True)
@@ -262,9 +270,9 @@ def _subject(args: ResourceValidationArgs) -> _BootImageSubject | str | None:
     """The object to judge, a problem message, or None when there is nothing to judge."""
     props = args.props
     config = args.get_config()
-    meta = as_map(props.get("metadata"))
-    annotations = as_map(meta.get("annotations"))
-    name = meta.get("name") or args.name
+    meta = metadata_of(props)
+    annotations = annotations_of(props)
+    name = name_of(props, args.name)
     if args.resource_type == k.MACHINE_SET.token:
         where = f"MachineSet '{name}'"
         release_text = annotations.get(k.ANNOTATION_RELEASE)
@@ -278,26 +286,23 @@ def _subject(args: ResourceValidationArgs) -> _BootImageSubject | str | None:
                 "cluster's release (x.y.z) so the boot image skew can be judged."
             )
         ami = as_map(provider_spec(props).get("ami")).get("id")
-        pool_stream = annotations.get(k.ANNOTATION_POOL_STREAM)
-        template_labels = as_map(
-            as_map(as_map(as_map(props.get("spec")).get("template")).get("metadata")).get("labels")
-        )
-        pool = template_labels.get(k.LABEL_MACHINE_ROLE) if pool_stream else None
+        pool_stream = as_text(annotations.get(k.ANNOTATION_POOL_STREAM))
+        template_labels = map_at(props, "spec", "template", "metadata", "labels")
+        pool = as_text(template_labels.get(k.LABEL_MACHINE_ROLE)) if pool_stream else None
         return _BootImageSubject(
             where,
             "MachineSet",
             release,
-            str(pool_stream) if pool_stream else _stream(meta),
-            str(pool) if pool else None,
+            pool_stream or _stream(meta),
+            pool,
             boot_image_rhcos(annotations, ami, catalogs_for(annotations, config)),
         )
     if args.resource_type == k.HYPERSHIFT_NODE_POOL.token:
         where = f"HyperShift NodePool '{name}'"
-        spec = as_map(props.get("spec"))
-        ami = as_map(as_map(spec.get("platform")).get("aws")).get("ami")
+        ami = value_at(props, "spec", "platform", "aws", "ami")
         if not ami:
             return None  # the payload's default boot image: nothing to judge
-        image = as_map(spec.get("release")).get("image")
+        image = value_at(props, "spec", "release", "image")
         try:
             node_release = parse_release_image(str(image))
         except VersionError:

@@ -3,7 +3,6 @@ chosen skew profile allows (``nodefleet.skew.node_version_skew``: ocp, hypershif
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from pulumi_policy import (
@@ -18,24 +17,24 @@ from nodefleet import kinds as k
 from nodefleet.releases import parse_release_image
 from nodefleet.skew import DEFAULT_SKEW_PROFILE, SKEW_PROFILES, node_skew_rule, node_version_skew
 from nodefleet.versions import OCPVersion, VersionError, parse_ocp
-from policies.props import ReportViolation, as_map
-
-
-def _meta(resource: PolicyResource) -> Mapping[str, Any]:
-    return as_map(resource.props.get("metadata"))
+from policies.props import ReportViolation, annotations_of, as_text, metadata_of, name_of, value_at
 
 
 def _name(resource: PolicyResource) -> str:
-    return str(_meta(resource).get("name") or resource.name)
+    return name_of(resource.props, resource.name)
+
+
+def _namespace(resource: PolicyResource) -> str:
+    return as_text(metadata_of(resource.props).get("namespace")) or ""
 
 
 def _release(resource: PolicyResource) -> OCPVersion | None:
     """The OCP version of ``spec.release.image``, or None when absent or not readable (digest-only)."""
-    image = as_map(as_map(resource.props.get("spec")).get("release")).get("image")
+    image = as_text(value_at(resource.props, "spec", "release", "image"))
     if not image:
         return None
     try:
-        return parse_release_image(str(image))
+        return parse_release_image(image)
     except VersionError:
         return None
 
@@ -86,22 +85,21 @@ def _validate_version_skew(args: StackValidationArgs, report: ReportViolation) -
     clusters: dict[str, tuple[str, OCPVersion | None]] = {}
     for r in args.resources:
         if r.resource_type == k.HOSTED_CLUSTER.token:
-            key = f"{_meta(r).get('namespace') or ''}/{_name(r)}"
+            key = f"{_namespace(r)}/{_name(r)}"
             clusters[key] = (_name(r), _release(r))
     if not clusters:
         return
     for r in args.resources:
         if r.resource_type == k.HYPERSHIFT_NODE_POOL.token:
-            spec = as_map(r.props.get("spec"))
-            key = f"{_meta(r).get('namespace') or ''}/{spec.get('clusterName') or ''}"
+            key = f"{_namespace(r)}/{as_text(value_at(r.props, 'spec', 'clusterName')) or ''}"
             where = f"HyperShift NodePool '{_name(r)}'"
             node = _release(r)
             field = "spec.release.image"
         elif r.resource_type == k.OPENSHIFT_EC2_NODE_CLASS.token:
-            key = str(as_map(_meta(r).get("annotations")).get(k.ANNOTATION_HOSTED_CLUSTER) or "")
+            key = as_text(annotations_of(r.props).get(k.ANNOTATION_HOSTED_CLUSTER)) or ""
             where = f"OpenshiftEC2NodeClass '{_name(r)}'"
             field = "spec.version"
-            version = as_map(r.props.get("spec")).get("version")
+            version = value_at(r.props, "spec", "version")
             if not version:
                 continue  # follows the control plane
             try:

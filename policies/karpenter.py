@@ -30,7 +30,16 @@ from pulumi_policy import (
 from nodefleet import kinds as k
 from nodefleet.render_layout import manifest_path
 from nodefleet.versions import VersionError, parse_ocp
-from policies.props import ReportViolation, annotations_of, as_map, as_seq, name_of
+from policies.props import (
+    ReportViolation,
+    annotations_of,
+    as_map,
+    as_seq,
+    as_text,
+    is_list,
+    metadata_of,
+    name_of,
+)
 
 AUTONODE = "autonode"
 S3_POINTER = "s3-pointer"
@@ -360,13 +369,30 @@ _NODES = re.compile(r"^(?:(?P<pct>100|[0-9]{1,2})%|(?P<count>[0-9]+))$")
 
 def _budget_bound(nodes: Any, max_percent: int, max_nodes: int) -> tuple[bool, str] | None:
     """(within the configured maximum, text) for a budget's ``nodes``; None when it is not valid."""
-    text = str(int(nodes)) if isinstance(nodes, int | float) and not isinstance(nodes, bool) else str(nodes)
+    if isinstance(nodes, float) and nodes.is_integer():
+        nodes = int(nodes)
+    if isinstance(nodes, bool) or not isinstance(nodes, int | str):
+        return None  # not a count or a share (a fraction, a list, a mapping): the CRD check names the field
+    text = str(nodes)
     match = _NODES.match(text.strip())
     if match is None:
         return None
     if match.group("pct") is not None:
         return int(match.group("pct")) <= max_percent, text
     return int(match.group("count")) <= max_nodes, f"{text} nodes"
+
+
+def _shape(value: Any) -> str:
+    """What a malformed value is, for messages: ``a string``, ``a mapping``, ``a number``."""
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return f"a {type(value).__name__}"
 
 
 def acting_reasons(spec: Mapping[str, Any], required: list[str]) -> list[str]:
@@ -451,6 +477,14 @@ def _validate_drift_budget(args: ResourceValidationArgs, report: ReportViolation
         'Drifted]} (replacement is then rate-limited; nodes: "0" with a schedule blocks it in a window)'
     )
     budgets = as_map(spec.get("disruption")).get("budgets")
+    if budgets is not None and not is_list(budgets):
+        # Not a list (the CRD check rejects the object too): say what it means for disruption, not only its type.
+        report(
+            f"{where}: spec.disruption.budgets is {_shape(budgets)}, not a list of budgets, so no disruption "
+            f"reason is bounded; {fix}.",
+            None,
+        )
+        return
     if budgets is None:
         loose = [
             r for r in reasons if not (_budget_bound(KARPENTER_DEFAULT_BUDGET, *limit(r)) or (False, ""))[0]
@@ -542,15 +576,15 @@ def previous_render(
     props: Mapping[str, Any], provider_props: Mapping[str, Any] | None
 ) -> dict[str, Any] | None:
     """The last rendered copy of this object in its provider's render directory, if there is one."""
-    directory = as_map(provider_props).get("renderYamlToDirectory")
-    if not isinstance(directory, str) or not directory:
-        return None
+    directory = as_text(as_map(provider_props).get("renderYamlToDirectory"))
+    if directory is None or not as_text(metadata_of(props).get("name")):
+        return None  # not rendered, or an object without a name has no file to look for
     path = Path(directory)
     if not path.is_absolute():
         path = PROJECT_DIR / path
     try:
         doc = yaml.safe_load((path / manifest_path(props)).read_text())
-    except (OSError, yaml.YAMLError):
+    except (OSError, ValueError, yaml.YAMLError):  # ValueError: a NUL in the directory or the name
         return None
     return doc if isinstance(doc, dict) else None
 

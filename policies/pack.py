@@ -1,4 +1,9 @@
-"""The policy objects of the pack, shared by ``policies/__main__.py`` and the credential-free check."""
+"""The policy objects of the pack, shared by ``policies/__main__.py`` and the credential-free check.
+
+Each rule runs behind the pack's safety net (:mod:`policies.guard`): an exception in a policy becomes a
+mandatory violation naming the policy and the resource, never a failed analyzer. ``policy-defects`` comes
+last so that it runs after every other policy.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from pulumi_policy import Policy
 
 from policies.boot_images import boot_image_advice, boot_image_ownership, boot_image_skew
 from policies.crd_schema import crd_schema, crd_schema_unchecked
+from policies.guard import guarded, policy_defects
 from policies.hosted import version_skew
 from policies.karpenter import (
     drift_budget,
@@ -22,7 +28,7 @@ from policies.skew_record import skew_record
 
 PACK_NAME = "nodefleet"
 
-POLICIES: list[Policy] = [
+RULES: list[Policy] = [
     boot_image_ownership,
     no_plaintext_secrets,
     boot_image_skew,
@@ -41,3 +47,5 @@ POLICIES: list[Policy] = [
     crd_schema,
     crd_schema_unchecked,
 ]
+
+POLICIES: list[Policy] = [*(guarded(rule) for rule in RULES), policy_defects]

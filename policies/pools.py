@@ -19,7 +19,7 @@ from pulumi_policy import (
 from nodefleet import kinds as k
 from nodefleet.versions import OCPVersion, VersionError, linear_minor, parse_ocp
 from policies.boot_images import provider_spec
-from policies.props import ReportViolation, as_map, name_of
+from policies.props import ReportViolation, annotations_of, as_map, as_text, map_at, name_of
 from policies.skew_record import same_cluster
 
 #: Roles that are not custom pools. ``infra`` and everything else under node-role.kubernetes.io/ is custom.
@@ -48,15 +48,13 @@ class PoolTarget:
 
 def pool_target(props: Mapping[str, Any]) -> PoolTarget:
     """The custom pools a MachineSet (its props) targets; empty for worker MachineSets."""
-    spec = as_map(as_map(props.get("spec")).get("template")).get("spec")
-    labels = as_map(as_map(as_map(spec).get("metadata")).get("labels"))
+    labels = map_at(props, "spec", "template", "spec", "metadata", "labels")
     roles = {
         key.removeprefix(k.NODE_ROLE_PREFIX): labels.get(key)
         for key in labels
         if key.startswith(k.NODE_ROLE_PREFIX) and key.removeprefix(k.NODE_ROLE_PREFIX) not in BUILTIN_ROLES
     }
-    secret = as_map(provider_spec(props).get("userDataSecret")).get("name")
-    secret = str(secret) if secret else None
+    secret = as_text(as_map(provider_spec(props).get("userDataSecret")).get("name"))
     secret_pool = None
     if secret and secret.endswith(USER_DATA_SUFFIX):
         candidate = secret.removesuffix(USER_DATA_SUFFIX)
@@ -195,8 +193,7 @@ def _validate_early_labels(args: ResourceValidationArgs, report: ReportViolation
     target = pool_target(props)
     if not target.pools:
         return
-    meta = as_map(props.get("metadata"))
-    release_text = as_map(meta.get("annotations")).get(k.ANNOTATION_RELEASE)
+    release_text = annotations_of(props).get(k.ANNOTATION_RELEASE)
     if not release_text:
         return
     try:
@@ -206,9 +203,8 @@ def _validate_early_labels(args: ResourceValidationArgs, report: ReportViolation
             return
     except VersionError:
         return  # boot-image-skew reports a malformed release annotation
-    name = meta.get("name") or args.name
     report(
-        f"MachineSet '{name}' boots into custom pool {', '.join(target.pools)} on cluster release {release}. "
+        f"MachineSet '{name_of(props, args.name)}' boots into custom pool {', '.join(target.pools)} on cluster release {release}. "
         f"Before {fixed} the MCO does not apply the pool's labels itself: the node registers as a worker, "
         "is queued for the worker config, and reboots once more when the machine-api copies the pool label "
         f"(fixed in {fixed} by MCO PR #5361). Upgrade to {fixed} or later to boot straight into the pool, or "

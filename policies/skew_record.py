@@ -17,7 +17,7 @@ from nodefleet import kinds as k
 from nodefleet.skew import manual_skew_record
 from nodefleet.versions import RHCOSVersion
 from policies.boot_images import CATALOGS_PROPERTY, boot_image_rhcos, catalogs_for, provider_spec
-from policies.props import ReportViolation, as_map
+from policies.props import ReportViolation, annotations_of, as_map, map_at, name_of
 
 _MACHINE_CONFIGURATION = (k.MACHINE_CONFIGURATION.token, k.MACHINE_CONFIGURATION.patch_token)
 
@@ -45,7 +45,7 @@ def same_cluster(a: PolicyResource, b: PolicyResource) -> bool | None:
 
 
 def _name(resource: PolicyResource) -> str:
-    return str(as_map(resource.props.get("metadata")).get("name") or resource.name)
+    return name_of(resource.props, resource.name)
 
 
 def _record_text(record: Mapping[str, Any]) -> str:
@@ -59,7 +59,7 @@ def _validate_record(args: StackValidationArgs, report: ReportViolation) -> None
     machine_sets = [r for r in args.resources if r.resource_type == k.MACHINE_SET.token]
     config = args.get_config()
     for mc in configurations:
-        enforcement = as_map(as_map(mc.props.get("spec")).get("bootImageSkewEnforcement"))
+        enforcement = map_at(mc.props, "spec", "bootImageSkewEnforcement")
         if enforcement.get("mode") != "Manual":
             continue
         where = f"MachineConfiguration '{_name(mc)}'"
@@ -72,7 +72,7 @@ def _validate_record(args: StackValidationArgs, report: ReportViolation) -> None
         versions: list[tuple[RHCOSVersion, str]] = []
         unknown: list[str] = []
         for ms in members:
-            annotations = as_map(as_map(ms.props.get("metadata")).get("annotations"))
+            annotations = annotations_of(ms.props)
             ami = as_map(provider_spec(ms.props).get("ami")).get("id")
             lookup = boot_image_rhcos(annotations, ami, catalogs_for(annotations, config))
             if lookup.version is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -9,10 +10,35 @@ import pytest
 
 from harness.mockrun import stack_fleet
 
-__all__ = ["PROJECT", "SHARED_DATA", "stack_fleet"]
+__all__ = ["PROJECT", "SHARED_DATA", "copy_project", "stack_fleet"]
 
 PROJECT = Path(__file__).resolve().parent.parent
 SHARED_DATA = PROJECT.parent / "shared" / "data"
+#: What a fresh copy of the project needs to run the program, the pack and the command line.
+PROJECT_PARTS = (
+    "__main__.py",
+    "Pulumi.yaml",
+    "nodefleet",
+    "components",
+    "harness",
+    "cli",
+    "engine",
+    "policies",
+    "catalogs",
+)
+
+
+def copy_project(destination: Path) -> Path:
+    """A fresh copy of the project at ``destination`` (created), without caches: for tests that must see
+    every file a command writes, inside the project or next to it."""
+    destination.mkdir()
+    for name in PROJECT_PARTS:
+        src = PROJECT / name
+        if src.is_dir():
+            shutil.copytree(src, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, destination / name)
+    return destination
 
 
 @pytest.fixture

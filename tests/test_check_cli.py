@@ -304,3 +304,36 @@ def test_version_skew_profile_from_policy_config(
     assert len(found) == violations
     if found:
         assert found[0]["policy"] == "version-skew" and f"profile {profile or 'ocp'}" in found[0]["message"]
+
+
+def test_render_refuses_a_stack_with_mandatory_violations_and_writes_nothing(tmp_path: Path) -> None:
+    """What `pulumi up --policy-pack policies` would not apply is not written for a GitOps tool either."""
+    out = tmp_path / "out"
+    result = _nodefleet(
+        "render",
+        "--config-file",
+        str(PROJECT / "tests/stacks/Pulumi.stale-boot-images.yaml"),
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 1, result.stderr
+    first, *rest = result.stdout.splitlines()
+    assert first.startswith("nodefleet render: stack 'stale-boot-images' (")
+    assert "mandatory violations; nothing written" in first
+    assert any(line.startswith("  MANDATORY boot-image-skew") for line in rest)
+    assert not out.exists()
+
+
+def test_a_reader_that_goes_away_is_not_an_internal_error() -> None:
+    """`check | head -1`: the pipe closes under the command, which leaves quietly as SIGPIPE would."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nodefleet", "check", "--stack", "hosted"],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert err == ""

@@ -78,7 +78,7 @@ def test_apply_mode_needs_the_hosted_kubeconfig_for_autonode() -> None:
 def test_node_version_skew_is_valid_config() -> None:
     """A class pinned newer than its control plane is the version-skew policy's to report."""
     raw = stack_fleet("hosted")
-    raw["clusters"][0]["autoNode"]["nodeClasses"][0]["version"] = "4.23.0"
+    raw["clusters"][0]["autoNode"]["nodeClasses"][0]["version"] = "5.0.0"
     raw["clusters"][0]["nodePools"][0]["release"] = "4.18.0"
     load_fleet(raw, "hosted", PROJECT)
 

@@ -16,33 +16,14 @@ import pytest
 import yaml
 
 from nodefleet.config import OutputSettings
-from tests.conftest import PROJECT
-
-COPIED = (
-    "__main__.py",
-    "Pulumi.yaml",
-    "nodefleet",
-    "components",
-    "harness",
-    "cli",
-    "engine",
-    "policies",
-    "catalogs",
-)
+from tests.conftest import PROJECT, copy_project
 
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """<tmp>/project (a copy of the program), <tmp>/outside (must stay empty unless allowed)."""
     base = tmp_path_factory.mktemp("containment")
-    project = base / "project"
-    project.mkdir()
-    for name in COPIED:
-        src = PROJECT / name
-        if src.is_dir():
-            shutil.copytree(src, project / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, project / name)
+    project = copy_project(base / "project")
     (project / "stacks").mkdir()
     (base / "outside").mkdir()
     return base

@@ -89,3 +89,29 @@ def test_the_mock_runtime_refuses_a_duplicate_urn_as_the_engine_does(tmp_path: P
     )
     with pytest.raises(DuplicateURNError, match=r"Duplicate resource URN .*test:index:R::a"):
         run_program("dup", {}, project_dir=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(
+            "config:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"  {n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n"
+                for p, n in zip("abcdef", "bcdefg", strict=True)
+            )
+            + "  nodefleet:fleet: {clusters: *g}\n",
+            id="billion-laughs",
+        ),
+        pytest.param("config:\n  nodefleet:fleet: &x\n    clusters: [*x]\n", id="alias-in-its-own-anchor"),
+    ],
+)
+def test_an_alias_bomb_is_refused_before_anything_walks_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    path = tmp_path / "Pulumi.bomb.yaml"
+    path.write_text(content)
+    code, out, err = _check(path, capsys)
+    assert (code, out) == (2, "")
+    (line,) = err.strip().splitlines()
+    assert f"{path}: its anchors and aliases expand to more than 1,000,000 values" in line

@@ -108,12 +108,19 @@ def test_apply_mode_aescbc_key_and_unlabelled_secret() -> None:
     }
     run = run_program(
         "hosted",
-        {"nodefleet:fleet": raw, "nodefleet:pullSecret": '{"auths":{}}', "nodefleet:etcdKey": "a2V5"},
+        {
+            "nodefleet:fleet": raw,
+            "nodefleet:pullSecret": '{"auths":{}}',
+            "nodefleet:etcdKey": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+        },
     )
     secrets = {s.inputs["metadata"]["name"]: s for s in run.of_type("kubernetes:core/v1:Secret")}
     assert "labels" not in secrets["shared-pull-secret"].inputs["metadata"]
     key = secrets["prod-east-etcd-key"]
-    assert key.inputs["data"] == {"key": "a2V5"} and "data" in key.secret_inputs
+    assert (
+        key.inputs["data"] == {"key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}
+        and "data" in key.secret_inputs
+    )
     (hc,) = run.of_type(k.HOSTED_CLUSTER.token)
     assert hc.inputs["spec"]["secretEncryption"] == {
         "type": "aescbc",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
@@ -10,6 +11,7 @@ from nodefleet.versions import (
     OCPVersion,
     VersionError,
     default_stream,
+    known_release,
     linear_minor,
     minors_between,
     os_streams,
@@ -242,3 +244,29 @@ def test_streams_and_default_stream_per_release() -> None:
 
 def test_releases_newer_than_the_table_use_its_last_row() -> None:
     assert rhel_for_ocp(parse_ocp("5.1.0"), "rhel-10") == (10, 2)
+
+
+@pytest.mark.parametrize("text", ["4.7.0", "4.22.3", "5.0.0-ec.2", "5.1.0", "5.1.0-rc.1"])
+def test_known_release_accepts_the_table_and_one_minor_past_it(text: str) -> None:
+    assert known_release(parse_ocp(text)) == parse_ocp(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("99.0.0", "OCP 99.0.0 is newer than nodefleet knows: use a release from 4.7 to 5.1"),
+        ("5.2.0", "newer than nodefleet knows"),
+        ("6.0.0", "newer than nodefleet knows"),
+        (
+            "4.99.0",
+            "OCP 4.99.0 does not exist (the release after 4.22 is 5.0): use a release from 4.7 to 5.1",
+        ),
+        ("4.23.0", "does not exist"),
+        ("4.6.9", "OCP 4.6.9 is older than nodefleet knows"),
+        ("3.11.0", "older than nodefleet knows"),
+    ],
+)
+def test_known_release_refuses_what_the_table_cannot_place(text: str, says: str) -> None:
+    with pytest.raises(VersionError, match=re.escape(says)) as exc:
+        known_release(parse_ocp(text))
+    assert "nodefleet/versions.py ends at 5.0" in str(exc.value)

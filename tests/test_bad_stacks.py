@@ -1,0 +1,209 @@
+"""The bad-stack corpus: every file in tests/bad_stacks/ through `check`, `check --json` and `render`.
+
+Each file breaks one thing and says in its header what (``# section:``, ``# class:``), the exit code the
+contract gives it (``# expect: exit N``) and what the message must name (``# field:``; for exit 1 also the
+CRD's words, ``# says:``; ``# never:`` a secret that must not be printed; ``# policy-config:`` a
+``--policy-config`` file beside the stack). All files run in one process of a fresh copy of the project,
+with the project's parent directory snapshotted around every command, so a write anywhere shows.
+
+What every run must show:
+- no traceback, no internal error (exit 3), the expected exit code from all three commands;
+- exit 2: one ``error:`` line on stderr naming the file, the field path and a fix (:data:`FIX`), nothing
+  on stdout;
+- exit 1: the stack file named in the output (``stackFile`` in JSON), a mandatory violation naming the
+  object's field and quoting the CRD, a fix, and ``render`` refusing with the same violations;
+- no file written, changed or removed anywhere (the render directory included: every file fails).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import PROJECT, copy_project
+
+CORPUS = PROJECT / "tests" / "bad_stacks"
+FILES = sorted(CORPUS.glob("*.yaml"))
+COMMANDS = ("check", "check --json", "render")
+#: The config's sections and the classes of bad input the corpus must cover (README, "Bad input").
+SECTIONS = {
+    "yaml", "output", "clusters", "standalone", "pools", "machineSets", "bootImageManagement", "skewEnforcement",
+    "karpenter", "karpenterOperator", "hosted", "autoNode", "policy-config",
+}  # fmt: skip
+CLASSES = {
+    "yaml", "types", "unknown-keys", "cross-reference", "path-escape", "secrets", "over-long-nul", "crd",
+    "accepted-before",
+}  # fmt: skip
+
+#: A fix: an imperative (use/set/add/…) starting a clause, or the allowed values or an example.
+FIX = re.compile(
+    r"(?:^|[;:.,(]\s*|\bor\s+|\bthen\s+)(use|set|add|remove|declare|rename|change|point|give|keep|quote|write|"
+    r"shorten|save|fix|replace|pin|upgrade|update|reference|enable|correct|name|check|put|move|delete)\b"
+    r"|did you mean|known keys|one of|e\.g\.|such as",
+    re.IGNORECASE,
+)
+
+
+def header(path: Path) -> dict[str, str]:
+    """The ``# key: value`` lines of a corpus file's leading comment, and its description."""
+    fields: dict[str, str] = {}
+    what: list[str] = []
+    for line in path.read_bytes().decode("utf-8", "replace").splitlines():
+        if not line.startswith("#"):
+            break
+        m = re.match(r"^# (section|class|expect|field|says|never|policy-config): (.*)$", line)
+        if m:
+            fields[m.group(1)] = m.group(2)
+        else:
+            what.append(line[2:])
+    fields["what"] = " ".join(what)
+    return fields
+
+
+_DRIVER = """
+import contextlib, io, json, os, sys, traceback
+from pathlib import Path
+from cli.main import main
+
+base = Path.cwd().parent
+
+def snapshot():
+    out = {}
+    for root, dirs, files in os.walk(base):
+        dirs[:] = [d for d in dirs if d != '__pycache__']
+        for f in files:
+            p = os.path.join(root, f)
+            st = os.lstat(p)
+            out[os.path.relpath(p, base)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+results = {}
+for name, runs in json.loads(sys.argv[1]).items():
+    if name == '_frozen':
+        import gc
+        gc.freeze()  # what the warm-up loaded stays: every run's gc.collect() then scans only its own objects
+        continue
+    for label, argv in runs.items():
+        before = snapshot()
+        o, e = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+            try:
+                code = main(argv)
+            except SystemExit as x:
+                code = x.code
+            except BaseException:
+                code = 'escaped'
+                traceback.print_exc()
+        after = snapshot()
+        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        results[f'{name}|{label}'] = {'code': code, 'stdout': o.getvalue(), 'stderr': e.getvalue(), 'changed': changed}
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Every corpus file through the three commands, in one process of a fresh copy of the project."""
+    base = tmp_path_factory.mktemp("corpus")
+    project = copy_project(base / "project")
+    shutil.copytree(CORPUS, project / "tests" / "bad_stacks")
+    (base / "outside").mkdir()
+    runs: dict[str, dict[str, list[str]]] = {}
+    for path in FILES:
+        meta = header(path)
+        rel = f"tests/bad_stacks/{path.name}"
+        extra = (
+            ["--policy-config", f"tests/bad_stacks/{meta['policy-config']}"]
+            if "policy-config" in meta
+            else []
+        )
+        runs[path.stem] = {command: [*command.split(), "--config-file", rel, *extra] for command in COMMANDS}
+    # Import everything once, so the first file's snapshot does not see the interpreter's own caches.
+    warm = ["check", "--stack", "dev"]
+    (project / "stacks").mkdir()
+    shutil.copy2(PROJECT / "stacks" / "Pulumi.dev.yaml", project / "stacks")
+    result = subprocess.run(
+        [sys.executable, "-c", _DRIVER, json.dumps({"_warm": {"warm": warm}, "_frozen": {}, **runs})],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={k: v for k, v in os.environ.items() if not k.startswith("NODEFLEET_")},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_the_corpus_covers_every_section_and_class() -> None:
+    metas = [header(p) for p in FILES]
+    assert len(FILES) >= 120
+    sections = Counter(m["section"] for m in metas)
+    classes = Counter(m["class"] for m in metas)
+    assert set(sections) == SECTIONS, set(sections) ^ SECTIONS
+    assert set(classes) == CLASSES, set(classes) ^ CLASSES
+    for m in metas:
+        assert m["expect"] in ("exit 1", "exit 2") and m["field"] and m["what"], m
+        assert (m["class"] == "crd") == (m["expect"] == "exit 1"), m
+    print(f"\n{len(FILES)} bad stack files; by section {dict(sections)}; by class {dict(classes)}")
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_bad_stack(results: dict[str, dict[str, Any]], path: Path) -> None:
+    meta = header(path)
+    expected = int(meta["expect"].removeprefix("exit "))
+    rel = f"tests/bad_stacks/{path.name}"
+    named = f"tests/bad_stacks/{meta['policy-config']}" if "policy-config" in meta else rel
+    for command in COMMANDS:
+        r = results[f"{path.stem}|{command}"]
+        out, err = r["stdout"], r["stderr"]
+        where = f"{command}: exit {r['code']}\nstdout: {out[-1500:]}\nstderr: {err[-1500:]}"
+        assert "Traceback" not in out + err and "internal error" not in err, where
+        assert r["code"] == expected, where
+        assert r["changed"] == [], f"{command} wrote {r['changed']}"
+        if "never" in meta:
+            assert meta["never"] not in out + err, where
+        if expected == 2:
+            assert out == "", where
+            (line,) = err.strip().splitlines()
+            assert line.startswith(
+                f"error: {'--policy-config ' if 'policy-config' in meta else ''}{named}: "
+            ), where
+            assert meta["field"] in line, where
+            assert FIX.search(line.split(meta["field"], 1)[1]), f"no fix after the field: {line}"
+            continue
+        mandatory = _mandatory(command, out)
+        assert mandatory, where
+        hits = [m for m in mandatory if meta["field"] in m and meta.get("says", "") in m]
+        assert hits, where
+        assert all(FIX.search(m) for m in hits), hits
+        if command == "check --json":
+            assert json.loads(out)["stackFile"] == rel
+        else:
+            assert f"({rel})" in out.splitlines()[0], where
+        if command == "render":
+            assert "nothing written" in out.splitlines()[0], where
+
+
+def _mandatory(command: str, out: str) -> list[str]:
+    """The messages of the mandatory violations in a command's output."""
+    if command == "check --json":
+        return [v["message"] for v in json.loads(out)["violations"] if v["level"] == "mandatory"]
+    found, current = [], None
+    for line in out.splitlines():
+        if line.startswith("  MANDATORY"):
+            current = []
+            found.append(current)
+        elif line.startswith("  ") and not line.startswith("      "):
+            current = None
+        elif current is not None:
+            current.append(line.strip())
+    return [" ".join(lines) for lines in found]
