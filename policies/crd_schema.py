@@ -9,6 +9,8 @@ the rules that could not be evaluated for an object, so nothing passes silently.
 A Karpenter object (NodePool, NodeClaim, EC2NodeClass) is judged by the CRD its cluster serves: the set its
 ``nodefleet.io/karpenter`` annotation names (nodefleet's components stamp it from the cluster's declared
 Karpenter), else the policy's ``karpenter`` setting, else the shipped default (``nodefleet.crdstore``).
+For the rules users meet most, the message adds what to write instead (``nodefleet.crd_advice``): this
+policy is the one verdict on a CRD rule, so no other policy repeats it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pulumi_policy.proxy import (
     UNKNOWN_STRING_VALUE,
 )
 
+from nodefleet.crd_advice import advise
 from nodefleet.crd_previous import PreviousStateError, load_checkpoint, rendered_previous
 from nodefleet.crd_schema import UNKNOWN, Finding, validate_object
 from nodefleet.crdstore import ANNOTATION_KARPENTER, KarpenterSetError, Selection, load_index
@@ -153,7 +156,7 @@ def _judge(args: ResourceValidationArgs) -> tuple[list[Finding], str, str, bool,
         findings = [Finding("", f"{e}; transition rules (oldSelf) were not evaluated", True)]
         return findings, identity, "", patch, [None]
     findings = validate_object(props, crd, old=previous, patch=patch)
-    advice: list[str | None] = [None for _ in findings]
+    advice = [advise(f, props, crd) for f in findings]
     if key[0]:
         # The two policies judge one object back to back; only the latest results are worth keeping.
         if len(_CACHE) > 16:

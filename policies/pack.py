@@ -12,7 +12,6 @@ from policies.karpenter import (
     karpenter_autonode_classes,
     karpenter_operator_fields,
     karpenter_provisioning_switch,
-    karpenter_requirements,
     karpenter_token_carry,
     karpenter_userdata,
 )
@@ -34,7 +33,6 @@ POLICIES: list[Policy] = [
     karpenter_userdata,
     karpenter_autonode_classes,
     karpenter_token_carry,
-    karpenter_requirements,
     drift_budget,
     karpenter_provisioning_switch,
     karpenter_operator_fields,
