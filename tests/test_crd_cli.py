@@ -344,3 +344,25 @@ def test_remove_karpenter_drops_files_no_other_set_uses(tmp_path: Path) -> None:
     from nodefleet.crdstore import load_index
 
     assert "aws/1.14" not in load_index(dest).karpenter_sets
+
+
+@pytest.mark.parametrize(
+    ("env", "skipped"),
+    [
+        ({}, False),
+        ({"GOSUMDB": "off"}, True),
+        ({"GONOSUMDB": "github.com/aws"}, True),
+        ({"GONOSUMDB": "github.com/aws/karpenter-provider-aws"}, True),
+        ({"GOPRIVATE": "*.corp.example.com,github.com/*/karpenter-*"}, True),
+        ({"GONOSUMDB": "github.com/awslabs,github.com/aws/karpenter"}, False),
+        ({"GOPRIVATE": "github.com/aws/karpenter-provider-aws/sub"}, False),
+    ],
+)
+def test_a_set_is_recorded_verified_only_when_the_checksum_database_was_consulted(
+    env: dict[str, str], skipped: bool
+) -> None:
+    """As the go command matches GONOSUMDB/GOPRIVATE (module.MatchPrefixPatterns): globs over leading path
+    elements."""
+    from nodefleet.crdstore import _sumdb_skips
+
+    assert _sumdb_skips(AWS, env) is skipped

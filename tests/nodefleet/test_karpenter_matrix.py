@@ -334,3 +334,9 @@ def test_example_stacks_at_every_declared_karpenter(stack: str, flavour: str, ve
 
 def _ca() -> str:
     return "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
+def test_the_matrix_the_readme_quotes() -> None:
+    """1,512 combinations, 246 accepted (README, "Which Karpenter CRDs a cluster serves")."""
+    outcomes = [_expected_accepted(f, v, GATES[g], feature) for f, v, g, feature in COMBINATIONS]
+    assert (len(outcomes), sum(outcomes)) == (1512, 246)
