@@ -19,8 +19,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "refresh",
         help="replace the shipped CRDs from upstream files, or a Karpenter CRD set from a Go module",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="--from DIR: copies the CRD of every per-kind kind (HostedCluster, HyperShift NodePool, "
-        "OpenshiftEC2NodeClass, MachineSet, MachineConfigPool, MachineConfiguration) from DIR, recognised by "
+        description="--from DIR: copies the CRD of every kind with one shipped CRD (HostedCluster, HyperShift "
+        "NodePool, OpenshiftEC2NodeClass, MachineSet, MachineConfigPool, MachineConfiguration) from DIR, recognised by "
         "group and kind, not file name, into nodefleet/crds/ and rewrites SOURCES.yaml. The upstream source of "
         "each file comes from a Markdown table `| file | repository | path | commit |` (--sources, default: a "
         "SOURCES.md in DIR or its parent), else from --repository/--path-in-repo/--commit. Nothing is changed "
@@ -37,7 +37,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "  python -m nodefleet crds refresh --remove aws/1.12",
     )
     what = r.add_mutually_exclusive_group(required=True)
-    what.add_argument("--from", dest="source", type=Path, help="directory of upstream CRD YAML files")
+    what.add_argument(
+        "--from", dest="source", type=Path, metavar="DIR", help="directory of upstream CRD YAML files"
+    )
     what.add_argument("--karpenter", metavar="SET", help="Karpenter CRD set to add or replace, e.g. aws/1.16")
     what.add_argument("--remove", metavar="SET", help="Karpenter CRD set to stop shipping")
     r.add_argument("--sources", type=Path, help="with --from: Markdown file with the provenance table")
