@@ -16,6 +16,7 @@ from nodefleet import kinds as k
 from nodefleet.config_hosted import HostedCluster, SecretRef
 from nodefleet.hosted import (
     LEGACY_CONTROLLER_OWNED,
+    autonode_karpenter,
     render_hosted_cluster,
     render_hypershift_node_pool,
     render_karpenter_node_pool,
@@ -149,4 +150,8 @@ def _secret(
 
 
 def _owner_annotations(hc: HostedCluster) -> dict[str, Any]:
-    return {k.ANNOTATION_HOSTED_CLUSTER: f"{hc.namespace}/{hc.name}", k.ANNOTATION_RELEASE: hc.release}
+    return {
+        k.ANNOTATION_HOSTED_CLUSTER: f"{hc.namespace}/{hc.name}",
+        k.ANNOTATION_RELEASE: hc.release,
+        k.ANNOTATION_KARPENTER: autonode_karpenter(hc),
+    }

@@ -25,6 +25,7 @@ from nodefleet.config_karpenter import NodePoolSpec, SelfManagedNodeClass
 from nodefleet.hosted import NODE_POOL_REPLACE_ON, render_karpenter_node_pool
 from nodefleet.ignition import user_data
 from nodefleet.karpenter import (
+    cluster_karpenter,
     node_read_policy,
     object_key,
     payload_config,
@@ -54,7 +55,7 @@ def standalone_node_pools(
     opts: pulumi.ResourceOptions,
 ) -> list[pulumi.CustomResource]:
     """The Karpenter NodePools of a standalone cluster, each after its class."""
-    owner = {k.ANNOTATION_RELEASE: cluster.release}
+    owner = {k.ANNOTATION_RELEASE: cluster.release, k.ANNOTATION_KARPENTER: cluster_karpenter(cluster)}
     return [
         custom_resource(
             f"{name}-karpenter-{pool.name}",

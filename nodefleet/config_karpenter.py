@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator, model_validator
 
+from nodefleet.crdstore import unshipped_karpenter
 from nodefleet.ignition import key_segment, prefix_segments
 from nodefleet.modelbase import (
     CONFIG_KEY_NAME,
@@ -249,6 +250,13 @@ def check_pools_fit_karpenter(karpenter: KarpenterRelease, pools: list[NodePoolS
             )
 
 
+def check_karpenter_shipped(flavour: str, version: str, field: str) -> None:
+    """Refuse a Karpenter whose CRDs nodefleet does not ship: its objects could not be checked by them."""
+    problem = unshipped_karpenter(flavour, version, field)
+    if problem:
+        raise ValueError(problem)
+
+
 def _full_release(v: str) -> str:
     # OpenshiftEC2NodeClass.spec.version is a full semver (x.y.z, pre-releases allowed, at most 64 characters).
     # OCP releases never carry build metadata, which the skew policies could not place; x.y is not a release.
@@ -352,6 +360,7 @@ class AutoNode(ConfigModel):
     @model_validator(mode="after")
     def _refs(self) -> AutoNode:
         check_pools_reference_classes([c.name for c in self.node_classes], self.node_pools, "")
+        check_karpenter_shipped("hypershift", self.karpenter.version, "karpenter.version")
         check_pools_fit_karpenter(self.karpenter, self.node_pools, "")
         return self
 
@@ -403,6 +412,7 @@ class SelfManagedKarpenter(ConfigModel):
     @model_validator(mode="after")
     def _refs(self) -> SelfManagedKarpenter:
         check_pools_reference_classes([c.name for c in self.node_classes], self.node_pools, "")
+        check_karpenter_shipped("aws", self.version, "version")
         check_pools_fit_karpenter(
             KarpenterRelease(version=self.version, feature_gates=self.feature_gates), self.node_pools, ""
         )
@@ -450,5 +460,6 @@ class KarpenterOperator(ConfigModel):
     @model_validator(mode="after")
     def _refs(self) -> KarpenterOperator:
         check_pools_reference_classes([c.name for c in self.node_classes], self.node_pools, "")
+        check_karpenter_shipped("openshift", self.karpenter.version, "karpenter.version")
         check_pools_fit_karpenter(self.karpenter, self.node_pools, "")
         return self

@@ -54,6 +54,9 @@ def called_functions(rule: str) -> set[str]:
 class CrdCoverage:
     kind: str
     api_version: str
+    #: The shipped file, and the Karpenter sets that use it (empty for a per-kind CRD).
+    file: str = ""
+    sets: list[str] = field(default_factory=list)
     rules: int = 0
     transition: int = 0
     evaluated: int = 0
@@ -63,8 +66,8 @@ class CrdCoverage:
     formats_unchecked: set[str] = field(default_factory=set)
 
 
-def _one(version: CrdVersion) -> CrdCoverage:
-    cov = CrdCoverage(version.crd.kind, version.api_version)
+def _one(version: CrdVersion, sets: list[str]) -> CrdCoverage:
+    cov = CrdCoverage(version.crd.kind, version.api_version, version.crd.file, sets)
     for path, spec in rule_sites(version.schema):
         cov.rules += 1
         compiled = crd_cel.compile_rule(spec)
@@ -82,8 +85,8 @@ def _one(version: CrdVersion) -> CrdCoverage:
 
 
 def coverage(index: CrdIndex) -> list[CrdCoverage]:
-    """Coverage of every served version of every CRD in ``index``."""
-    return [_one(v) for v in index.all_versions()]
+    """Coverage of every served version of every CRD file in ``index`` (a file shared by sets once)."""
+    return [_one(v, index.sets_of(v.crd.file)) for v in index.all_versions()]
 
 
 #: CEL standard and extension functions and macros (not Kubernetes libraries) the rules may call.

@@ -37,7 +37,7 @@ from typing import Any
 from nodefleet import crd_cel, crd_formats
 from nodefleet.crdstore import CrdVersion
 
-__all__ = ["UNKNOWN", "Finding", "escape_property", "validate_object"]
+__all__ = ["UNKNOWN", "Finding", "escape_property", "rejects_field", "validate_object"]
 
 
 class _Unknown:
@@ -697,3 +697,15 @@ def _root_view(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, A
             if name is not None:
                 view[name] = _view(value, props[key])
     return view
+
+
+def rejects_field(obj: Mapping[str, Any], crd: CrdVersion, path: str) -> bool:
+    """Whether the API server rejects ``obj`` for its value at ``path`` (e.g. ``spec.version``).
+
+    Other policies ask this before reporting a value they cannot use: when the CRD rejects it, ``crd-schema``
+    reports it with the CRD's message, and one mistake gets one verdict.
+    """
+    return any(
+        f.blocking and (f.path == path or f.path.startswith((f"{path}.", f"{path}[")))
+        for f in validate_object(obj, crd)
+    )

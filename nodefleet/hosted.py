@@ -6,7 +6,11 @@ Hosted cluster: named ``OpenshiftEC2NodeClass``\\ es (current HyperShift) or, fo
 
 nodefleet never declares the EC2NodeClass HyperShift generates from an OpenshiftEC2NodeClass (an admission
 policy rejects it) and never owns the operator-owned ``default`` class (the config model refuses the name).
-Field shapes follow the CRDs in ``shared/data/crds`` and the HyperShift CLI's rendered fixtures.
+Field shapes follow the shipped CRDs (``nodefleet/crds/``: HyperShift v0.1.82's, and for the Karpenter
+objects the set HyperShift installs into AutoNode clusters, ``hypershift/<minor>``) and the HyperShift CLI's
+rendered fixtures (``tests/fixtures/hypershift-cli-v0.1.80/``). Every Karpenter object carries
+``nodefleet.io/karpenter`` (:func:`autonode_karpenter`), so ``crd-schema`` judges it by the CRDs its hosted
+cluster serves rather than upstream's.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from nodefleet.config_karpenter import (
     NodePoolSpec,
     StaticNodePoolSpec,
 )
+from nodefleet.crdstore import karpenter_set_name
 from nodefleet.ignition import IGNITION_VERSION, user_data
 
 __all__ = [
@@ -35,6 +40,7 @@ __all__ = [
     "OCP_RELEASE_REPOSITORY",
     "PLACEHOLDER_AMI",
     "PLACEHOLDER_USER_DATA",
+    "autonode_karpenter",
     "default_instance_profile",
     "disruption_budgets",
     "node_release_image",
@@ -371,6 +377,13 @@ def _selector_terms(
     return terms or [{"tags": {"karpenter.sh/discovery": infra_id}}]
 
 
+def autonode_karpenter(hc: HostedCluster) -> str:
+    """The Karpenter CRD set an AutoNode hosted cluster serves: HyperShift's, for its declared Karpenter."""
+    if hc.auto_node is None:
+        raise ValueError(f"hosted cluster {hc.name} declares no autoNode")
+    return karpenter_set_name("hypershift", hc.auto_node.karpenter.version)
+
+
 def _node_class_annotations(hc: HostedCluster, mode: str) -> dict[str, str]:
     return {
         k.ANNOTATION_HOSTED_CLUSTER: _hosted_cluster_ref(hc),
@@ -440,7 +453,13 @@ def render_legacy_ec2_node_class(hc: HostedCluster, nc: AutoNodeClass) -> dict[s
     return {
         "apiVersion": k.EC2_NODE_CLASS.api_version,
         "kind": k.EC2_NODE_CLASS.kind,
-        "metadata": {"name": nc.name, "annotations": _node_class_annotations(hc, k.USERDATA_MODE_LEGACY)},
+        "metadata": {
+            "name": nc.name,
+            "annotations": {
+                **_node_class_annotations(hc, k.USERDATA_MODE_LEGACY),
+                k.ANNOTATION_KARPENTER: autonode_karpenter(hc),
+            },
+        },
         "spec": spec,
     }
 

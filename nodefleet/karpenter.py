@@ -16,12 +16,14 @@ from nodefleet import kinds as k
 from nodefleet.catalog import BootImage
 from nodefleet.config import StandaloneCluster
 from nodefleet.config_karpenter import OperatorNodeClass, SelfManagedKarpenter, SelfManagedNodeClass
+from nodefleet.crdstore import karpenter_set_name
 from nodefleet.hosted import root_volume
 from nodefleet.ignition import ignition_pointer, pointer_key, prefix_segments, s3_pointer, user_data
 
 __all__ = [
     "METADATA_OPTIONS",
     "OPERATOR_OWNED",
+    "cluster_karpenter",
     "mcs_source",
     "node_read_policy",
     "object_key",
@@ -50,6 +52,16 @@ def _karpenter(cluster: StandaloneCluster) -> SelfManagedKarpenter:
     if cluster.karpenter is None:
         raise ValueError(f"cluster {cluster.name} declares no self-managed Karpenter (karpenter:)")
     return cluster.karpenter
+
+
+def cluster_karpenter(cluster: StandaloneCluster) -> str:
+    """The Karpenter CRD set a standalone cluster serves (``nodefleet.io/karpenter``): upstream's for a
+    self-managed install, the karpenter-operator's for a cluster running it."""
+    if cluster.karpenter is not None:
+        return karpenter_set_name("aws", cluster.karpenter.version)
+    if cluster.karpenter_operator is not None:
+        return karpenter_set_name("openshift", cluster.karpenter_operator.karpenter.version)
+    raise ValueError(f"cluster {cluster.name} declares no Karpenter (karpenter: or karpenterOperator:)")
 
 
 def mcs_source(cluster: StandaloneCluster, pool: str) -> str:
@@ -116,6 +128,7 @@ def render_self_managed_ec2_node_class(
                 k.ANNOTATION_RELEASE: cluster.release,
                 k.ANNOTATION_RHCOS: image.raw_release,
                 k.ANNOTATION_STREAM: nc.stream,
+                k.ANNOTATION_KARPENTER: cluster_karpenter(cluster),
             },
         },
         "spec": spec,
@@ -149,6 +162,7 @@ def render_operator_ec2_node_class(cluster: StandaloneCluster, nc: OperatorNodeC
             "annotations": {
                 k.ANNOTATION_USERDATA_MODE: USERDATA_MODE_OPERATOR,
                 k.ANNOTATION_RELEASE: cluster.release,
+                k.ANNOTATION_KARPENTER: cluster_karpenter(cluster),
             },
         },
         "spec": spec,

@@ -64,6 +64,9 @@ ANNOTATION_HOSTED_CLUSTER = "nodefleet.io/hosted-cluster"
 # How a Karpenter node class gets its userData: "autonode" (HyperShift generates it), "legacy-hypershift"
 # (HyperShift rewrites it; nodefleet ignores it), "s3-pointer" (nodefleet's stable Ignition pointer).
 ANNOTATION_USERDATA_MODE = "nodefleet.io/userdata-mode"
+# On Karpenter objects (NodePool, EC2NodeClass): the Karpenter CRDs their cluster serves, "<flavour>/<minor>"
+# (e.g. "aws/1.15", "hypershift/1.13"), which the crd-schema policy judges them by (nodefleet.crdstore).
+ANNOTATION_KARPENTER = "nodefleet.io/karpenter"
 
 # Property path Pulumi must leave alone once the MCO boot image controller owns the AMI.
 AMI_PATH = "spec.template.spec.providerSpec.value.ami"

@@ -5,6 +5,12 @@ pruning would drop, and failed ``x-kubernetes-validations`` rules with the CRD's
 rules (``oldSelf``) included where the previous object is known. ``crd-schema-unchecked`` (advisory) names
 the rules that could not be evaluated for an object, so nothing passes silently. The judging is
 ``nodefleet.crd_schema``; this module only finds the object, its CRD and its previous version.
+
+A Karpenter object (NodePool, NodeClaim, EC2NodeClass) is judged by the CRD its cluster serves: the set its
+``nodefleet.io/karpenter`` annotation names (nodefleet's components stamp it from the cluster's declared
+Karpenter), else the policy's ``karpenter`` setting, else the shipped default (``nodefleet.crdstore``).
+For the rules users meet most, the message adds what to write instead (``nodefleet.crd_advice``): this
+policy is the one verdict on a CRD rule, so no other policy repeats it.
 """
 
 from __future__ import annotations
@@ -30,9 +36,10 @@ from pulumi_policy.proxy import (
     UNKNOWN_STRING_VALUE,
 )
 
+from nodefleet.crd_advice import advise
 from nodefleet.crd_previous import PreviousStateError, load_checkpoint, rendered_previous
 from nodefleet.crd_schema import UNKNOWN, Finding, validate_object
-from nodefleet.crdstore import CrdVersion, load_index
+from nodefleet.crdstore import ANNOTATION_KARPENTER, KarpenterSetError, Selection, load_index
 from policies.props import ReportViolation
 
 #: Where relative render directories and checkpoint paths resolve: the project root, where the program runs.
@@ -67,11 +74,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _identity(crd: CrdVersion, props: Mapping[str, Any], fallback: str) -> str:
+def _identity(kind: str, described: str, props: Mapping[str, Any], fallback: str) -> str:
     meta: Mapping[str, Any] = props["metadata"] if isinstance(props.get("metadata"), Mapping) else {}
     name = meta.get("name") if isinstance(meta.get("name"), str) else fallback
     namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) else ""
-    return f"{crd.crd.kind} '{namespace + '/' if namespace else ''}{name}' ({crd.api_version})"
+    return f"{kind} '{namespace + '/' if namespace else ''}{name}' ({described})"
 
 
 def _previous(args: ResourceValidationArgs, props: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
@@ -90,46 +97,72 @@ def _previous(args: ResourceValidationArgs, props: Mapping[str, Any]) -> tuple[d
     return None, ""
 
 
-#: Findings by (URN, type, props and previous-state source), shared by crd-schema and crd-schema-unchecked.
-_CACHE: dict[tuple[str, str, str], tuple[list[Finding], str, str]] = {}
+#: Findings by (URN, type, props, settings), shared by crd-schema and crd-schema-unchecked.
+_CACHE: dict[tuple[str, str, str], tuple[list[Finding], str, str, list[str | None]]] = {}
 
 
-def _judge(args: ResourceValidationArgs) -> tuple[list[Finding], str, str, bool] | None:
-    """(findings, object identity, previous-object source, is a patch) for a resource of a shipped CRD."""
-    found = load_index().for_token(args.resource_type)
-    if found is None:
-        return None
-    crd, patch = found
+def _select(
+    args: ResourceValidationArgs, props: Mapping[str, Any]
+) -> tuple[Selection | None, KarpenterSetError | None]:
+    try:
+        return load_index().for_manifest(args.resource_type, props, args.get_config().get("karpenter")), None
+    except KarpenterSetError as e:
+        return None, e
+
+
+def _judge(args: ResourceValidationArgs) -> tuple[list[Finding], str, str, bool, list[str | None]] | None:
+    """(findings, object identity, previous-object source, is a patch, advice per finding) for a resource of
+    a shipped CRD."""
     props = _plain(args.props)
+    selection, unknown_set = _select(args, props)
+    if unknown_set is not None:
+        kind = args.resource_type.split(":")[-1]
+        identity = _identity(kind, args.resource_type.split(":")[1], props, args.name)
+        where = f"metadata.annotations[{ANNOTATION_KARPENTER}]"
+        meta = props.get("metadata")
+        notes = meta.get("annotations") if isinstance(meta, Mapping) else None
+        named = isinstance(notes, Mapping) and ANNOTATION_KARPENTER in notes
+        setting = "" if named else " (the crd-schema policy's `karpenter` setting)"
+        finding = Finding(
+            where if named else "", f"{unknown_set}{setting}; the object was not validated", True
+        )
+        return [finding], identity, "", False, [None]
+    if selection is None:
+        return None
+    crd, patch = selection.crd, selection.patch
     directory = (
         (args.provider.props or {}).get("renderYamlToDirectory") if args.provider is not None else None
     )
+    config = args.get_config()
     try:
         key = (
             args.urn,
             args.resource_type,
             json.dumps(
-                [props, args.get_config().get("previousState"), directory], sort_keys=True, default=repr
+                [props, config.get("previousState"), config.get("karpenter"), directory],
+                sort_keys=True,
+                default=repr,
             ),
         )
     except (TypeError, ValueError):
         key = ("", "", "")
     if key in _CACHE:
-        findings, identity, source = _CACHE[key]
-        return findings, identity, source, patch
-    identity = _identity(crd, props, args.name)
+        findings, identity, source, advice = _CACHE[key]
+        return findings, identity, source, patch, advice
+    identity = _identity(crd.crd.kind, selection.describe(), props, args.name)
     try:
         previous, source = _previous(args, props)
     except PreviousStateError as e:
         findings = [Finding("", f"{e}; transition rules (oldSelf) were not evaluated", True)]
-        return findings, identity, "", patch
+        return findings, identity, "", patch, [None]
     findings = validate_object(props, crd, old=previous, patch=patch)
+    advice = [advise(f, props, crd) for f in findings]
     if key[0]:
         # The two policies judge one object back to back; only the latest results are worth keeping.
         if len(_CACHE) > 16:
             _CACHE.clear()
-        _CACHE[key] = (findings, identity, source)
-    return findings, identity, source, patch
+        _CACHE[key] = (findings, identity, source, advice)
+    return findings, identity, source, patch, advice
 
 
 def _short(rule: str, limit: int = 160) -> str:
@@ -142,18 +175,23 @@ def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
     judged = _judge(args)
     if judged is None:
         return
-    findings, identity, source, patch = judged
+    findings, identity, source, patch, advice = judged
     what = "server-side-apply patch" if patch else "object"
-    for finding in findings:
+    for finding, fix in zip(findings, advice, strict=True):
         if not finding.blocking:
             continue
         where = (
             f" (compared with the {source})" if source and finding.rule and "oldSelf" in finding.rule else ""
         )
         rule = f"; CRD rule `{_short(finding.rule)}`" if finding.rule else ""
+        todo = (
+            f"{fix}, in the stack file (or the program)"
+            if fix
+            else "fix the value in the stack file (or the program)"
+        )
         report(
-            f"{identity}: {finding}{where}. The API server rejects this {what} at apply{rule}; fix the value in "
-            "the stack file (or the program) before `pulumi up`.",
+            f"{identity}: {finding}{where}. The API server rejects this {what} at apply{rule}; {todo} before "
+            "`pulumi up`.",
             None,
         )
 
@@ -162,7 +200,7 @@ def _validate_unchecked(args: ResourceValidationArgs, report: ReportViolation) -
     judged = _judge(args)
     if judged is None:
         return
-    findings, identity, _, _ = judged
+    findings, identity, _, _, _ = judged
     for finding in findings:
         if finding.blocking:
             continue
@@ -177,12 +215,19 @@ def _validate_unchecked(args: ResourceValidationArgs, report: ReportViolation) -
 
 _CONFIG = PolicyConfigSchema(
     properties={
+        "karpenter": {
+            "type": "string",
+            "pattern": r"^[a-z]+/[0-9]+\.[0-9]+$",
+            "description": "The Karpenter CRD set (<flavour>/<minor>, e.g. hypershift/1.13) that judges Karpenter "
+            "objects without a nodefleet.io/karpenter annotation, i.e. written by hand. Default: the shipped "
+            "default (aws/<newest>).",
+        },
         "previousState": {
             "type": "string",
             "description": "A `pulumi stack export --file` JSON: transition rules (oldSelf) compare each object "
             "with its state there. Relative to the project root. Default: the last rendered manifest in render "
             "mode, none otherwise.",
-        }
+        },
     }
 )
 

@@ -14,6 +14,8 @@ from pulumi_policy import (
 )
 
 from nodefleet import kinds as k
+from nodefleet.crd_schema import rejects_field
+from nodefleet.crdstore import load_index
 from nodefleet.releases import parse_release_image
 from nodefleet.skew import DEFAULT_SKEW_PROFILE, SKEW_PROFILES, node_skew_rule, node_version_skew
 from nodefleet.versions import OCPVersion, VersionError, parse_ocp
@@ -56,6 +58,11 @@ def _check(
     if problem is None:
         return None
     return f"{where} runs {node} ({field}) on HostedCluster '{cluster_name}': {problem}"
+
+
+def _crd_rejects_version(version: str) -> bool:
+    crd = load_index().for_object(k.OPENSHIFT_EC2_NODE_CLASS.api_version, k.OPENSHIFT_EC2_NODE_CLASS.kind)
+    return crd is not None and rejects_field({"spec": {"version": version}}, crd, "spec.version")
 
 
 def _settings(config: Any) -> tuple[str, int | None]:
@@ -107,6 +114,8 @@ def _validate_version_skew(args: StackValidationArgs, report: ReportViolation) -
                 if not node.has_patch:
                     raise VersionError(f"'{version}' has no patch level")
             except VersionError as exc:
+                if _crd_rejects_version(str(version)):
+                    continue  # the CRD's own rule rejects it: crd-schema reports it, with the CRD's message
                 report(
                     f"{where}: spec.version must be an OCP version x.y.z ({exc}); set a full release such as "
                     "4.20.1, or remove it to follow the control plane.",

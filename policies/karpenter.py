@@ -1,4 +1,8 @@
-"""Karpenter on OpenShift: no secrets in userData, AutoNode ownership, valid requirements, bounded drift.
+"""Karpenter on OpenShift: no secrets in userData, AutoNode ownership, bounded drift, provisioning switches.
+
+What the NodePool and EC2NodeClass CRDs reject themselves (restricted requirement and label domains,
+malformed budgets) is judged once, by ``crd-schema`` with the CRD's own message and, where nodefleet knows
+it, the key to use instead (``nodefleet.crd_advice``); these policies judge what no CRD rule can see.
 
 Background: DESIGN.md section 1.1 and background/karpenter-hypershift.md sections 1, 2, 4. Any byte change
 in ``EC2NodeClass.spec.userData`` drifts every node of the class (it is part of the static hash); HyperShift
@@ -263,96 +267,6 @@ karpenter_token_carry = ResourceValidationPolicy(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# karpenter-requirements: the CRD rejects requirement keys in the karpenter.sh domain
-# ---------------------------------------------------------------------------------------------------------
-
-#: The only karpenter.sh requirement key the NodePool CRD accepts (karpenter.sh/nodepool is restricted too).
-ALLOWED_KARPENTER_SH = ("karpenter.sh/capacity-type",)
-#: Well-known keys of the AWS provider (karpenter.k8s.aws/...) that the CRD accepts as requirements.
-_AWS_KEYS = frozenset(
-    {
-        "instance-family",
-        "instance-size",
-        "instance-category",
-        "instance-generation",
-        "instance-hypervisor",
-        "instance-cpu",
-        "instance-cpu-manufacturer",
-        "instance-cpu-sustained-clock-speed-mhz",
-        "instance-memory",
-        "instance-ebs-bandwidth",
-        "instance-network-bandwidth",
-        "instance-gpu-name",
-        "instance-gpu-manufacturer",
-        "instance-gpu-count",
-        "instance-gpu-memory",
-        "instance-accelerator-name",
-        "instance-accelerator-manufacturer",
-        "instance-accelerator-count",
-        "instance-local-nvme",
-        "instance-encryption-in-transit-supported",
-        "instance-tenancy",
-        "instance-capability-flex",
-    }
-)
-_WELL_KNOWN = {
-    "instance-type": "node.kubernetes.io/instance-type",
-    "zone": "topology.kubernetes.io/zone",
-    "region": "topology.kubernetes.io/region",
-    "arch": "kubernetes.io/arch",
-    "os": "kubernetes.io/os",
-}
-
-
-def restricted_karpenter_key(key: str) -> bool:
-    """The CRD's rule: a key whose domain ends in ``karpenter.sh`` is rejected unless it is capacity-type."""
-    if "/" not in key or key in ALLOWED_KARPENTER_SH:
-        return False
-    return key.split("/", 1)[0].endswith("karpenter.sh")
-
-
-def _suggestion(key: str) -> str:
-    suffix = key.split("/", 1)[1]
-    if key == "karpenter.sh/nodepool":
-        return "remove it: Karpenter sets karpenter.sh/nodepool on its nodes itself"
-    if suffix in _AWS_KEYS:
-        return f"use karpenter.k8s.aws/{suffix}"
-    if suffix in _WELL_KNOWN:
-        return f"use {_WELL_KNOWN[suffix]}"
-    return (
-        "use the karpenter.k8s.aws/ equivalent (instance-family, instance-size, instance-category, ...), a "
-        "well-known label (kubernetes.io/arch, topology.kubernetes.io/zone, node.kubernetes.io/instance-type) "
-        "or a label in your own domain"
-    )
-
-
-def _validate_requirements(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != k.KARPENTER_NODE_POOL.token:
-        return
-    template = as_map(as_map(args.props.get("spec")).get("template"))
-    requirements = as_seq(as_map(template.get("spec")).get("requirements"))
-    name = name_of(args.props, args.name)
-    for i, requirement in enumerate(requirements):
-        key = as_map(requirement).get("key")
-        if isinstance(key, str) and restricted_karpenter_key(key):
-            report(
-                f"Karpenter NodePool '{name}': spec.template.spec.requirements[{i}] key '{key}' is rejected by "
-                'the NodePool CRD (label domain "karpenter.sh" is restricted; only karpenter.sh/capacity-type '
-                f"is allowed); {_suggestion(key)}.",
-                None,
-            )
-
-
-karpenter_requirements = ResourceValidationPolicy(
-    name="karpenter-requirements",
-    description="Karpenter NodePool requirements use no karpenter.sh key other than "
-    "karpenter.sh/capacity-type, which the CRD would reject.",
-    validate=_validate_requirements,
-    enforcement_level=EnforcementLevel.MANDATORY,
-)
-
-
-# ---------------------------------------------------------------------------------------------------------
 # drift-budget: every NodePool bounds every disruption reason that can act on it
 # ---------------------------------------------------------------------------------------------------------
 
@@ -413,10 +327,10 @@ def acting_reasons(spec: Mapping[str, Any], required: list[str]) -> list[str]:
 
 
 def _reason_gaps(budgets: Any, reason: str, max_percent: int, max_nodes: int) -> list[str] | None:
-    """Why ``reason`` is not bounded by ``budgets`` (None when it is)."""
+    """Why ``reason`` is not bounded by ``budgets`` (None when it is, or when a budget for it is malformed:
+    the NodePool CRD's pattern rejects the whole pool, and ``crd-schema`` says so, once)."""
     scheduled: list[str] = []
     loose: list[str] = []
-    invalid: list[str] = []
     for i, budget in enumerate(as_seq(budgets)):
         b = as_map(budget)
         reasons = [str(r) for r in as_seq(b.get("reasons"))]
@@ -424,8 +338,7 @@ def _reason_gaps(budgets: Any, reason: str, max_percent: int, max_nodes: int) ->
             continue
         bound = _budget_bound(b.get("nodes"), max_percent, max_nodes)
         if bound is None:
-            invalid.append(f"budgets[{i}].nodes '{b.get('nodes')}'")
-            continue
+            return None
         if b.get("schedule") or b.get("duration"):
             scheduled.append(f"budgets[{i}]")
             continue
@@ -441,8 +354,6 @@ def _reason_gaps(budgets: Any, reason: str, max_percent: int, max_nodes: int) ->
             f"{', '.join(scheduled)} only apply during their schedule window; outside it {reason} is unbounded "
             "by them"
         )
-    if invalid:
-        details.append(f"{', '.join(invalid)} is not N% or a node count")
     if not details:
         details.append(
             f"no budget applies to {reason} (every budget lists other reasons), so it is unbounded"

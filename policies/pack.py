@@ -18,7 +18,6 @@ from policies.karpenter import (
     karpenter_autonode_classes,
     karpenter_operator_fields,
     karpenter_provisioning_switch,
-    karpenter_requirements,
     karpenter_token_carry,
     karpenter_userdata,
 )
@@ -40,7 +39,6 @@ RULES: list[Policy] = [
     karpenter_userdata,
     karpenter_autonode_classes,
     karpenter_token_carry,
-    karpenter_requirements,
     drift_budget,
     karpenter_provisioning_switch,
     karpenter_operator_fields,

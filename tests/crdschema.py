@@ -1,7 +1,8 @@
 """Validates manifests against the OpenAPI schemas of the shipped CRDs (``nodefleet/crds/``) with jsonschema.
 
 An independent second opinion on the structural schema only; ``nodefleet.crd_schema`` is what the policy
-pack uses, CEL rules included.
+pack uses, CEL rules included. A Karpenter object is checked against the set its ``nodefleet.io/karpenter``
+annotation names (or ``karpenter``, or the shipped default), as the policy picks it.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from functools import cache
 from typing import Any
 
 import jsonschema
-import yaml
 
-from nodefleet.crdstore import CRD_DIR, SOURCES_FILE
+from nodefleet.crdstore import CrdVersion, load_index
 
 
 def _strip(schema: Any) -> Any:
@@ -28,21 +28,36 @@ def _strip(schema: Any) -> Any:
 
 
 @cache
-def _schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    found = {}
-    for path in sorted(CRD_DIR.glob("*.yaml")):
-        if path.name == SOURCES_FILE:
-            continue
-        crd = yaml.safe_load(path.read_text())
-        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
-        for version in crd["spec"]["versions"]:
-            found[(f"{group}/{version['name']}", kind)] = _strip(version["schema"]["openAPIV3Schema"])
-    return found
-
-
-def validate_manifest(manifest: dict[str, Any]) -> None:
-    """Raise ``jsonschema.ValidationError`` if ``manifest`` does not fit its CRD; KeyError if no CRD."""
-    schema = _schemas()[(manifest["apiVersion"], manifest["kind"])]
+def _validator(file: str, api_version: str) -> jsonschema.Draft202012Validator:
+    crd = next(v for v in load_index().all_versions() if v.crd.file == file and v.api_version == api_version)
     # The validator class directly: some CRDs use regex classes (\p{L}) that jsonschema's own meta-schema
     # check rejects, while validating instances against them works.
-    jsonschema.Draft202012Validator(schema).validate(manifest)
+    return jsonschema.Draft202012Validator(_strip(dict(crd.schema)))
+
+
+def crd_of(manifest: dict[str, Any], karpenter: str | None = None) -> CrdVersion:
+    """The shipped CRD ``manifest`` is judged by; KeyError if none is shipped for its kind."""
+    found = load_index().for_manifest(
+        f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}", manifest, karpenter
+    )
+    if found is None:
+        raise KeyError((manifest["apiVersion"], manifest["kind"]))
+    return found.crd
+
+
+def validate_manifest(manifest: dict[str, Any], karpenter: str | None = None) -> None:
+    """Raise ``jsonschema.ValidationError`` if ``manifest`` does not fit its CRD; KeyError if no CRD."""
+    crd = crd_of(manifest, karpenter)
+    _validator(crd.crd.file, crd.api_version).validate(manifest)
+
+
+def _schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> JSON schema of every per-kind CRD and of the default Karpenter set."""
+    index = load_index()
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for v in index.all_versions():
+        key = (v.api_version, v.crd.kind)
+        if index.is_karpenter_kind(*key) and index.for_object(*key) is not v:
+            continue
+        found[key] = _strip(dict(v.schema))
+    return found

@@ -18,7 +18,7 @@ import yaml
 from harness.mockrun import stack_fleet
 from nodefleet import kinds as k
 from nodefleet.crdstore import CRD_DIR, SOURCES_FILE
-from tests.conftest import PROJECT, SHARED_DATA
+from tests.conftest import PROJECT
 from tests.crdobjects import rendered
 
 
@@ -98,37 +98,97 @@ def test_check_evaluates_transition_rules_against_a_checkpoint(tmp_path: Path) -
 
 
 def test_shipped_crds_are_the_recorded_upstream_files() -> None:
-    recorded = yaml.safe_load((CRD_DIR / SOURCES_FILE).read_text())["crds"]
-    files = sorted(p.name for p in CRD_DIR.glob("*.yaml") if p.name != SOURCES_FILE)
+    doc = yaml.safe_load((CRD_DIR / SOURCES_FILE).read_text())
+    recorded = doc["crds"]
+    files = sorted(
+        p.relative_to(CRD_DIR).as_posix() for p in CRD_DIR.rglob("*.yaml") if p.name != SOURCES_FILE
+    )
     assert files == sorted(e["file"] for e in recorded)
     for entry in recorded:
         digest = hashlib.sha256((CRD_DIR / entry["file"]).read_bytes()).hexdigest()
         assert digest == entry["sha256"], (
             f"{entry['file']} differs from what SOURCES.yaml records: refresh it"
         )
-        assert entry["source"]["commit"] and entry["source"]["repository"]
+        assert entry["sources"]
+        for source in entry["sources"]:
+            assert source["path"]
+            assert (source.get("repository") and source.get("commit")) or (
+                source.get("module") and source.get("version") and source.get("sum", "").startswith("h1:")
+            ), source
+    # No two shipped files have the same bytes: a file the sets share is shipped once.
+    assert len({e["sha256"] for e in recorded}) == len(recorded)
+    karpenter = doc["karpenter"]
+    assert karpenter["default"] in {s["name"] for s in karpenter["sets"]}
+    for ks in karpenter["sets"]:
+        assert sorted(m["kind"] for m in ks["crds"]) == ["EC2NodeClass", "NodeClaim", "NodePool"], ks["name"]
 
 
-def test_refresh_copies_the_written_kinds_with_their_sources(tmp_path: Path) -> None:
+def test_the_sets_ship_what_each_cluster_serves() -> None:
+    """aws: the upstream AWS provider's releases; hypershift and openshift: HyperShift v0.1.82's copies, whose
+    NodePool is byte for byte the AWS provider's v1.13.1 and whose EC2NodeClass is its own relaxed one."""
+    from nodefleet.crdstore import load_index
+
+    index = load_index()
+    assert index.karpenter_minors("aws") == ["1.12", "1.13", "1.14", "1.15"]
+    assert index.karpenter_minors("hypershift") == index.karpenter_minors("openshift") == ["1.13"]
+    assert {(s.module, s.version) for s in index.karpenter_sets.values() if s.flavour != "aws"} == {
+        ("github.com/openshift/hypershift", "v0.1.82")
+    }
+    pool = k.KARPENTER_NODE_POOL
+    assert index.for_object(pool.api_version, pool.kind, "hypershift/1.13") is index.for_object(
+        pool.api_version, pool.kind, "aws/1.13"
+    )
+    ec2 = k.EC2_NODE_CLASS
+    assert index.for_object(ec2.api_version, ec2.kind, "hypershift/1.13") is not index.for_object(
+        ec2.api_version, ec2.kind, "aws/1.13"
+    )
+    assert index.default_karpenter == "aws/1.15"
+
+
+def _upstream_copy(tmp_path: Path) -> Path:
+    """The shipped per-kind CRDs as an upstream directory with its SOURCES.md provenance table."""
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    rows = ["| file | upstream repository | path | commit |", "|---|---|---|---|"]
+    for entry in yaml.safe_load((CRD_DIR / SOURCES_FILE).read_text())["crds"]:
+        git = [s for s in entry["sources"] if s.get("repository")]
+        if not git or "/" in entry["file"]:
+            continue
+        shutil.copy(CRD_DIR / entry["file"], upstream / entry["file"])
+        rows.append(f"| {entry['file']} | {git[0]['repository']} | {git[0]['path']} | {git[0]['commit']} |")
+    # A Karpenter CRD in the directory is not a per-kind CRD: ignored, its sets come from modules.
+    shutil.copy(CRD_DIR / "karpenter" / "karpenter.sh_nodepools.aws-v1.15.1.yaml", upstream / "np.yaml")
+    (upstream / "SOURCES.md").write_text("\n".join(rows) + "\n")
+    return upstream
+
+
+def test_refresh_from_the_same_upstream_files_changes_nothing(tmp_path: Path) -> None:
+    upstream = _upstream_copy(tmp_path)
     dest = tmp_path / "crds"
-    result = _nodefleet("crds", "refresh", "--from", str(SHARED_DATA / "crds"), "--to", str(dest))
+    shutil.copytree(CRD_DIR, dest)
+    result = _nodefleet("crds", "refresh", "--from", str(upstream), "--to", str(dest))
     assert result.returncode == 0, result.stderr
-    assert "8 CRDs" in result.stdout
-    assert "ignored   karpenter.sh_nodeclaims.yaml" in result.stdout
-    assert sorted(p.name for p in dest.iterdir()) == sorted(p.name for p in CRD_DIR.iterdir())
+    assert "6 CRDs, 0 updated" in result.stdout
+    assert "ignored   np.yaml" in result.stdout
+    # Module copies recorded for an unchanged file stay; the Karpenter sets are untouched.
     assert (dest / SOURCES_FILE).read_text() == (CRD_DIR / SOURCES_FILE).read_text()
+    fresh = tmp_path / "fresh"
+    result = _nodefleet("crds", "refresh", "--from", str(upstream), "--to", str(fresh))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in fresh.iterdir()) == sorted(p.name for p in CRD_DIR.iterdir() if p.is_file())
+    assert "karpenter:" not in (fresh / SOURCES_FILE).read_text()
 
 
 def test_refresh_refuses_an_incomplete_or_unrecorded_source(tmp_path: Path) -> None:
+    upstream = _upstream_copy(tmp_path)
     partial = tmp_path / "partial"
     partial.mkdir()
-    shutil.copy(SHARED_DATA / "crds" / "karpenter.sh_nodepools.yaml", partial)
+    shutil.copy(upstream / "hypershift.openshift.io_hostedclusters.yaml", partial)
     result = _nodefleet("crds", "refresh", "--from", str(partial), "--to", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "no CRD for MachineSet" in result.stderr and "nothing was changed" in result.stderr
-    unrecorded = tmp_path / "unrecorded"
-    shutil.copytree(SHARED_DATA / "crds", unrecorded)
-    result = _nodefleet("crds", "refresh", "--from", str(unrecorded), "--to", str(tmp_path / "out"))
+    (upstream / "SOURCES.md").unlink()
+    result = _nodefleet("crds", "refresh", "--from", str(upstream), "--to", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "no upstream source recorded" in result.stderr
     assert not (tmp_path / "out").exists()
@@ -138,5 +198,171 @@ def test_coverage_lists_every_crd_and_no_missing_function() -> None:
     result = _nodefleet("crds", "coverage")
     assert result.returncode == 0, result.stderr
     assert "HostedCluster" in result.stdout and "MachineConfiguration" in result.stdout
-    assert "total" in result.stdout and "  491      83      491      0" in result.stdout
+    assert "  731      95      731      0" in result.stdout  # each shipped file once
+    assert "[aws/1.13 hypershift/1.13 openshift/1.13]" in result.stdout  # one NodePool file, three sets
+    assert "judged by aws/1.15" in result.stdout
     assert "missing: none" in result.stdout
+
+
+# --- crds refresh --karpenter: a set from a Go module, through the go command ------------------------------
+
+AWS = "github.com/aws/karpenter-provider-aws"
+
+
+def _module_proxy(tmp_path: Path, version: str, files: dict[str, bytes]) -> dict[str, str]:
+    """A Go module proxy on disk (GOPROXY=file://…) serving ``AWS@version`` with ``files``, and the go
+    command's environment for it: no network, its own module cache, no checksum database (off)."""
+    import zipfile
+
+    proxy = tmp_path / "proxy" / AWS / "@v"
+    proxy.mkdir(parents=True)
+    gomod = f"module {AWS}\n\ngo 1.22\n".encode()
+    (proxy / "list").write_text(f"{version}\n")
+    (proxy / f"{version}.info").write_text(json.dumps({"Version": version, "Time": "2026-11-01T00:00:00Z"}))
+    (proxy / f"{version}.mod").write_bytes(gomod)
+    with zipfile.ZipFile(proxy / f"{version}.zip", "w") as z:
+        for name, data in {"go.mod": gomod, **files}.items():
+            z.writestr(f"{AWS}@{version}/{name}", data)
+    return {
+        "GOPROXY": f"file://{tmp_path / 'proxy'}",
+        "GOSUMDB": "off",
+        "GOMODCACHE": str(tmp_path / "modcache"),
+        "GOFLAGS": "-modcacherw",
+        "GOCACHE": str(tmp_path / "gocache"),
+        "GOPATH": str(tmp_path / "gopath"),
+    }
+
+
+def _crd_files(*sets_files: str) -> dict[str, bytes]:
+    return {
+        f"pkg/apis/crds/{Path(f).name.split('.aws-')[0].split('.hypershift-')[0]}.yaml": (
+            CRD_DIR / f
+        ).read_bytes()
+        for f in sets_files
+    }
+
+
+def _refresh_karpenter(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "nodefleet", "crds", "refresh", *args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
+
+
+def test_refresh_karpenter_adds_a_set_from_a_module_sharing_identical_files(tmp_path: Path) -> None:
+    from nodefleet.crdstore import load_index, module_zip_hash
+
+    # A new release whose NodePool changed and whose NodeClaim and EC2NodeClass did not.
+    nodepool = (CRD_DIR / "karpenter/karpenter.sh_nodepools.aws-v1.15.1.yaml").read_text()
+    files = _crd_files(
+        "karpenter/karpenter.sh_nodeclaims.aws-v1.15.1.yaml",
+        "karpenter/karpenter.k8s.aws_ec2nodeclasses.aws-v1.15.1.yaml",
+    )
+    files["pkg/apis/crds/karpenter.sh_nodepools.yaml"] = nodepool.replace(
+        "- Unhealthy\n", "- Unhealthy\n                                - Expired\n"
+    ).encode()
+    files["pkg/apis/crds/README.md"] = b"not a CRD\n"
+    env = _module_proxy(tmp_path, "v1.16.0", files)
+    dest = tmp_path / "crds"
+    shutil.copytree(CRD_DIR, dest)
+    result = _refresh_karpenter(
+        env, "--karpenter", "aws/1.16", "--module", f"{AWS}@v1.16.0", "--default", "--to", str(dest)
+    )
+    assert result.returncode == 0, result.stderr
+    assert "added   karpenter/karpenter.sh_nodepools.aws-v1.16.0.yaml" in result.stdout
+    assert "shared  karpenter/karpenter.sh_nodeclaims.aws-v1.15.1.yaml" in result.stdout
+    assert "NOT checked against a checksum database" in result.stdout  # GOSUMDB=off
+    index = load_index(dest)
+    ks = index.karpenter_sets["aws/1.16"]
+    zip_file = tmp_path / "modcache" / "cache" / "download" / AWS / "@v" / "v1.16.0.zip"
+    assert ks.sum == module_zip_hash(zip_file) and not ks.verified
+    assert index.default_karpenter == "aws/1.16"
+    crd = index.for_object("karpenter.sh/v1", "NodePool")
+    assert crd is not None and "Expired" in json.dumps(dict(crd.schema))
+    recorded = yaml.safe_load((dest / SOURCES_FILE).read_text())
+    shared = next(e for e in recorded["crds"] if e["file"].endswith("nodeclaims.aws-v1.15.1.yaml"))
+    assert {(s["module"], s["version"]) for s in shared["sources"]} == {(AWS, "v1.15.1"), (AWS, "v1.16.0")}
+    # The default set cannot be removed until another one is the default.
+    result = _refresh_karpenter(env, "--remove", "aws/1.16", "--to", str(dest))
+    assert result.returncode == 2 and "it is the default set" in result.stderr
+
+
+def test_refresh_karpenter_refuses_a_module_without_the_crds(tmp_path: Path) -> None:
+    env = _module_proxy(tmp_path, "v1.16.0", _crd_files("karpenter/karpenter.sh_nodepools.aws-v1.15.1.yaml"))
+    dest = tmp_path / "crds"
+    shutil.copytree(CRD_DIR, dest)
+    before = (dest / SOURCES_FILE).read_text()
+    result = _refresh_karpenter(
+        env, "--karpenter", "aws/1.16", "--module", f"{AWS}@v1.16.0", "--to", str(dest)
+    )
+    assert result.returncode == 2
+    assert "no NodeClaim, EC2NodeClass CRD in pkg/apis/crds/; nothing was changed" in result.stderr
+    assert (dest / SOURCES_FILE).read_text() == before
+    result = _refresh_karpenter(
+        env, "--karpenter", "aws/1.17", "--module", f"{AWS}@v1.17.0", "--to", str(dest)
+    )
+    assert result.returncode == 2 and "go mod download" in result.stderr and "v1.17.0" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--karpenter", "upstream/1.16", "--module", f"{AWS}@v1.16.0"],
+            "flavour one of aws, hypershift, openshift",
+        ),
+        (["--karpenter", "aws/1.16"], "--karpenter needs --module MODULE@VERSION"),
+        (["--karpenter", "aws/1.16", "--module", AWS], "give module@version"),
+        (["--karpenter", "aws/1.16", "--module", "example.com/other@v1.0.0"], "pass --path-in-module"),
+        (["--remove", "aws/1.9"], "no such Karpenter set (shipped: aws/1.12"),
+        (["--from", "x", "--module", f"{AWS}@v1.16.0"], "--module does not go with --from"),
+    ],
+)
+def test_refresh_karpenter_input_errors(tmp_path: Path, args: list[str], expected: str) -> None:
+    dest = tmp_path / "crds"
+    shutil.copytree(CRD_DIR, dest)
+    result = _nodefleet("crds", "refresh", *args, "--to", str(dest))
+    assert result.returncode == 2, result.stdout
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_remove_karpenter_drops_files_no_other_set_uses(tmp_path: Path) -> None:
+    dest = tmp_path / "crds"
+    shutil.copytree(CRD_DIR, dest)
+    result = _nodefleet("crds", "refresh", "--remove", "aws/1.14", "--to", str(dest))
+    assert result.returncode == 0, result.stderr
+    assert not (dest / "karpenter/karpenter.sh_nodepools.aws-v1.14.3.yaml").exists()
+    # aws/1.14's NodeClaim and EC2NodeClass are aws/1.13's files, which stay.
+    assert (dest / "karpenter/karpenter.k8s.aws_ec2nodeclasses.aws-v1.13.1.yaml").exists()
+    from nodefleet.crdstore import load_index
+
+    assert "aws/1.14" not in load_index(dest).karpenter_sets
+
+
+@pytest.mark.parametrize(
+    ("env", "skipped"),
+    [
+        ({}, False),
+        ({"GOSUMDB": "off"}, True),
+        ({"GONOSUMDB": "github.com/aws"}, True),
+        ({"GONOSUMDB": "github.com/aws/karpenter-provider-aws"}, True),
+        ({"GOPRIVATE": "*.corp.example.com,github.com/*/karpenter-*"}, True),
+        ({"GONOSUMDB": "github.com/awslabs,github.com/aws/karpenter"}, False),
+        ({"GOPRIVATE": "github.com/aws/karpenter-provider-aws/sub"}, False),
+    ],
+)
+def test_a_set_is_recorded_verified_only_when_the_checksum_database_was_consulted(
+    env: dict[str, str], skipped: bool
+) -> None:
+    """As the go command matches GONOSUMDB/GOPRIVATE (module.MatchPrefixPatterns): globs over leading path
+    elements."""
+    from nodefleet.crdstore import _sumdb_skips
+
+    assert _sumdb_skips(AWS, env) is skipped

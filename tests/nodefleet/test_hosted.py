@@ -489,8 +489,14 @@ def test_crd_check_catches_bad_hosted_objects() -> None:
     with pytest.raises(jsonschema.ValidationError):
         validate_manifest(bad)
     legacy = render_legacy_ec2_node_class(hc, hc.auto_node.node_classes[0])
+    assert legacy["metadata"]["annotations"]["nodefleet.io/karpenter"] == "hypershift/1.13"
+    # HyperShift's relaxed EC2NodeClass CRD requires no amiSelectorTerms (HyperShift writes them); upstream's does.
     del legacy["spec"]["amiSelectorTerms"]
-    with pytest.raises(jsonschema.ValidationError):
+    validate_manifest(legacy)
+    with pytest.raises(jsonschema.ValidationError, match="amiSelectorTerms"):
+        _validate_manifest({**legacy, "metadata": {"name": "x"}}, karpenter="aws/1.15")
+    legacy["spec"]["amiFamily"] = "AL2023"  # HyperShift's copy allows only Custom
+    with pytest.raises(jsonschema.ValidationError, match="Custom"):
         validate_manifest(legacy)
     pool = render_karpenter_node_pool(hc.auto_node.node_pools[0], annotations={})
     pool["spec"]["disruption"]["budgets"][0]["reasons"] = ["NodeClassDrift"]  # not a budget reason

@@ -13,8 +13,9 @@ import yaml
 from pydantic import ValidationError
 
 from nodefleet.config_hosted import HostedCluster
+from nodefleet.crdstore import CRD_DIR
 from nodefleet.hosted import render_hosted_cluster, render_hypershift_node_pool
-from tests.conftest import PROJECT, SHARED_DATA
+from tests.conftest import PROJECT
 from tests.crdschema import validate_manifest
 from tests.nodefleet.test_hosted import hosted_cluster_dict
 
@@ -216,7 +217,7 @@ def test_node_pool_durations_are_go_durations(bad: str) -> None:
 
 def _immutable_paths(crd_file: str) -> set[str]:
     """Spec paths whose CEL rule is ``self == oldSelf`` (immutable once set) in a CRD."""
-    crd = yaml.safe_load((SHARED_DATA / "crds" / crd_file).read_text())
+    crd = yaml.safe_load((CRD_DIR / crd_file).read_text())
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta1")
     found: set[str] = set()
 

@@ -121,6 +121,7 @@ def test_ec2_node_class_shape() -> None:
             k.ANNOTATION_RELEASE: "5.0.0-ec.2",
             k.ANNOTATION_RHCOS: image.raw_release,
             k.ANNOTATION_STREAM: "rhel-9",
+            k.ANNOTATION_KARPENTER: "aws/1.15",
         },
     }
     spec = m["spec"]

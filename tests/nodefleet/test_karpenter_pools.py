@@ -1,13 +1,12 @@
 """Karpenter NodePools as of v1.14/v1.15: per-reason budgets, Balanced, static pools, and which Karpenter
-accepts what, against the real NodePool CRDs (the shared one after v1.14.1, upstream v1.15.0, and the copy
-HyperShift v0.1.80 installs into AutoNode clusters)."""
+accepts what, against the shipped NodePool CRDs (aws/karpenter-provider-aws v1.14.3 and v1.15.1, and the copy
+HyperShift v0.1.82 installs into AutoNode clusters)."""
 
 from __future__ import annotations
 
 import copy
 import re
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -23,27 +22,25 @@ from nodefleet.config_karpenter import (
     SelfManagedKarpenter,
     StaticNodePoolSpec,
 )
+from nodefleet.crdstore import CRD_DIR, load_index
 from nodefleet.hosted import (
     ANNOTATION_PROVISIONING,
     NODE_POOL_REPLACE_ON,
     disruption_budgets,
     render_karpenter_node_pool,
 )
-from tests.conftest import SHARED_DATA
 from tests.crdschema import _strip
 
-FIXTURE_CRDS = Path(__file__).resolve().parent.parent / "fixtures" / "crds"
-CRDS = {
-    "shared (aws provider after v1.14.1)": SHARED_DATA / "crds" / "karpenter.sh_nodepools.yaml",
-    "upstream v1.15.0": FIXTURE_CRDS / "karpenter.sh_nodepools-v1.15.0.yaml",
-    "HyperShift v0.1.80 (AutoNode)": FIXTURE_CRDS / "karpenter.sh_nodepools-hypershift-v0.1.80.yaml",
-}
+#: The NodePool CRDs a cluster can serve, by the Karpenter set its objects name.
+CRDS = ("aws/1.14", "aws/1.15", "hypershift/1.13")
 POOL = TypeAdapter(NodePoolSpec)
 
 
 @cache
 def _crd(label: str) -> dict[str, Any]:
-    return yaml.safe_load(CRDS[label].read_text())
+    crd = load_index().for_object("karpenter.sh/v1", "NodePool", label)
+    assert crd is not None
+    return yaml.safe_load((CRD_DIR / crd.crd.file).read_text())
 
 
 def _validator(label: str) -> jsonschema.Draft202012Validator:
@@ -109,16 +106,16 @@ def test_budgets_per_reason_with_windows() -> None:
             {"nodes": "0", "reasons": ["Drifted"], "schedule": "@daily", "duration": "2h"},
         ],
     }
-    for label in ("shared (aws provider after v1.14.1)", "upstream v1.15.0"):
+    for label in ("aws/1.14", "aws/1.15"):
         _validator(label).validate(m)
 
 
 def test_unhealthy_budgets_only_in_v1_15() -> None:
     m = _render(disruption={"budgets": {"Unhealthy": "1"}})
     assert {"nodes": "1", "reasons": ["Unhealthy"]} in m["spec"]["disruption"]["budgets"]
-    _validator("upstream v1.15.0").validate(m)
+    _validator("aws/1.15").validate(m)
     with pytest.raises(jsonschema.ValidationError, match="Unhealthy"):
-        _validator("shared (aws provider after v1.14.1)").validate(m)
+        _validator("aws/1.14").validate(m)
 
 
 @pytest.mark.parametrize(
@@ -154,7 +151,7 @@ def test_the_crd_rejects_what_the_config_model_refuses_or_leaves_to_it() -> None
             target = target[part]
         target[path[-1]] = bad
         with pytest.raises(jsonschema.ValidationError):
-            _validator("shared (aws provider after v1.14.1)").validate(m)
+            _validator("aws/1.14").validate(m)
 
 
 # --- Balanced ----------------------------------------------------------------------------------------------
@@ -162,17 +159,17 @@ def test_the_crd_rejects_what_the_config_model_refuses_or_leaves_to_it() -> None
 
 def test_balanced_is_in_v1_14_crds_but_not_in_hypershifts() -> None:
     m = _render(disruption={"consolidationPolicy": "Balanced"})
-    _validator("shared (aws provider after v1.14.1)").validate(m)
-    _validator("upstream v1.15.0").validate(m)
+    _validator("aws/1.14").validate(m)
+    _validator("aws/1.15").validate(m)
     with pytest.raises(jsonschema.ValidationError, match="Balanced"):
-        _validator("HyperShift v0.1.80 (AutoNode)").validate(m)
+        _validator("hypershift/1.13").validate(m)
 
 
 def test_balanced_has_no_threshold_field() -> None:
     """v1.15.0 hard-codes the Balanced threshold (score >= 1/k, k = 2): no API field to render."""
-    disruption = _crd("upstream v1.15.0")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"][
-        "spec"
-    ]["properties"]["disruption"]["properties"]
+    disruption = _crd("aws/1.15")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"
+    ]["disruption"]["properties"]
     assert set(disruption) == {"budgets", "consolidateAfter", "consolidationPolicy"}
 
 
@@ -193,10 +190,14 @@ def test_autonode_refuses_what_hypershifts_karpenter_lacks() -> None:
         ValidationError, match=re.escape("Balanced needs Karpenter 1.14 or later and this cluster's is 1.13")
     ):
         _autonode(balanced)
-    assert _autonode(balanced, version="1.14").node_pools[0].disruption.consolidation_policy == "Balanced"
+    # nodefleet ships no HyperShift CRDs of a Karpenter 1.14: the cluster's objects could not be checked.
+    with pytest.raises(
+        ValidationError, match=re.escape("ships no CRDs of Karpenter 1.14 on HyperShift AutoNode")
+    ):
+        _autonode(balanced, version="1.14")
     unhealthy = [{"name": "u", "nodeClass": "general", "disruption": {"budgets": {"Unhealthy": "1"}}}]
     with pytest.raises(ValidationError, match=re.escape("Unhealthy budget reason needs Karpenter 1.15")):
-        _autonode(unhealthy, version="1.14")
+        _autonode(unhealthy)
     static = [{"name": "s", "nodeClass": "general", "replicas": 3}]
     with pytest.raises(ValidationError, match="StaticCapacity feature gate"):
         _autonode(static)
@@ -262,9 +263,9 @@ def test_static_pool_cannot_express_what_the_api_rejects(raw: dict[str, Any], ke
 def test_the_crds_cel_rules_for_static_pools_are_the_ones_modelled() -> None:
     rules = {
         r["message"]: r["rule"]
-        for r in _crd("upstream v1.15.0")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"][
-            "spec"
-        ]["x-kubernetes-validations"]
+        for r in _crd("aws/1.15")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+            "x-kubernetes-validations"
+        ]
     }
     assert rules == {
         "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes": "has(self.replicas) == has(oldSelf.replicas)",
@@ -309,15 +310,13 @@ def test_node_class_version_refuses_what_is_not_a_release(version: str) -> None:
 # --- the example stacks, object by object ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("stack", "node_pool_crd"),
-    [("hosted", "HyperShift v0.1.80 (AutoNode)"), ("karpenter", "shared (aws provider after v1.14.1)")],
-)
-def test_example_stacks_fit_the_crds_their_clusters_run(stack: str, node_pool_crd: str) -> None:
-    """AutoNode pools against the NodePool CRD HyperShift installs; the rest against the shared CRDs."""
+@pytest.mark.parametrize(("stack", "karpenter"), [("hosted", "hypershift/1.13"), ("karpenter", "aws/1.15")])
+def test_example_stacks_name_and_fit_the_crds_their_clusters_run(stack: str, karpenter: str) -> None:
+    """Every Karpenter object names its cluster's CRD set (AutoNode: what HyperShift installs; self-managed:
+    the upstream release declared), and fits it; the other objects fit their per-kind CRDs."""
     from harness.mockrun import run_program
     from nodefleet import kinds as k
-    from tests.crdschema import validate_manifest
+    from tests.crdschema import crd_of, validate_manifest
 
     run = run_program(stack)
     checked = 0
@@ -339,10 +338,10 @@ def test_example_stacks_fit_the_crds_their_clusters_run(stack: str, node_pool_cr
         if kind is None:
             continue
         manifest = {"apiVersion": kind.api_version, "kind": kind.kind, **reg.inputs}
-        if kind == k.KARPENTER_NODE_POOL:
-            _validator(node_pool_crd).validate(manifest)
-        else:
-            validate_manifest(manifest)
+        if kind in (k.KARPENTER_NODE_POOL, k.EC2_NODE_CLASS):
+            assert manifest["metadata"]["annotations"]["nodefleet.io/karpenter"] == karpenter
+            assert crd_of(manifest) is load_index().for_object(kind.api_version, kind.kind, karpenter)
+        validate_manifest(manifest)
         checked += 1
     assert checked >= 4
 

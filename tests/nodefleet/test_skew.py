@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from nodefleet.catalog import load_catalog
+from nodefleet.crdstore import CRD_DIR
 from nodefleet.skew import (
     SkewPolicy,
     evaluate_skew,
@@ -24,7 +25,7 @@ from nodefleet.versions import RHCOSVersion, parse_ocp, parse_rhcos
 
 DATA = Path(__file__).parents[3] / "shared" / "data"
 BOOTIMAGES = DATA / "bootimages"
-CRD = DATA / "crds" / "operator.openshift.io_machineconfigurations.yaml"
+CRD = CRD_DIR / "operator.openshift.io_machineconfigurations.yaml"
 
 
 def _release(file: str, stream: str = "rhel-9") -> RHCOSVersion:

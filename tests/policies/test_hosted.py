@@ -223,8 +223,21 @@ def test_node_class_version_skew() -> None:
 
 
 def test_node_class_version_must_be_x_y_z() -> None:
-    (msg,) = _messages((HC, _hosted_cluster("4.22.3")), (NC, _node_class("4.22")))
+    # Semantic versioning allows build metadata, which the CRD accepts and no OCP release carries.
+    (msg,) = _messages((HC, _hosted_cluster("4.22.3")), (NC, _node_class("4.22.1+build.5")))
     assert "x.y.z" in msg and "gpu" in msg
+
+
+def test_a_version_the_crd_rejects_gets_one_verdict_from_crd_schema() -> None:
+    from policies.crd_schema import crd_schema
+    from tests.policies.helpers import run_policy
+
+    assert _messages((HC, _hosted_cluster("4.22.3")), (NC, _node_class("4.22"))) == []
+    found = run_policy(crd_schema, NC, _node_class("4.22"))
+    # As the API server does: the schema's minLength and the CEL rule, both on spec.version.
+    assert [v.message.split(": ", 2)[1] for v in found] == ["spec.version", "spec.version"]
+    assert all(v.level == "mandatory" for v in found)
+    assert "version must be a valid semantic version" in found[1].message
 
 
 def test_pairing() -> None:
