@@ -29,7 +29,9 @@ Command = Callable[[argparse.Namespace], int]
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m nodefleet",
-        description="Check or render a nodefleet stack without the Pulumi CLI, providers or credentials.",
+        description="nodefleet's command line: check and render stacks without the Pulumi CLI, providers or "
+        "credentials; forecast which nodes a change replaces; report on a pull request; run many stacks; "
+        "stage hosted-cluster upgrades; preview and up through the real engine where it is complete.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
             "examples:\n"
@@ -37,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m nodefleet check --config-file path/Pulumi.prod.yaml --json\n"
             "  python -m nodefleet render --stack hosted --out /tmp/manifests\n"
             "  NODEFLEET_RENDER_ROOT=../gitops python -m nodefleet render --config-file prod/Pulumi.prod.yaml\n"
+            "  python -m nodefleet forecast --stack hosted\n"
+            "  python -m nodefleet report --base origin/main --out report.md\n"
+            "  python -m nodefleet fleet check --parallel 2\n"
             "  python -m nodefleet crds coverage\n\n"
             f"{CONTRACT}\n"
             "`pulumi preview --policy-pack policies` stays the gate: it also runs the providers' checks."
