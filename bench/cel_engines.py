@@ -13,6 +13,7 @@ elsewhere and put them on ``PYTHONPATH``:
 
 from __future__ import annotations
 
+import abc
 import argparse
 import contextlib
 import json
@@ -146,15 +147,17 @@ def _k8s_functions() -> dict[str, Callable[..., Any]]:
     }
 
 
-class Engine:
+class Engine(abc.ABC):
+    """One CEL implementation under comparison: compile a rule once, run it on self (and oldSelf)."""
+
     name = ""
     version = ""
 
-    def compile(self, rule: str) -> Any:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def compile(self, rule: str) -> Any: ...
 
-    def run(self, program: Any, self_value: Any, old: Any) -> Any:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def run(self, program: Any, self_value: Any, old: Any) -> Any: ...
 
 
 class CelExprPython(Engine):
