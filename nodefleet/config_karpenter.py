@@ -265,10 +265,25 @@ def _full_release(v: str) -> str:
     return v
 
 
+_HYPERSHIFT_OWNS_DEFAULT = "owned by HyperShift's karpenter-operator, which rewrites it on every reconcile"
+_OPERATOR_OWNS_DEFAULT = "created and re-created by the karpenter-operator"
+
+
+def _not_default(owner: str) -> AfterValidator:
+    """A node class name other than ``default``, which the operator that owns it would keep rewriting."""
+
+    def check(name: str) -> str:
+        if name == "default":
+            raise ValueError(f"'default' is {owner}; give the class its own name")
+        return name
+
+    return AfterValidator(check)
+
+
 class AutoNodeClass(ConfigModel):
     """A named ``OpenshiftEC2NodeClass``; HyperShift generates the EC2NodeClass of the same name."""
 
-    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)]
+    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63), _not_default(_HYPERSHIFT_OWNS_DEFAULT)]
     version: Annotated[OCPRelease, AfterValidator(_full_release)] | None = Field(
         None,
         description="Pin the node OS release (x.y.z, pre-releases such as 5.0.0-ec.2 too); empty follows "
@@ -280,16 +295,6 @@ class AutoNodeClass(ConfigModel):
     security_group_ids: list[str] | None = None
     root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
     tags: dict[str, str] = {}
-
-    @field_validator("name")
-    @classmethod
-    def _not_default(cls, v: str) -> str:
-        if v == "default":
-            raise ValueError(
-                "'default' is owned by HyperShift's karpenter-operator, which rewrites it on every reconcile; "
-                "give the class its own name"
-            )
-        return v
 
 
 class SelfManagedNodeClass(ConfigModel):
@@ -427,20 +432,11 @@ class OperatorNodeClass(ConfigModel):
     admission policies reject anyone else's values; nodefleet never declares them.
     """
 
-    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)]
+    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63), _not_default(_OPERATOR_OWNS_DEFAULT)]
     subnet_tags: dict[str, str] | None = None
     security_group_tags: dict[str, str] | None = None
     root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
     tags: dict[str, str] = {}
-
-    @field_validator("name")
-    @classmethod
-    def _not_default(cls, v: str) -> str:
-        if v == "default":
-            raise ValueError(
-                "'default' is created and re-created by the karpenter-operator; give the class its own name"
-            )
-        return v
 
 
 class KarpenterOperator(ConfigModel):

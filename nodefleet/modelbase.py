@@ -27,7 +27,6 @@ IAM_NAME = r"^[A-Za-z0-9_+=,.@-]+$"
 CONFIG_KEY_NAME = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 ZONE = r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$"
 REGION = r"^[a-z]{2}(-gov)?-[a-z]+-\d$"
-OCP_XYZ = r"^\d+\.\d+\.\d+$"
 
 
 class ConfigModel(BaseModel):
@@ -89,7 +88,6 @@ PATTERN_HELP: dict[str, str] = {
     "e.g. 'worker-1'",
     ZONE: "an AWS availability zone, e.g. 'us-east-1a'",
     REGION: "an AWS region, e.g. 'us-east-1'",
-    OCP_XYZ: "an OCP release x.y.z, e.g. '4.22.3'",
     INSTANCE_TYPE: "an EC2 instance type, e.g. 'm6i.xlarge'",
     ROLE_ARN: "an IAM role ARN, e.g. 'arn:aws:iam::123456789012:role/my-role'",
     DNS_SUBDOMAIN: "a DNS name such as 'edge.example.com': lowercase letters, digits, '-' and '.', without "
@@ -99,10 +97,6 @@ PATTERN_HELP: dict[str, str] = {
     "with a letter (the value is set with `pulumi config set --secret nodefleet:<key>`)",
     r"^vpc-[0-9a-f]+$": "a VPC id, e.g. 'vpc-0a1b2c3d4e5f60718'",
     SUBNET_ID: "a subnet id, e.g. 'subnet-0f1e2d3c4b5a69788'",
-    r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$": "a duration in hours and/or minutes, e.g. '8h' or '1h30m'",
-    r"^((100|[0-9]{1,2})%|[0-9]+)$": "a node count such as '5' or a percentage such as '10%'",
-    r"^(([0-9]+(s|m|h))+|Never)$": "a duration such as '30s', '5m' or '720h', or 'Never'",
-    r"^([0-9]+(s|m|h))+$": "a duration such as '30s', '5m' or '24h'",
     r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": "an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', "
     "e.g. 'edge-m2x7c-ignition'",
     KMS_KEY_ARN: "a KMS key or alias ARN, e.g. 'arn:aws:kms:us-east-2:123456789012:key/6f1c2a9e-…'",
