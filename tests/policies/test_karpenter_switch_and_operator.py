@@ -151,14 +151,10 @@ def test_operator_class_declaring_owned_fields_by_hand() -> None:
 
 
 def test_operator_stack_renders_only_user_owned_fields() -> None:
-    raw = stack_fleet("karpenter")
-    cluster = raw["clusters"][0]
-    del cluster["karpenter"]
-    cluster["karpenterOperator"] = {
-        "instanceProfile": "edge-m2x7c-worker-profile",
-        "nodeClasses": [{"name": "general", "tags": {"team": "a"}}],
-        "nodePools": [{"name": "general", "nodeClass": "general"}],
-    }
+    from tests.variants import karpenter_operator_fleet
+
+    raw = karpenter_operator_fleet()
+    raw["clusters"][0]["karpenterOperator"]["nodeClasses"][0]["tags"] = {"team": "a"}
     run = run_program("karpenter", {"nodefleet:fleet": raw})
     (cls,) = run.of_type(EC2)
     assert not {"amiFamily", "amiSelectorTerms", "userData"} & set(cls.inputs["spec"])
@@ -179,16 +175,9 @@ def test_operator_class_fits_the_operators_relaxed_crd_not_upstreams() -> None:
     from nodefleet.karpenter import render_operator_ec2_node_class
     from tests.conftest import PROJECT
     from tests.crdschema import validate_manifest
+    from tests.variants import karpenter_operator_fleet
 
-    raw = stack_fleet("karpenter")
-    cluster = raw["clusters"][0]
-    del cluster["karpenter"]
-    cluster["karpenterOperator"] = {
-        "instanceProfile": "edge-m2x7c-worker-profile",
-        "nodeClasses": [{"name": "general"}],
-        "nodePools": [{"name": "general", "nodeClass": "general"}],
-    }
-    c = load_fleet(raw, "karpenter", PROJECT).clusters[0].config
+    c = load_fleet(karpenter_operator_fleet(), "karpenter", PROJECT).clusters[0].config
     assert c.karpenter_operator is not None
     m = render_operator_ec2_node_class(c, c.karpenter_operator.node_classes[0])  # type: ignore[arg-type]
     assert m["metadata"]["annotations"]["nodefleet.io/karpenter"] == "openshift/1.13"
