@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cli import check
 from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
-from cli.stacks import load, load_run, stack_file_shown
+from cli.stacks import load, run_loaded, stack_file_shown
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,8 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from policies.pack import POLICIES
 
     policy_config = check.policy_config(args)
-    mock = load_run(args)
     stack, config, source = load(args)
+    mock = run_loaded(stack, config, source)
     try:
         fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
     except ConfigError as e:

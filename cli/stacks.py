@@ -44,11 +44,15 @@ def stack_file_shown(args: argparse.Namespace) -> str:
 
 def load_run(args: argparse.Namespace) -> Any:
     """The program for the chosen stack, run under the mock runtime (a ``harness.mockrun.MockRun``)."""
+    return run_loaded(*load(args))
+
+
+def run_loaded(stack: str, config: dict[str, Any], source: str | None) -> Any:
+    """The program run under the mock runtime for a stack :func:`load` has read."""
     import pulumi
 
     from harness.mockrun import run_program
 
-    stack, config, source = load(args)
     try:
         return run_program(stack, config, source=source)
     except pulumi.RunError as exc:
