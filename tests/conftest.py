@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +14,7 @@ import pytest
 
 from harness.mockrun import stack_fleet
 
-__all__ = ["PROJECT", "SHARED_DATA", "copy_project", "stack_fleet"]
+__all__ = ["PROJECT", "SHARED_DATA", "copy_project", "nodefleet", "stack_fleet"]
 
 PROJECT = Path(__file__).resolve().parent.parent
 SHARED_DATA = PROJECT.parent / "shared" / "data"
@@ -26,6 +30,21 @@ PROJECT_PARTS = (
     "policies",
     "catalogs",
 )
+
+
+def nodefleet(
+    *args: str, cwd: Path = PROJECT, env: Mapping[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``python -m nodefleet <args>`` in a process of its own, as a user runs it; ``env`` adds to the
+    environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "nodefleet", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def copy_project(destination: Path) -> Path:

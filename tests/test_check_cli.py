@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import PROJECT, stack_fleet
+from tests.conftest import PROJECT, nodefleet, stack_fleet
 
 BAD = PROJECT / "tests" / "stacks"
 
@@ -20,15 +19,7 @@ BAD = PROJECT / "tests" / "stacks"
 def _nodefleet(*args: str, catalog_root: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m nodefleet`` in the project; ``catalog_root`` is passed as ``NODEFLEET_CATALOG_ROOTS``: the
     directory outside the project that a stack's catalog may come from."""
-    env = {**os.environ, "NODEFLEET_CATALOG_ROOTS": str(catalog_root)} if catalog_root else None
-    return subprocess.run(
-        [sys.executable, "-m", "nodefleet", *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    return nodefleet(*args, env={"NODEFLEET_CATALOG_ROOTS": str(catalog_root)} if catalog_root else None)
 
 
 @pytest.mark.parametrize("stack", ["dev", "rhel10", "hosted", "karpenter"])
@@ -210,14 +201,13 @@ def test_machine_sets_are_judged_by_the_catalog_the_stack_declared(tmp_path: Pat
     fleet["clusters"][0]["catalog"] = str(catalog)
     stack.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}))
     # The policy pack runs in its own process; its working directory must not matter.
-    env = {**os.environ, "PYTHONPATH": str(PROJECT), "NODEFLEET_CATALOG_ROOTS": str(tmp_path)}
-    result = subprocess.run(
-        [sys.executable, "-m", "nodefleet", "check", "--config-file", str(stack), "--json"],
+    result = nodefleet(
+        "check",
+        "--config-file",
+        str(stack),
+        "--json",
         cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+        env={"PYTHONPATH": str(PROJECT), "NODEFLEET_CATALOG_ROOTS": str(tmp_path)},
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["violations"] == []

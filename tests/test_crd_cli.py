@@ -7,7 +7,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,14 +17,12 @@ import yaml
 from harness.mockrun import stack_fleet
 from nodefleet import kinds as k
 from nodefleet.crdstore import CRD_DIR, SOURCES_FILE
-from tests.conftest import PROJECT
+from tests.conftest import nodefleet
 from tests.crdobjects import rendered
 
 
 def _nodefleet(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nodefleet", *args], cwd=PROJECT, capture_output=True, text=True, timeout=120
-    )
+    return nodefleet(*args)
 
 
 def _stack(tmp_path: Path, name: str, fleet: dict[str, Any]) -> Path:
@@ -243,16 +240,7 @@ def _crd_files(*sets_files: str) -> dict[str, bytes]:
 
 
 def _refresh_karpenter(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "nodefleet", "crds", "refresh", *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **env},
-    )
+    return nodefleet("crds", "refresh", *args, env=env)
 
 
 def test_refresh_karpenter_adds_a_set_from_a_module_sharing_identical_files(tmp_path: Path) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ from engine.events import findings, read_event_log, step_urns
 from harness.evaluate import evaluate_run
 from harness.mockrun import make_urn, project_name, read_stack_config, run_program
 from nodefleet.yamlfile import YAMLFileError
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, nodefleet
 
 EVENTS = PROJECT / "tests" / "engine" / "data"
 
@@ -114,13 +112,7 @@ def test_check_names_resources_as_the_engine_does(events_file: str, stack: str) 
     URNs, as `check --json`; every resource the engine planned is one the mock run registered."""
     events = read_event_log(EVENTS / events_file)
     stack_file = PROJECT / "tests" / "stacks" / f"Pulumi.{stack}.yaml"
-    done = subprocess.run(
-        [sys.executable, "-m", "nodefleet", "check", "--config-file", str(stack_file), "--json"],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = nodefleet("check", "--config-file", str(stack_file), "--json")
     assert done.returncode == 1, done.stderr
     engine = {(f.policy, f.level, f.resource) for f in findings(events) if f.resource}
     checked = {(v["policy"], v["level"], v["resource"]) for v in json.loads(done.stdout)["violations"]}

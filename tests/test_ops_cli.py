@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -17,15 +16,13 @@ import yaml
 
 from cli.engine import engine_status, policy_violations
 from cli.upgrade import completed_version
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, nodefleet
 
 BAD = PROJECT / "tests" / "stacks"
 
 
 def _nodefleet(*args: str, cwd: Path = PROJECT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nodefleet", *args], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
+    return nodefleet(*args, cwd=cwd)
 
 
 # --- fleet ---------------------------------------------------------------------------------------------

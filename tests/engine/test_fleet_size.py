@@ -4,9 +4,7 @@ line in text, `kubernetesProviders` and `warnings` in `--json`, never a violatio
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ import yaml
 from bench.scale import synthetic_fleet
 from engine.sizing import DEFAULT_MAX_PROVIDERS, kubernetes_providers
 from harness.mockrun import run_program
-from tests.conftest import PROJECT
+from tests.conftest import nodefleet
 
 
 def _stack(tmp_path: Path, clusters: int) -> Path:
@@ -25,14 +23,7 @@ def _stack(tmp_path: Path, clusters: int) -> Path:
 
 
 def _check(stack: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nodefleet", "check", "--config-file", str(stack), *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
+    return nodefleet("check", "--config-file", str(stack), *args, env=env)
 
 
 def test_one_provider_per_standalone_cluster_and_two_per_hosted_cluster() -> None:

@@ -24,7 +24,7 @@ from engine.project import ScratchProject, copy_tree_bytes, scratch_project, sta
 from harness.mockrun import read_stack_config, run_program
 from harness.render_tree import RECORD_PREFIX
 from nodefleet.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, nodefleet
 
 PROGRAM = ("pulumi-language-python", "kubernetes")
 STACK_FILES = sorted((PROJECT / "stacks").glob("Pulumi.*.yaml")) + sorted(
@@ -43,13 +43,7 @@ def _needs(stack_file: Path) -> tuple[str, ...]:
 
 def _check(stack_file: Path) -> tuple[int, set[tuple[str, str, str]], str]:
     """check's exit code, its (policy, level, resource) findings, and its error output."""
-    done = subprocess.run(
-        [sys.executable, "-m", "nodefleet", "check", "--config-file", str(stack_file), "--json"],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = nodefleet("check", "--config-file", str(stack_file), "--json")
     assert done.returncode in (0, 1, 2), done.stderr
     if done.returncode == 2:
         return 2, set(), done.stderr

@@ -4,8 +4,6 @@ nodefleet knows it, what to write instead; no other policy of the pack repeats i
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +15,7 @@ from harness.evaluate import Violation, evaluate_resource, evaluate_stack
 from harness.mockrun import stack_fleet
 from nodefleet import kinds as k
 from policies.pack import POLICIES
-from tests.conftest import PROJECT
+from tests.conftest import nodefleet
 from tests.crdobjects import rendered
 from tests.nodefleet.test_crd_schema import REJECTED, Change
 from tests.policies.helpers import stack_resource
@@ -149,13 +147,7 @@ def test_check_reports_a_stack_files_restricted_key_once(tmp_path: Path) -> None
     ]
     stack = tmp_path / "Pulumi.one-verdict.yaml"
     stack.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}))
-    result = subprocess.run(
-        [sys.executable, "-m", "nodefleet", "check", "--config-file", str(stack), "--json"],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = nodefleet("check", "--config-file", str(stack), "--json")
     assert result.returncode == 1, result.stderr
     mandatory = [v for v in json.loads(result.stdout)["violations"] if v["level"] == "mandatory"]
     assert [v["policy"] for v in mandatory] == ["crd-schema"]
