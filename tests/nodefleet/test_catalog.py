@@ -20,8 +20,9 @@ from nodefleet.catalog import (
     normalize_arch,
 )
 from nodefleet.versions import parse_ocp
+from tests.conftest import SHARED_DATA
 
-SHARED = Path(__file__).parents[3] / "shared" / "data" / "bootimages"
+SHARED = SHARED_DATA / "bootimages"
 SHIPPED = Path(__file__).parents[2] / "catalogs"
 CATALOG_DIRS = [pytest.param(SHARED, id="shared-data"), pytest.param(SHIPPED, id="project-catalogs")]
 

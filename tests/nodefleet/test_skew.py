@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -22,9 +21,9 @@ from nodefleet.skew import (
     stream_finding,
 )
 from nodefleet.versions import RHCOSVersion, parse_ocp, parse_rhcos
+from tests.conftest import SHARED_DATA
 
-DATA = Path(__file__).parents[3] / "shared" / "data"
-BOOTIMAGES = DATA / "bootimages"
+BOOTIMAGES = SHARED_DATA / "bootimages"
 CRD = CRD_DIR / "operator.openshift.io_machineconfigurations.yaml"
 
 
