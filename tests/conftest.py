@@ -105,9 +105,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         "missing": missing,
         "recorded": status.recorded,
     }
+    _deselect_go_references(config, items)
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+def _engine_banner(terminalreporter: Any, config: pytest.Config) -> None:
     report = config.stash.get(_ENGINE_REPORT, None)
     if not report or not report["not_run"]:
         return
@@ -127,3 +128,44 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         red=True,
     )
     tr.write_sep("!", f"{n} engine tests did not run", red=True, bold=True)
+
+
+# --- Go references ---------------------------------------------------------------------------------------
+# Tests marked `goref` compare nodefleet with upstream Go code built from the Go module proxy (tests/goref.py).
+# Where Go is missing they are deselected, never skipped, and the run ends with a banner naming them.
+
+_GOREF_REPORT = pytest.StashKey[dict[str, Any]]()
+
+
+def _deselect_go_references(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.goref import go_missing
+
+    goref_items = [i for i in items if i.get_closest_marker("goref") is not None]
+    reason = go_missing()
+    not_run = goref_items if reason else []
+    if not_run:
+        config.hook.pytest_deselected(items=not_run)
+        items[:] = [i for i in items if i not in not_run]
+    config.stash[_GOREF_REPORT] = {
+        "total": len(goref_items),
+        "not_run": [i.nodeid for i in not_run],
+        "why": reason,
+    }
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    _engine_banner(terminalreporter, config)
+    report = config.stash.get(_GOREF_REPORT, None)
+    if not report or not report["not_run"]:
+        return
+    tr = terminalreporter
+    n, total = len(report["not_run"]), report["total"]
+    tr.write_sep(
+        "!", f"GO REFERENCE TESTS NOT RUN: {n} of {total} (deselected, not skipped)", red=True, bold=True
+    )
+    tr.write_line(f"These tests compare nodefleet with upstream Go code, and {report['why']}.", red=True)
+    tr.write_line("Not run:", red=True)
+    for nodeid in report["not_run"]:
+        tr.write_line(f"  {nodeid}", red=True)
+    tr.write_sep("!", f"{n} Go reference tests did not run", red=True, bold=True)

@@ -1,0 +1,57 @@
+"""References built from upstream Go code, fetched from the Go module proxy and compiled on first use.
+
+A differential test marks itself ``@pytest.mark.goref`` and calls :func:`build` with the folder that holds
+the reference's ``go.mod``, ``go.sum`` and ``main.go``. The binary lands in ``.tools/goref/<name>-<digest>/``
+(ignored by git), keyed by the digest of those sources, so a changed reference is rebuilt and an unchanged
+one is reused across runs. Where ``go`` is not on PATH, tests/conftest.py deselects every ``goref`` test
+and ends the run with a banner naming them: they are never skipped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+TOOLS = PROJECT / ".tools" / "goref"
+#: Compiling a Kubernetes or Karpenter module graph from a cold cache takes minutes on two cores.
+BUILD_TIMEOUT = 1800
+
+
+def go_missing() -> str | None:
+    """Why no Go reference can be built here, or None when one can."""
+    if shutil.which("go") is None:
+        return "`go` is not on PATH (Go >= 1.24 builds the references from the Go module proxy)"
+    return None
+
+
+def _digest(source: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(source.rglob("*")):
+        if path.is_file() and (path.suffix == ".go" or path.name in ("go.mod", "go.sum")):
+            h.update(path.relative_to(source).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def build(source: Path) -> Path:
+    """The reference binary for the Go module at ``source``, built once per change of its sources."""
+    binary = TOOLS / f"{source.name}-{_digest(source)}" / "ref"
+    if binary.exists():
+        return binary
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    staging = binary.with_name(f"ref.{os.getpid()}.tmp")
+    result = subprocess.run(
+        ["go", "build", "-mod=mod", "-trimpath", "-o", str(staging), "."],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+        env={**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"},
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"go build in {source} failed:\n{result.stderr[-4000:]}")
+    staging.replace(binary)
+    return binary
