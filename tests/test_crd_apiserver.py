@@ -1,0 +1,151 @@
+"""``crd-schema`` against the API server's own validation code, on a generated corpus of creates and updates.
+
+The reference (tests/apiserver_reference) is k8s.io/apiextensions-apiserver and k8s.io/apiserver from the Go
+module proxy, running the request path of a custom resource: decoding, pruning, defaulting, then
+``rest.BeforeCreate`` / ``rest.BeforeUpdate`` with the real strategy, validation ratcheting on. The corpus
+(tests/crd_corpus.py) covers every served version of every shipped CRD file, Karpenter sets included.
+Verdicts must be equal on every case, and the field paths equal on every rejection.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import pytest
+
+from nodefleet.crd_schema import validate_object
+from tests import goref
+from tests.conftest import PROJECT
+from tests.crd_corpus import Case, corpus, reference_case
+
+REFERENCE = PROJECT / "tests" / "apiserver_reference"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case: Case
+    ref_allowed: bool
+    ref_paths: frozenset[str]
+    ref_errors: tuple[dict[str, str], ...]
+    ratcheted: bool
+    ours_allowed: bool
+    our_paths: frozenset[str]
+    our_messages: tuple[str, ...]
+
+    @property
+    def verdict_equal(self) -> bool:
+        return self.ref_allowed == self.ours_allowed
+
+    @property
+    def paths_equal(self) -> bool:
+        return self.ref_allowed or self.ref_paths == self.our_paths
+
+
+def _ref_path(field: str) -> str:
+    return "" if field in ("<nil>", "") else field
+
+
+def run_reference(cases: Iterable[Case]) -> dict[str, dict[str, Any]]:
+    """The reference's verdict for each case, by id."""
+    binary = goref.build(REFERENCE)
+    lines = "".join(json.dumps(reference_case(c), separators=(",", ":")) + "\n" for c in cases)
+    done = subprocess.run(
+        [str(binary)], input=lines, capture_output=True, text=True, check=False, timeout=1800
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the API server reference failed: {done.stderr[-2000:]}")
+    return {v["id"]: v for v in map(json.loads, done.stdout.splitlines())}
+
+
+def compare(cases: list[Case]) -> list[Outcome]:
+    verdicts = run_reference(cases)
+    out = []
+    for case in cases:
+        ref = verdicts[case.id]
+        findings = [f for f in validate_object(case.obj, case.crd, old=case.old) if f.blocking]
+        out.append(
+            Outcome(
+                case,
+                bool(ref["allowed"]),
+                frozenset(_ref_path(e["field"]) for e in ref["errors"]),
+                tuple(ref["errors"]),
+                bool(ref.get("ratcheted")),
+                not findings,
+                frozenset(f.path for f in findings),
+                tuple(str(f) for f in findings),
+            )
+        )
+    return out
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    by_class: dict[str, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        by_class[o.case.cls].append(o)
+    rows = [f"{'class':<18} {'cases':>6} {'refused':>8} {'verdict=':>9} {'paths=':>7}"]
+    for cls, group in sorted(by_class.items()):
+        refused = [o for o in group if not o.ref_allowed]
+        rows.append(
+            f"{cls:<18} {len(group):>6} {len(refused):>8} {sum(o.verdict_equal for o in group):>9} "
+            f"{sum(o.paths_equal for o in refused):>7}"
+        )
+    for label, group in (
+        ("creates", [o for o in outcomes if o.case.old is None]),
+        ("updates", [o for o in outcomes if o.case.old is not None]),
+    ):
+        refused = [o for o in group if not o.ref_allowed]
+        rows.append(
+            f"{label}: {len(group)} cases, verdicts equal {sum(o.verdict_equal for o in group)} "
+            f"({100 * sum(o.verdict_equal for o in group) / max(len(group), 1):.1f}%), "
+            f"paths equal on {sum(o.paths_equal for o in refused)} of {len(refused)} rejections, "
+            f"ratcheted {sum(o.ratcheted for o in group)}"
+        )
+    return "\n".join(rows)
+
+
+def _explain(o: Outcome) -> str:
+    return (
+        f"{o.case.id}: API server {'accepts' if o.ref_allowed else 'refuses'} "
+        f"{json.dumps(list(o.ref_errors))[:600]}; crd-schema {'accepts' if o.ours_allowed else 'refuses'} "
+        f"{list(o.our_messages)[:6]}"
+    )
+
+
+@cache
+def _outcomes() -> list[Outcome]:
+    return compare(corpus())
+
+
+@pytest.mark.goref
+def test_corpus_covers_every_shipped_crd_and_class() -> None:
+    from nodefleet.crdstore import load_index
+
+    cases = corpus()
+    creates = [c for c in cases if c.old is None]
+    updates = [c for c in cases if c.old is not None]
+    assert len(creates) >= 2000 and len(updates) >= 500
+    served = {(v.crd.file, v.version) for v in load_index().all_versions()}
+    assert {(c.crd.crd.file, c.crd.version) for c in cases} == served
+    outcomes = _outcomes()
+    refused = {o.case.cls for o in outcomes if not o.ref_allowed}
+    for cls in ("null-list-item", "null-map-entry", "missing-name", "blocking+cel", "ratchet-changed"):
+        assert cls in refused, f"the corpus has no {cls} case the API server refuses"
+    assert any(o.ratcheted for o in outcomes), "no update the API server accepts only by ratcheting"
+
+
+@pytest.mark.goref
+def test_verdicts_and_paths_equal_the_api_server() -> None:
+    outcomes = _outcomes()
+    print("\n" + summary(outcomes))
+    wrong = [o for o in outcomes if not o.verdict_equal]
+    assert not wrong, f"{len(wrong)} verdicts differ:\n" + "\n".join(_explain(o) for o in wrong[:15])
+    paths = [o for o in outcomes if not o.paths_equal]
+    assert not paths, f"{len(paths)} rejections name other fields:\n" + "\n".join(
+        _explain(o) for o in paths[:15]
+    )
