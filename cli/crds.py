@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from cli.exits import EXIT_OK, InputError
 
@@ -72,6 +73,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "coverage", help="per CRD and Karpenter set: rules evaluated, rules that cannot be, formats checked"
     )
     c.add_argument("--dir", type=Path, help="CRD directory (default: the shipped nodefleet/crds/)")
+    c.add_argument(
+        "--exercised",
+        type=Path,
+        metavar="LOGDIR",
+        help="also count, per CRD, the rules that runs with NODEFLEET_RULE_LOG=LOGDIR evaluated (passing and "
+        "failing), and list the rules they never evaluated (`make test` writes .tools/rule-log)",
+    )
     c.set_defaults(run=_coverage)
 
 
@@ -170,7 +178,24 @@ def _coverage(args: argparse.Namespace) -> int:
         index = load_index(args.dir or CRD_DIR)
     except CrdError as exc:
         raise InputError(str(exc)) from None
-    rows = coverage(index)
+    log = None
+    if args.exercised is not None:
+        from nodefleet import crd_rule_log
+
+        if not args.exercised.is_dir():
+            raise InputError(
+                f"--exercised {args.exercised}: no such directory; run the tests with "
+                f"NODEFLEET_RULE_LOG={args.exercised} first"
+            )
+        log = crd_rule_log.read(args.exercised)
+        if not log:
+            raise InputError(
+                f"--exercised {args.exercised}: no rule log (rules-*.jsonl) there; run the tests with "
+                f"NODEFLEET_RULE_LOG={args.exercised} first"
+            )
+    rows = coverage(index, log)
+    if log is not None:
+        return _exercised(rows)
     print(
         f"{'kind':22} {'apiVersion':34} {'rules':>5} {'oldSelf':>7} {'evaluate':>8} {'cannot':>6}  "
         "Karpenter sets / formats"
@@ -200,4 +225,20 @@ def _coverage(args: argparse.Namespace) -> int:
     missing = [name for name in kubernetes if name not in FUNCTIONS]
     print(f"Kubernetes CEL library functions called: {', '.join(kubernetes) or 'none'}")
     print(f"  provided: {len(kubernetes) - len(missing)}, missing: {', '.join(missing) or 'none'}")
+    return EXIT_OK
+
+
+def _exercised(rows: list[Any]) -> int:
+    print(f"{'CRD file':62} {'rules':>5} {'exercised':>9} {'passed':>6} {'failed':>6} {'both':>5}")
+    total = [0, 0, 0, 0]
+    for row in rows:
+        both = row.passed + row.failed - row.exercised
+        print(f"{row.file:62} {row.rules:>5} {row.exercised:>9} {row.passed:>6} {row.failed:>6} {both:>5}")
+        for i, n in enumerate((row.rules, row.exercised, row.passed, row.failed)):
+            total[i] += n
+    share = 100 * total[1] / max(total[0], 1)
+    print(f"{'total':62} {total[0]:>5} {total[1]:>9} {total[2]:>6} {total[3]:>6}  ({share:.1f}% exercised)")
+    for row in rows:
+        for path, rule in row.not_exercised:
+            print(f"  not exercised: {row.file} {path}: `{rule.strip()}`")
     return EXIT_OK

@@ -64,9 +64,18 @@ class CrdCoverage:
     functions: Counter[str] = field(default_factory=Counter)
     formats_checked: set[str] = field(default_factory=set)
     formats_unchecked: set[str] = field(default_factory=set)
+    #: From a rule log (``coverage(index, log)``): rules seen evaluated, seen passing, seen failing, and
+    #: the rules never evaluated (path, rule).
+    exercised: int = 0
+    passed: int = 0
+    failed: int = 0
+    not_exercised: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _one(version: CrdVersion, sets: list[str]) -> CrdCoverage:
+Log = Mapping[tuple[str, str, str, str], Mapping[str, int]]
+
+
+def _one(version: CrdVersion, sets: list[str], log: Log | None = None) -> CrdCoverage:
     cov = CrdCoverage(version.crd.kind, version.api_version, version.crd.file, sets)
     for path, spec in rule_sites(version.schema):
         cov.rules += 1
@@ -77,6 +86,14 @@ def _one(version: CrdVersion, sets: list[str]) -> CrdCoverage:
             cov.evaluated += 1
         else:
             cov.cannot.append((path or "<root>", compiled.rule, compiled.error))
+        if log is not None:
+            seen = log.get((version.crd.file, version.version, path, compiled.rule))
+            if seen and (seen.get("pass", 0) or seen.get("fail", 0)):
+                cov.exercised += 1
+                cov.passed += bool(seen.get("pass", 0))
+                cov.failed += bool(seen.get("fail", 0))
+            else:
+                cov.not_exercised.append((path or "<root>", compiled.rule))
     for fmt in _formats(version.schema):
         if fmt in _NUMERIC_FORMATS:
             continue
@@ -84,9 +101,12 @@ def _one(version: CrdVersion, sets: list[str]) -> CrdCoverage:
     return cov
 
 
-def coverage(index: CrdIndex) -> list[CrdCoverage]:
-    """Coverage of every served version of every CRD file in ``index`` (a file shared by sets once)."""
-    return [_one(v, index.sets_of(v.crd.file)) for v in index.all_versions()]
+def coverage(index: CrdIndex, log: Log | None = None) -> list[CrdCoverage]:
+    """Coverage of every served version of every CRD file in ``index`` (a file shared by sets once).
+
+    With ``log`` (``crd_rule_log.read``), each row also counts the rules the logged runs evaluated.
+    """
+    return [_one(v, index.sets_of(v.crd.file), log) for v in index.all_versions()]
 
 
 #: CEL standard and extension functions and macros (not Kubernetes libraries) the rules may call.

@@ -35,6 +35,7 @@ from functools import cache
 from typing import Any
 
 from nodefleet import crd_cel, crd_formats
+from nodefleet import crd_rule_log as rule_log
 from nodefleet.crdstore import CrdVersion
 
 __all__ = ["UNKNOWN", "Finding", "escape_property", "rejects_field", "validate_object"]
@@ -167,6 +168,73 @@ def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+_RATCHETED = (
+    "the previous object already holds this value, and the API server accepts an update that leaves an "
+    "invalid value unchanged (validation ratcheting, Kubernetes >= 1.30); a new object would be refused"
+)
+
+
+def _type_message(value: Any, schema: Mapping[str, Any], path: str) -> str:
+    """The API server's words (kube-openapi ``InvalidType``), with the value's JSON type as its value."""
+    expected = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
+    actual = _json_type(value)
+    return f'Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"'
+
+
+def _map_key(item: Any, keys: Sequence[str], items: Mapping[str, Any]) -> str | None:
+    """The key of a ``list-type: map`` item (a missing key takes its default), or None when it has none."""
+    if not isinstance(item, Mapping):
+        return None
+    props: Mapping[str, Any] = items.get("properties") or {}
+    found = {}
+    for k in keys:
+        if k in item:
+            found[k] = item[k]
+        elif "default" in (props.get(k) or {}):
+            found[k] = props[k]["default"]
+        else:
+            return None
+    return json.dumps(found, sort_keys=True, default=repr)
+
+
+def _same(a: Any, b: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether a value equals its previous one as the API server's ratcheting compares them (common.
+    CorrelatedObject.CachedDeepEqual): JSON deep equality, except that ``list-type: map`` items are matched
+    by key (order does not count, and an item without its keys makes the list unequal)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, Mapping):
+        if not isinstance(b, Mapping) or a.keys() != b.keys():
+            return False
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for k, v in a.items():
+            sub: Mapping[str, Any] = props[k] if k in props else (addl if isinstance(addl, Mapping) else {})
+            if not _same(v, b[k], sub):
+                return False
+        return True
+    if isinstance(a, list | tuple):
+        if not isinstance(b, list | tuple) or len(a) != len(b):
+            return False
+        items: Mapping[str, Any] = schema.get("items") or {}
+        keys: Sequence[str] = schema.get("x-kubernetes-list-map-keys") or ()
+        if schema.get("x-kubernetes-list-type") == "map" and keys:
+            old_by_key: dict[str, Any] = {}
+            for o in b:
+                key = _map_key(o, keys, items)
+                if key is not None:
+                    old_by_key.setdefault(key, o)
+            for x in a:
+                key = _map_key(x, keys, items)
+                if key is None or key not in old_by_key or not _same(x, old_by_key[key], items):
+                    return False
+            return True
+        return all(_same(x, y, items) for x, y in zip(a, b, strict=True))
+    if isinstance(b, Mapping | list | tuple):
+        return False
+    return bool(a == b)
+
+
 def _is_integral(value: Any) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or (
         isinstance(value, float) and math.isfinite(value) and value.is_integer()
@@ -228,24 +296,50 @@ def _list_key(item: Mapping[str, Any], keys: Sequence[str]) -> str:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _default(value: Any, schema: Mapping[str, Any]) -> None:
+def _prune_nulls(value: Any, schema: Mapping[str, Any] | None) -> None:
+    """Remove the entries of objects and maps that are null where the schema is not nullable and has no
+    default (PruneNonNullableNullsWithoutDefaults). A null list item stays: it fails its type check."""
+    if schema is None:
+        return
+    if isinstance(value, dict):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for key in list(value):
+            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
+            if value[key] is None and sub is not None and not sub.get("nullable") and "default" not in sub:
+                del value[key]
+            else:
+                _prune_nulls(value[key], sub)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        for item in value:
+            _prune_nulls(item, items if isinstance(items, Mapping) else None)
+
+
+def _apply_defaults(value: Any, schema: Mapping[str, Any]) -> None:
     if isinstance(value, dict):
         props: Mapping[str, Any] = schema.get("properties") or {}
         for key, sub in props.items():
-            if key in value and value[key] is None and not sub.get("nullable"):
-                del value[key]
-            if key not in value and "default" in sub:
+            if "default" in sub and (key not in value or (value[key] is None and not sub.get("nullable"))):
                 value[key] = _copy(sub["default"])
         addl = schema.get("additionalProperties")
         for key, item in list(value.items()):
-            sub = props.get(key) or (addl if isinstance(addl, Mapping) else None)
+            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
             if sub is not None:
-                _default(item, sub)
+                if key not in props and item is None and not sub.get("nullable") and "default" in sub:
+                    value[key] = item = _copy(sub["default"])
+                _apply_defaults(item, sub)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, Mapping):
             for item in value:
-                _default(item, items)
+                _apply_defaults(item, items)
+
+
+def _default(value: Any, schema: Mapping[str, Any]) -> None:
+    """What decoding does to a request body before validation: null pruning, then defaulting."""
+    _prune_nulls(value, schema)
+    _apply_defaults(value, schema)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -261,6 +355,10 @@ class _Site:
     view: Any
     unknown: bool
     old: Any  # raw previous value, or _ABSENT when not correlatable / not known
+    #: The node's schema path (``.spec.items[]``, ``{}`` for map values), as crd_coverage names rule sites.
+    spath: str = ""
+    #: The nearest node correlated with the previous object is unchanged: its errors are ratcheted.
+    ratchet: bool = False
 
 
 class _Walk:
@@ -272,24 +370,61 @@ class _Walk:
         #: Paths of values unknown during preview, and the rules (path, rule) they kept from being evaluated.
         self.unknown_paths: list[str] = []
         self.unknown_rules: list[tuple[str, str]] = []
+        #: Whether the node being checked is ratcheted: on an update, the nearest node that correlates with
+        #: the previous object (object fields, map values, items of ``list-type: map`` by key) is unchanged.
+        self.anchor = False
+        #: Whether the previous object is known (an update): errors of unchanged values are then ratcheted.
+        self.ratcheting = False
+        #: Duplicates in set and map lists are checked unless the previous object already had some (the API
+        #: server ratchets that check as a whole).
+        self.check_lists = True
 
-    def fail(self, path: str, message: str) -> None:
+    def fail(self, path: str, message: str, blocks: bool = False) -> None:
+        """Report an error; ``blocks``: one after which the API server does not run CEL rules (a Required,
+        enum, too-long, too-many or type error: customresource strategy ``hasBlockingErr``)."""
+        if self.anchor:
+            self.findings.append(Finding(path, f"{message} (ratcheted: {_RATCHETED})", False))
+            return
+        if blocks:
+            self.type_errors = True
         self.findings.append(Finding(path, message, True))
 
-    def walk(self, value: Any, schema: Mapping[str, Any], path: str, old: Any) -> tuple[Any, bool]:
-        """Validate ``value`` against ``schema``; return its CEL view and whether it holds unknowns."""
+    def walk(
+        self,
+        value: Any,
+        schema: Mapping[str, Any],
+        path: str,
+        old: Any,
+        spath: str = "",
+        cpath: str | None = None,
+    ) -> tuple[Any, bool]:
+        """Validate ``value`` against ``schema``; return its CEL view and whether it holds unknowns.
+
+        ``path`` names the value as the OpenAPI validator does (a map value: ``tags.Name``), ``cpath`` as the
+        CEL validator does (``tags[Name]``); ``spath`` is the schema path.
+        """
         if value is UNKNOWN:
             self.unknown_paths.append(path)
             return UNKNOWN, True
+        outer = self.anchor
+        if self.ratcheting and old is not _ABSENT:
+            self.anchor = _same(value, old, schema)
+        try:
+            return self._walk(value, schema, path, old, spath, path if cpath is None else cpath)
+        finally:
+            self.anchor = outer
+
+    def _walk(
+        self, value: Any, schema: Mapping[str, Any], path: str, old: Any, spath: str, cpath: str
+    ) -> tuple[Any, bool]:
         if value is None:
-            # Non-nullable nulls were pruned before; a nullable one validates as null.
+            if schema.get("nullable"):
+                return None, False
+            # Nulls in maps were removed before (non-nullable, without default); one left is a list item.
+            self.fail(path, _type_message(None, schema, path), blocks=True)
             return None, False
         if not _type_ok(value, schema):
-            self.type_errors = True
-            expected = "integer or string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
-            self.fail(
-                path, f"Invalid value: {_shown(value)}: must be of type {expected}, not {_json_type(value)}"
-            )
+            self.fail(path, _type_message(value, schema, path), blocks=True)
             return value, False
         if (
             isinstance(value, float)
@@ -303,24 +438,24 @@ class _Walk:
         view: Any
         unknown = False
         if isinstance(value, Mapping):
-            view, unknown = self._object(value, schema, path, old)
+            view, unknown = self._object(value, schema, path, old, spath, cpath)
         elif isinstance(value, list | tuple):
-            view, unknown = self._array(value, schema, path, old)
+            view, unknown = self._array(value, schema, path, old, spath, cpath)
         elif schema.get("type") == "number" and isinstance(value, int):
             view = float(value)
         else:
             view = value
         rules = schema.get("x-kubernetes-validations")
         if rules:
-            self.sites.append(_Site(path, rules, schema, view, unknown, old))
+            self.sites.append(_Site(cpath, rules, schema, view, unknown, old, spath, self.anchor))
         return view, unknown
 
     # --- value validations ---------------------------------------------------------------------------------
 
     def _values(self, value: Any, schema: Mapping[str, Any], path: str) -> None:
         if "enum" in schema and value not in schema["enum"]:
-            allowed = ", ".join(_shown(v) for v in schema["enum"])
-            self.fail(path, f"Unsupported value: {_shown(value)}: supported values: {allowed}")
+            allowed = ", ".join(json.dumps(v if isinstance(v, str) else _shown(v)) for v in schema["enum"])
+            self.fail(path, f"Unsupported value: {_shown(value)}: supported values: {allowed}", blocks=True)
         if isinstance(value, str):
             self._string(value, schema, path)
         elif isinstance(value, int | float) and not isinstance(value, bool):
@@ -344,7 +479,12 @@ class _Walk:
 
     def _string(self, value: str, schema: Mapping[str, Any], path: str) -> None:
         if "maxLength" in schema and len(value) > int(schema["maxLength"]):
-            self.fail(path, f"Too long: may not be more than {schema['maxLength']} characters ({len(value)})")
+            # The API server counts characters and says "bytes"; the count in parentheses is characters.
+            self.fail(
+                path,
+                f"Too long: may not be more than {schema['maxLength']} bytes ({len(value)} characters)",
+                blocks=True,
+            )
         if "minLength" in schema and len(value) < int(schema["minLength"]):
             self.fail(
                 path, f"Invalid value: {_shown(value)}: should be at least {schema['minLength']} chars long"
@@ -374,7 +514,7 @@ class _Walk:
     # --- objects -------------------------------------------------------------------------------------------
 
     def _object(
-        self, value: Mapping[str, Any], schema: Mapping[str, Any], path: str, old: Any
+        self, value: Mapping[str, Any], schema: Mapping[str, Any], path: str, old: Any, spath: str, cpath: str
     ) -> tuple[dict[str, Any], bool]:
         props: Mapping[str, Any] = schema.get("properties") or {}
         addl = schema.get("additionalProperties")
@@ -384,25 +524,31 @@ class _Walk:
         if not self.patch:
             for key in schema.get("required") or ():
                 if key not in value:
-                    self.fail(_child(path, key), "Required value")
+                    self.fail(_child(path, key), "Required value", blocks=True)
         count = len(value)
         if "minProperties" in schema and count < int(schema["minProperties"]):
             self.fail(
                 path, f"Invalid value: {count} properties: should have at least {schema['minProperties']}"
             )
         if "maxProperties" in schema and count > int(schema["maxProperties"]):
-            self.fail(path, f"Too many: {count}: must have at most {schema['maxProperties']} properties")
+            self.fail(
+                path, f"Too many: {count}: must have at most {schema['maxProperties']} items", blocks=True
+            )
         view: dict[str, Any] = {}
         unknown = False
         for key, item in value.items():
             old_item = old_map.get(key, _ABSENT) if old_map is not None else _ABSENT
             if key in props:
-                child_view, child_unknown = self.walk(item, props[key], _child(path, key), old_item)
+                child_view, child_unknown = self.walk(
+                    item, props[key], _child(path, key), old_item, f"{spath}.{key}", _child(cpath, key)
+                )
                 name = escape_property(key)
                 if name is not None:
                     view[name] = child_view
             elif isinstance(addl, Mapping):
-                child_view, child_unknown = self.walk(item, addl, f"{path}[{key}]", old_item)
+                child_view, child_unknown = self.walk(
+                    item, addl, _child(path, key), old_item, f"{spath}{{}}", f"{cpath}[{key}]"
+                )
                 view[key] = child_view
             elif addl is True or preserve or (embedded and key in ("apiVersion", "kind", "metadata")):
                 view[key], child_unknown = item, _holds_unknown(item)
@@ -419,19 +565,21 @@ class _Walk:
     # --- arrays --------------------------------------------------------------------------------------------
 
     def _array(
-        self, value: Sequence[Any], schema: Mapping[str, Any], path: str, old: Any
+        self, value: Sequence[Any], schema: Mapping[str, Any], path: str, old: Any, spath: str, cpath: str
     ) -> tuple[list[Any], bool]:
         n = len(value)
         if "minItems" in schema and n < int(schema["minItems"]):
             self.fail(path, f"Invalid value: {n} items: should have at least {schema['minItems']} items")
         if "maxItems" in schema and n > int(schema["maxItems"]):
-            self.fail(path, f"Too many: {n}: must have at most {schema['maxItems']} items")
+            self.fail(path, f"Too many: {n}: must have at most {schema['maxItems']} items", blocks=True)
         list_type = schema.get("x-kubernetes-list-type")
         keys: Sequence[str] = schema.get("x-kubernetes-list-map-keys") or ()
         items_schema: Mapping[str, Any] = schema.get("items") or {}
         old_by_key: dict[str, Any] = {}
         if list_type == "map" and isinstance(old, Sequence) and not isinstance(old, str):
-            old_by_key = {_list_key(o, keys): o for o in old if isinstance(o, Mapping)}
+            for o in old:
+                if _map_key(o, keys, items_schema) is not None:
+                    old_by_key.setdefault(_list_key(o, keys), o)
         seen: set[str] = set()
         view: list[Any] = []
         unknown = False
@@ -451,19 +599,49 @@ class _Walk:
                     )
                 if not missing and not any(item.get(k) is UNKNOWN for k in keys):
                     key = _list_key(item, keys)
-                    if key in seen:
+                    if key in seen and self.check_lists:
                         self.fail(item_path, f"Duplicate value: {key}")
                     seen.add(key)
                     old_item = old_by_key.get(key, _ABSENT)
             elif item is not UNKNOWN and list_type == "set" and not _holds_unknown(item):
                 key = json.dumps(item, sort_keys=True, default=repr)
-                if key in seen:
+                if key in seen and self.check_lists:
                     self.fail(item_path, f"Duplicate value: {_shown(item)}")
                 seen.add(key)
-            item_view, item_unknown = self.walk(item, items_schema, item_path, old_item)
+            item_view, item_unknown = self.walk(
+                item, items_schema, item_path, old_item, f"{spath}[]", f"{cpath}[{i}]"
+            )
             view.append(item_view)
             unknown = unknown or item_unknown
         return view, unknown
+
+
+def _has_duplicates(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether a set or map list anywhere in ``value`` holds a duplicate (structural ``listtype``)."""
+    if isinstance(value, Mapping):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
+            if sub is not None and _has_duplicates(item, sub):
+                return True
+    elif isinstance(value, list):
+        items: Mapping[str, Any] = schema.get("items") or {}
+        list_type = schema.get("x-kubernetes-list-type")
+        if list_type in ("set", "map"):
+            keys: Sequence[str] = schema.get("x-kubernetes-list-map-keys") or ()
+            seen = set()
+            for item in value:
+                key = (
+                    _list_key(item, keys)
+                    if list_type == "map" and isinstance(item, Mapping)
+                    else json.dumps(item, sort_keys=True, default=repr)
+                )
+                if key in seen:
+                    return True
+                seen.add(key)
+        return any(_has_duplicates(item, items) for item in value)
+    return False
 
 
 def _holds_unknown(value: Any) -> bool:
@@ -488,9 +666,13 @@ def _view(value: Any, schema: Mapping[str, Any]) -> Any:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _metadata(meta: Any, crd: CrdVersion, walk: _Walk) -> dict[str, Any]:
-    if meta is UNKNOWN or meta is None:
+def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool) -> dict[str, Any]:
+    if meta is UNKNOWN:
         return {}
+    if meta is None:
+        meta = {}
+    if not patch and isinstance(meta, Mapping) and not meta.get("name") and not meta.get("generateName"):
+        walk.fail("metadata.name", "Required value: name or generateName is required", blocks=True)
     if not isinstance(meta, Mapping):
         walk.type_errors = True
         walk.fail("metadata", f"Invalid value: {_shown(meta)}: must be of type object")
@@ -564,7 +746,11 @@ def validate_object(
             old = _copy(old)
             _default(old, schema)
     walk = _Walk(patch)
-    meta_view = _metadata(body.get("metadata"), crd, walk)
+    meta_view = _metadata(body.get("metadata"), crd, walk, patch)
+    if old is not None:
+        walk.ratcheting = True
+        walk.anchor = _same(body, old, schema)
+        walk.check_lists = not _has_duplicates(old, schema)
     root_view: dict[str, Any] = {}
     unknown = False
     props: Mapping[str, Any] = schema.get("properties") or {}
@@ -579,7 +765,7 @@ def validate_object(
             # The stored status, carried over: input to root rules, not the object's author's to fix.
             root_view[key] = _view(value, props.get(key) or {})
         elif key in props:
-            view, child_unknown = walk.walk(value, props[key], key, old_value)
+            view, child_unknown = walk.walk(value, props[key], key, old_value, f".{key}")
             name = escape_property(key)
             if name is not None:
                 root_view[name] = view
@@ -593,7 +779,7 @@ def validate_object(
     if not patch:
         for key in schema.get("required") or ():
             if key not in body and key not in ("apiVersion", "kind", "metadata"):
-                walk.fail(key, "Required value")
+                walk.fail(key, "Required value", blocks=True)
     if schema.get("x-kubernetes-validations"):
         walk.sites.append(
             _Site(
@@ -603,9 +789,13 @@ def validate_object(
                 root_view,
                 unknown,
                 old if old is not None else _ABSENT,
+                "",
+                walk.anchor,
             )
         )
     if walk.type_errors:
+        if not _has_rules(crd.crd.file, crd.version, crd.schema):
+            return walk.findings  # no CEL validator, so nothing was left unchecked
         walk.findings.append(
             Finding(
                 "",
@@ -616,7 +806,7 @@ def validate_object(
         )
         return walk.findings
     for site in walk.sites:
-        _evaluate_site(site, walk, patch)
+        _evaluate_site(site, walk, patch, crd)
     if walk.unknown_rules:
         rules = "; ".join(f"`{rule.strip()}` at {path or '<root>'}" for path, rule in walk.unknown_rules)
         fields = ", ".join(walk.unknown_paths) or "metadata"
@@ -631,13 +821,33 @@ def validate_object(
     return walk.findings
 
 
+_RULES_CACHE: dict[tuple[str, str], bool] = {}
+
+
+def _has_rules(file: str, version: str, schema: Mapping[str, Any]) -> bool:
+    """Whether any node of the schema has ``x-kubernetes-validations`` (else the API server has no CEL
+    validator for the CRD)."""
+    key = (file, version)
+    if key not in _RULES_CACHE:
+
+        def walk(node: Mapping[str, Any]) -> bool:
+            if node.get("x-kubernetes-validations"):
+                return True
+            subs = list((node.get("properties") or {}).values())
+            subs += [node[k] for k in ("items", "additionalProperties") if isinstance(node.get(k), Mapping)]
+            return any(walk(sub) for sub in subs)
+
+        _RULES_CACHE[key] = walk(schema)
+    return _RULES_CACHE[key]
+
+
 def _old_view(site: _Site) -> Any:
     if site.path == "" and isinstance(site.old, Mapping):
         return _root_view(site.old, site.schema)
     return _view(site.old, site.schema)
 
 
-def _evaluate_site(site: _Site, walk: _Walk, patch: bool) -> None:
+def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> None:
     old_view: Any = _ABSENT
     old_unknown = False
     for spec in site.rules:
@@ -661,6 +871,8 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool) -> None:
                 continue
             old_arg = old_view
         outcome = crd_cel.evaluate(rule, site.view, old_arg)
+        if rule_log.active():
+            rule_log.record(crd.crd.file, crd.version, site.spath, rule.rule, outcome.passed)
         if outcome.passed is None:
             walk.findings.append(
                 Finding(site.path, f"cannot evaluate rule here: {outcome.detail}", False, rule.rule)
@@ -670,6 +882,10 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool) -> None:
             continue
         if patch and ("Key not found" in outcome.error or "no such key" in outcome.error):
             continue  # the field is absent from the patch; the live object may hold it
+        if outcome.error:
+            # A runtime error names the rule's node (not its fieldPath) and is never ratcheted.
+            walk.findings.append(Finding(site.path, f"Invalid value: {outcome.message}", True, rule.rule))
+            continue
         path = site.path
         if rule.field_path:
             path = (
@@ -679,6 +895,12 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool) -> None:
             )
             path = path.lstrip(".")
         reason = _REASONS.get(str(rule.reason or ""), "Invalid value")
+        if site.ratchet and not rule.transition:
+            # Rules reading oldSelf are never ratcheted; others are when their node is unchanged.
+            walk.findings.append(
+                Finding(path, f"{reason}: {outcome.message} (ratcheted: {_RATCHETED})", False, rule.rule)
+            )
+            continue
         walk.findings.append(Finding(path, f"{reason}: {outcome.message}", True, rule.rule))
 
 

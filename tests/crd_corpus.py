@@ -336,7 +336,9 @@ def enum(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Random) -> 
 
 
 def too_long(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Random) -> bool:
-    site = _pick([s for s in sites(obj, schema) if "maxLength" in s.schema], rng)
+    site = _pick(
+        [s for s in sites(obj, schema) if "maxLength" in s.schema and s.schema.get("type") == "string"], rng
+    )
     if site is None:
         return False
     _set(obj, site.path, "a" * (int(site.schema["maxLength"]) + rng.randint(1, 5)))
@@ -344,7 +346,11 @@ def too_long(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Random)
 
 
 def too_many(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Random) -> bool:
-    cands = [s for s in sites(obj, schema) if "maxItems" in s.schema and int(s.schema["maxItems"]) <= 200]
+    cands = [
+        s
+        for s in sites(obj, schema)
+        if "maxItems" in s.schema and int(s.schema["maxItems"]) <= 200 and s.schema.get("type") == "array"
+    ]
     site = _pick(cands, rng)
     if site is not None:
         value = site.value if isinstance(site.value, list) else []
@@ -379,8 +385,15 @@ def wrong_type(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Rando
 def value(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Random) -> bool:
     """A value validation that does not block CEL: pattern, lengths, bounds, counts, duplicates."""
     options: list[tuple[Site, str]] = []
+    by_type = {
+        "string": ("pattern", "minLength", "format"),
+        "integer": ("minimum", "maximum"),
+        "number": ("minimum", "maximum"),
+        "array": ("minItems",),
+        "object": ("minProperties",),
+    }
     for s in sites(obj, schema):
-        for key in ("pattern", "minLength", "minimum", "maximum", "minItems", "minProperties", "format"):
+        for key in by_type.get(str(s.schema.get("type")), ()):
             if key in s.schema:
                 options.append((s, key))
         if s.schema.get("x-kubernetes-list-type") in ("set", "map") and isinstance(s.value, list) and s.value:
@@ -445,7 +458,12 @@ def cel(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Random) -> b
 
 def length_bytes(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Random) -> bool:
     site = _pick(
-        [s for s in sites(obj, schema) if "maxLength" in s.schema and "pattern" not in s.schema], rng
+        [
+            s
+            for s in sites(obj, schema)
+            if "maxLength" in s.schema and "pattern" not in s.schema and s.schema.get("type") == "string"
+        ],
+        rng,
     )
     if site is None:
         return False
