@@ -288,7 +288,10 @@ def _format_ok(fmt: str, value: str) -> bool | None:
 
 
 def _list_key(item: Mapping[str, Any], keys: Sequence[str]) -> str:
-    return json.dumps({k: item.get(k) for k in keys}, sort_keys=True, default=repr)
+    """The key of a ``list-type: map`` item from the key fields it has, as the API server shows it."""
+    return json.dumps(
+        {k: item[k] for k in keys if k in item}, sort_keys=True, separators=(",", ":"), default=repr
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -487,29 +490,35 @@ class _Walk:
             )
         if "minLength" in schema and len(value) < int(schema["minLength"]):
             self.fail(
-                path, f"Invalid value: {_shown(value)}: should be at least {schema['minLength']} chars long"
+                path,
+                f"Invalid value: {_shown(value)}: {path} in body should be at least {schema['minLength']} chars long",
             )
         pattern = schema.get("pattern")
         if pattern is not None and not _regex(pattern).search(value):
-            self.fail(path, f"Invalid value: {_shown(value)}: should match '{pattern}'")
+            self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should match '{pattern}'")
         fmt = schema.get("format")
         if fmt and _format_ok(str(fmt), value) is False:
-            self.fail(path, f"Invalid value: {_shown(value)}: must be of format {fmt}")
+            # kube-openapi reports a bad format as a type error, which keeps the CEL rules from running.
+            self.fail(
+                path,
+                f"Invalid value: {_shown(value)}: {path} in body must be of type {fmt}: {_shown(value)}",
+                blocks=True,
+            )
 
     def _number(self, value: float, schema: Mapping[str, Any], path: str) -> None:
         if "minimum" in schema:
             low = schema["minimum"]
             if value < low or (schema.get("exclusiveMinimum") and value == low):
                 op = "greater than" if schema.get("exclusiveMinimum") else "greater than or equal to"
-                self.fail(path, f"Invalid value: {_shown(value)}: should be {op} {low}")
+                self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should be {op} {low}")
         if "maximum" in schema:
             high = schema["maximum"]
             if value > high or (schema.get("exclusiveMaximum") and value == high):
                 op = "less than" if schema.get("exclusiveMaximum") else "less than or equal to"
-                self.fail(path, f"Invalid value: {_shown(value)}: should be {op} {high}")
+                self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should be {op} {high}")
         step = schema.get("multipleOf")
         if step and (value / step) != int(value / step):
-            self.fail(path, f"Invalid value: {_shown(value)}: should be a multiple of {step}")
+            self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should be a multiple of {step}")
 
     # --- objects -------------------------------------------------------------------------------------------
 
@@ -528,7 +537,8 @@ class _Walk:
         count = len(value)
         if "minProperties" in schema and count < int(schema["minProperties"]):
             self.fail(
-                path, f"Invalid value: {count} properties: should have at least {schema['minProperties']}"
+                path,
+                f"Invalid value: {count}: {path} in body should have at least {schema['minProperties']} properties",
             )
         if "maxProperties" in schema and count > int(schema["maxProperties"]):
             self.fail(
@@ -569,7 +579,9 @@ class _Walk:
     ) -> tuple[list[Any], bool]:
         n = len(value)
         if "minItems" in schema and n < int(schema["minItems"]):
-            self.fail(path, f"Invalid value: {n} items: should have at least {schema['minItems']} items")
+            self.fail(
+                path, f"Invalid value: {n}: {path} in body should have at least {schema['minItems']} items"
+            )
         if "maxItems" in schema and n > int(schema["maxItems"]):
             self.fail(path, f"Too many: {n}: must have at most {schema['maxItems']} items", blocks=True)
         list_type = schema.get("x-kubernetes-list-type")
@@ -581,6 +593,7 @@ class _Walk:
                 if _map_key(o, keys, items_schema) is not None:
                     old_by_key.setdefault(_list_key(o, keys), o)
         seen: set[str] = set()
+        reported: set[str] = set()
         view: list[Any] = []
         unknown = False
         for i, item in enumerate(value):
@@ -592,20 +605,19 @@ class _Walk:
                     for k in keys
                     if k not in item and "default" not in (items_schema.get("properties") or {}).get(k, {})
                 ]
-                for k in missing:
-                    self.fail(
-                        _child(item_path, k),
-                        "Required value: a key of this map list (x-kubernetes-list-map-keys)",
-                    )
-                if not missing and not any(item.get(k) is UNKNOWN for k in keys):
+                # A missing key is the item schema's Required error; duplicates compare the keys present.
+                if not any(item.get(k) is UNKNOWN for k in keys):
                     key = _list_key(item, keys)
-                    if key in seen and self.check_lists:
+                    if key in seen and key not in reported and self.check_lists:
+                        reported.add(key)  # once per value, as the API server reports it
                         self.fail(item_path, f"Duplicate value: {key}")
                     seen.add(key)
-                    old_item = old_by_key.get(key, _ABSENT)
+                    if not missing:
+                        old_item = old_by_key.get(key, _ABSENT)
             elif item is not UNKNOWN and list_type == "set" and not _holds_unknown(item):
                 key = json.dumps(item, sort_keys=True, default=repr)
-                if key in seen and self.check_lists:
+                if key in seen and key not in reported and self.check_lists:
+                    reported.add(key)
                     self.fail(item_path, f"Duplicate value: {_shown(item)}")
                 seen.add(key)
             item_view, item_unknown = self.walk(
@@ -614,6 +626,93 @@ class _Walk:
             view.append(item_view)
             unknown = unknown or item_unknown
         return view, unknown
+
+
+def _unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: str, root: bool = False) -> list[str]:
+    """The fields pruning removes (schema/pruning ``PruneWithOptions``), as the API server names them."""
+    if schema is not None and schema.get("x-kubernetes-preserve-unknown-fields"):
+        return _unknown_below_preserved(value, schema, path)
+    embedded = root or bool(schema and schema.get("x-kubernetes-embedded-resource"))
+    found: list[str] = []
+    if isinstance(value, Mapping):
+        if schema is None:
+            return sorted(_child(path, str(k)) for k in value)
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for key, item in value.items():
+            if embedded and key in ("apiVersion", "kind", "metadata"):
+                continue
+            if key in props:
+                found += _unknown_fields(item, props[key], _child(path, key))
+            elif addl is not None and addl is not False:
+                found += _unknown_fields(item, addl if isinstance(addl, Mapping) else {}, _child(path, key))
+            else:
+                found.append(_child(path, key))
+    elif isinstance(value, list | tuple):
+        items = schema.get("items") if schema is not None else None
+        for i, item in enumerate(value):
+            found += _unknown_fields(item, items if isinstance(items, Mapping) else None, f"{path}[{i}]")
+    return sorted(found) if root else found
+
+
+def _unknown_below_preserved(value: Any, schema: Mapping[str, Any], path: str) -> list[str]:
+    found: list[str] = []
+    embedded = bool(schema.get("x-kubernetes-embedded-resource"))
+    if isinstance(value, Mapping):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for key, item in value.items():
+            if embedded and key in ("apiVersion", "kind", "metadata"):
+                continue
+            if key in props:
+                found += _unknown_fields(item, props[key], _child(path, key))
+            elif isinstance(addl, Mapping):
+                found += _unknown_fields(item, addl, _child(path, key))
+    elif isinstance(value, list | tuple):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for i, item in enumerate(value):
+                found += _unknown_below_preserved(item, items, f"{path}[{i}]")
+    return found
+
+
+def _scale_replicas(body: Mapping[str, Any], replicas_path: str, walk: _Walk) -> None:
+    """The scale subresource's check of ``specReplicasPath`` (customresource ``ValidateScaleSpec``)."""
+    value: Any = body
+    parts = replicas_path.lstrip(".").split(".")
+    for part in parts:
+        if value is UNKNOWN:
+            return
+        if not isinstance(value, Mapping):
+            walk.findings.append(
+                Finding(
+                    replicas_path, f"Invalid value: 0: {replicas_path} accessor error: not an object", True
+                )
+            )
+            return
+        if part not in value:
+            return
+        value = value[part]
+    if value is UNKNOWN:
+        return
+    if not _is_integral(value) or isinstance(value, float):
+        walk.findings.append(
+            Finding(
+                replicas_path,
+                f"Invalid value: 0: {replicas_path} accessor error: {_shown(value)} is not an integer",
+                True,
+            )
+        )
+    elif value < 0:
+        walk.findings.append(
+            Finding(replicas_path, f"Invalid value: {value}: should be a non-negative integer", True)
+        )
+    elif value > 2**31 - 1:
+        walk.findings.append(
+            Finding(
+                replicas_path, f"Invalid value: {value}: should be less than or equal to 2147483647", True
+            )
+        )
 
 
 def _has_duplicates(value: Any, schema: Mapping[str, Any]) -> bool:
@@ -745,6 +844,18 @@ def validate_object(
             # or from inputs may not be, so default it the same way.
             old = _copy(old)
             _default(old, schema)
+    unknown_fields = _unknown_fields(body, schema, "", root=True)
+    if unknown_fields:
+        # Decoding refuses the request (fieldValidation=Strict, kubectl's default) before any validation.
+        return [
+            Finding(
+                path,
+                f'unknown field "{path}": the CRD schema does not declare it, so the API server refuses the '
+                "request (fieldValidation=Strict, kubectl's default) or drops the field (Ignore)",
+                True,
+            )
+            for path in unknown_fields
+        ]
     walk = _Walk(patch)
     meta_view = _metadata(body.get("metadata"), crd, walk, patch)
     if old is not None:
@@ -780,6 +891,8 @@ def validate_object(
         for key in schema.get("required") or ():
             if key not in body and key not in ("apiVersion", "kind", "metadata"):
                 walk.fail(key, "Required value", blocks=True)
+    if crd.scale_replicas_path:
+        _scale_replicas(body, crd.scale_replicas_path, walk)
     if schema.get("x-kubernetes-validations"):
         walk.sites.append(
             _Site(

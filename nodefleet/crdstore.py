@@ -225,6 +225,8 @@ class CrdVersion:
     version: str
     schema: Mapping[str, Any] = field(repr=False)
     status_subresource: bool
+    #: The scale subresource's ``specReplicasPath`` (``.spec.replicas``), or "" without one.
+    scale_replicas_path: str = ""
 
     @property
     def api_version(self) -> str:
@@ -443,6 +445,9 @@ class CrdIndex:
                     version=str(v["name"]),
                     schema=((v.get("schema") or {}).get("openAPIV3Schema") or {}),
                     status_subresource="status" in (v.get("subresources") or {}),
+                    scale_replicas_path=str(
+                        ((v.get("subresources") or {}).get("scale") or {}).get("specReplicasPath") or ""
+                    ),
                 )
             self._versions.setdefault(key, _NOT_SERVED)
         found = self._versions[key]
