@@ -366,13 +366,34 @@ def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> R
         error = " ".join(str(result.value()).split())
         if any(marker in error for marker in _GAP_ERRORS):
             return RuleOutcome(None, detail=f"needs what this environment lacks: {error}")
-        # As the API server words it (apiextensions-apiserver, cel/validation.go).
-        return RuleOutcome(False, message=f"{error} evaluating rule: {rule.rule.strip()}", error=error)
+        # As the API server words it (apiextensions-apiserver, cel/validation.go): cel-go's error text, then
+        # the rule's message, or the rule when it has none (ruleErrorString).
+        named = (rule.message or "").strip() or rule.rule.strip()
+        return RuleOutcome(False, message=f"{_go_error(error)} evaluating rule: {named}", error=error)
     if kind != "BOOL":
         return RuleOutcome(None, detail=f"returned {kind.lower()}, not bool")
     if result.value():
         return RuleOutcome(True)
     return RuleOutcome(False, message=_message(rule, data))
+
+
+_GO_ERRORS = (
+    (re.compile(r"^NOT_FOUND: Key not found in map ?: ?\"?(.*?)\"?$"), "no such key: {0}"),
+    (re.compile(r"^UNKNOWN: Index error: index=(-?\d+) size=\d+$"), "index out of bounds: {0}"),
+    (
+        re.compile(r"^INVALID_ARGUMENT: cannot convert (\w+) to (\w+)$"),
+        "type conversion error from '{0}' to '{1}'",
+    ),
+)
+
+
+def _go_error(error: str) -> str:
+    """cel-go's wording of a runtime error this evaluator words its own way (the ones CRD rules hit)."""
+    for pattern, words in _GO_ERRORS:
+        found = pattern.match(error)
+        if found:
+            return words.format(*found.groups())
+    return error
 
 
 def _message(rule: CompiledRule, data: Mapping[str, Any]) -> str:

@@ -157,11 +157,22 @@ def _json_type(value: Any) -> str:
 
 
 def _shown(value: Any) -> str:
+    """A value as the API server prints it in a field error (``field.Error.ErrorBody``): numbers and booleans
+    as they are, strings quoted, anything else as compact JSON."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return (
+            str(int(value))
+            if isinstance(value, float) and value.is_integer() and abs(value) < 1e21
+            else str(value)
+        )
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
     try:
-        text = json.dumps(value, sort_keys=True, default=repr)
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
     except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+        return repr(value)
 
 
 def _child(path: str, key: str) -> str:
@@ -362,6 +373,8 @@ class _Site:
     spath: str = ""
     #: The nearest node correlated with the previous object is unchanged: its errors are ratcheted.
     ratchet: bool = False
+    #: The value itself (a scalar's message shows it).
+    value: Any = None
 
 
 class _Walk:
@@ -425,9 +438,13 @@ class _Walk:
                 return None, False
             # Nulls in maps were removed before (non-nullable, without default); one left is a list item.
             self.fail(path, _type_message(None, schema, path), blocks=True)
+            if "enum" in schema and None not in schema["enum"]:
+                self._enum(None, schema, path)
             return None, False
         if not _type_ok(value, schema):
             self.fail(path, _type_message(value, schema, path), blocks=True)
+            if "enum" in schema and value not in schema["enum"]:
+                self._enum(value, schema, path)  # kube-openapi checks the enum regardless of the type
             return value, False
         if (
             isinstance(value, float)
@@ -450,15 +467,14 @@ class _Walk:
             view = value
         rules = schema.get("x-kubernetes-validations")
         if rules:
-            self.sites.append(_Site(cpath, rules, schema, view, unknown, old, spath, self.anchor))
+            self.sites.append(_Site(cpath, rules, schema, view, unknown, old, spath, self.anchor, value))
         return view, unknown
 
     # --- value validations ---------------------------------------------------------------------------------
 
     def _values(self, value: Any, schema: Mapping[str, Any], path: str) -> None:
         if "enum" in schema and value not in schema["enum"]:
-            allowed = ", ".join(json.dumps(v if isinstance(v, str) else _shown(v)) for v in schema["enum"])
-            self.fail(path, f"Unsupported value: {_shown(value)}: supported values: {allowed}", blocks=True)
+            self._enum(value, schema, path)
         if isinstance(value, str):
             self._string(value, schema, path)
         elif isinstance(value, int | float) and not isinstance(value, bool):
@@ -473,6 +489,10 @@ class _Walk:
         if "not" in schema and self._branch_ok(value, schema["not"]):
             self.fail(path, f"Invalid value: {_shown(value)}: must not validate the schema (not)")
 
+    def _enum(self, value: Any, schema: Mapping[str, Any], path: str) -> None:
+        allowed = ", ".join(json.dumps(v if isinstance(v, str) else _shown(v)) for v in schema["enum"])
+        self.fail(path, f"Unsupported value: {_shown(value)}: supported values: {allowed}", blocks=True)
+
     def _branch_ok(self, value: Any, sub: Mapping[str, Any]) -> bool:
         if not _type_ok(value, sub):
             return False
@@ -482,10 +502,11 @@ class _Walk:
 
     def _string(self, value: str, schema: Mapping[str, Any], path: str) -> None:
         if "maxLength" in schema and len(value) > int(schema["maxLength"]):
-            # The API server counts characters and says "bytes"; the count in parentheses is characters.
+            # The API server's words; it counts characters, not bytes (the note says how many).
             self.fail(
                 path,
-                f"Too long: may not be more than {schema['maxLength']} bytes ({len(value)} characters)",
+                f"Too long: may not be more than {schema['maxLength']} bytes (the API server counts characters: "
+                f"this value has {len(value)})",
                 blocks=True,
             )
         if "minLength" in schema and len(value) < int(schema["minLength"]):
@@ -810,12 +831,6 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool) -> dict[str,
 # entry point
 # ---------------------------------------------------------------------------------------------------------
 
-_REASONS = {
-    "FieldValueForbidden": "Forbidden",
-    "FieldValueRequired": "Required value",
-    "FieldValueDuplicate": "Duplicate value",
-}
-
 
 def validate_object(
     obj: Mapping[str, Any],
@@ -850,8 +865,8 @@ def validate_object(
         return [
             Finding(
                 path,
-                f'unknown field "{path}": the CRD schema does not declare it, so the API server refuses the '
-                "request (fieldValidation=Strict, kubectl's default) or drops the field (Ignore)",
+                f'unknown field "{path}" (the CRD schema does not declare it: the API server refuses the '
+                "request under fieldValidation=Strict, kubectl's default, or drops the field under Ignore)",
                 True,
             )
             for path in unknown_fields
@@ -912,8 +927,8 @@ def validate_object(
         walk.findings.append(
             Finding(
                 "",
-                "some validation rules were not checked because the object was invalid; correct the existing "
-                "errors to complete validation",
+                "Invalid value: null: some validation rules were not checked because the object was invalid; "
+                "correct the existing errors to complete validation",
                 True,
             )
         )
@@ -996,8 +1011,11 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
         if patch and ("Key not found" in outcome.error or "no such key" in outcome.error):
             continue  # the field is absent from the patch; the live object may hold it
         if outcome.error:
-            # A runtime error names the rule's node (not its fieldPath) and is never ratcheted.
-            walk.findings.append(Finding(site.path, f"Invalid value: {outcome.message}", True, rule.rule))
+            # A runtime error names the rule's node (not its fieldPath) and its type, and is never ratcheted.
+            node_type = _shown(str(site.schema.get("type") or ""))
+            walk.findings.append(
+                Finding(site.path, f"Invalid value: {node_type}: {outcome.message}", True, rule.rule)
+            )
             continue
         path = site.path
         if rule.field_path:
@@ -1007,14 +1025,24 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
                 else _child(site.path, rule.field_path)
             )
             path = path.lstrip(".")
-        reason = _REASONS.get(str(rule.reason or ""), "Invalid value")
+        message = _rule_message(site, str(rule.reason or ""), outcome.message)
         if site.ratchet and not rule.transition:
             # Rules reading oldSelf are never ratcheted; others are when their node is unchanged.
-            walk.findings.append(
-                Finding(path, f"{reason}: {outcome.message} (ratcheted: {_RATCHETED})", False, rule.rule)
-            )
+            walk.findings.append(Finding(path, f"{message} (ratcheted: {_RATCHETED})", False, rule.rule))
             continue
-        walk.findings.append(Finding(path, f"{reason}: {outcome.message}", True, rule.rule))
+        walk.findings.append(Finding(path, message, True, rule.rule))
+
+
+def _rule_message(site: _Site, reason: str, detail: str) -> str:
+    """A failed rule as the API server words it (cel ``fieldErrorForReason``): a scalar node's value is shown."""
+    scalar = not isinstance(site.value, Mapping | list | tuple) and site.path != ""
+    if reason == "FieldValueForbidden":
+        return f"Forbidden: {detail}"
+    if reason == "FieldValueRequired":
+        return f"Required value: {detail}"
+    if reason == "FieldValueDuplicate":  # the value, without the rule's message
+        return f"Duplicate value: {_shown(site.value)}" if scalar else "Duplicate value"
+    return f"Invalid value: {_shown(site.value)}: {detail}" if scalar else f"Invalid value: {detail}"
 
 
 def _root_view(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:

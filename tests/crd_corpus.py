@@ -288,8 +288,13 @@ def null_map_entry(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.R
     site = _pick(maps, rng)
     if site is None:
         return False
-    if site.value and rng.random() < 0.5:
+    choice = rng.random()
+    if site.value and choice < 0.35:
         site.value[rng.choice(sorted(site.value))] = None
+    elif site.value and choice < 0.7:
+        # Every entry null: once they are removed, the map's own constraints (minProperties) apply.
+        for key in site.value:
+            site.value[key] = None
     else:
         site.value[rng.choice(["Name", "extra", "team"])] = None
     return True
