@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cli.roots import add_roots
 from cli.stacks import add_source
 
 OPERATIONS = ("forecast", "preview", "up", "report", "fleet", "upgrade")
@@ -32,6 +33,7 @@ def register(sub: Any) -> None:
     )
     prev.add_argument("--state", type=Path, help="a `pulumi stack export` file to compare with instead")
     s.add_argument("--json", action="store_true", help="print the forecast as JSON")
+    add_roots(s)
     s.set_defaults(run=forecast.run)
 
     for operation in ("preview", "up"):
@@ -82,4 +84,5 @@ def register(sub: Any) -> None:
         "--kubeconfig", help="apply mode: the management cluster's kubeconfig (default: output.kubeconfig)"
     )
     s.add_argument("--dry-run", action="store_true", help="print the step and its forecast without writing")
+    add_roots(s)
     s.set_defaults(run=upgrade.run)
