@@ -185,7 +185,7 @@ def _step_two(cluster: Any) -> list[str]:
     return changes
 
 
-def _forecast_text(stack: str, before_doc: Any, after_doc: Any) -> str:
+def _forecast_text(stack: str, before_doc: Any, after_doc: Any, source: str | None = None) -> str:
     import pulumi
 
     from cli.forecast import text
@@ -198,7 +198,7 @@ def _forecast_text(stack: str, before_doc: Any, after_doc: Any) -> str:
             key: SECRET_PLACEHOLDER if isinstance(v, Mapping) and set(v) == {"secure"} else _plain(v)
             for key, v in ((doc or {}).get("config") or {}).items()
         }
-        return snapshot_from_plan(plan_of(run_program(stack, config)), "")
+        return snapshot_from_plan(plan_of(run_program(stack, config, source=source)), "")
 
     try:
         before, after = snap(before_doc), snap(after_doc)
@@ -279,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     out = io.StringIO()
     y.dump(doc, out)
-    forecast = _forecast_text(stack, before_doc, y.load(out.getvalue()))
+    forecast = _forecast_text(stack, before_doc, y.load(out.getvalue()), source)
     if not args.dry_run:
         path.write_text(out.getvalue(), encoding="utf-8")
     verb = "would change" if args.dry_run else "changed"

@@ -133,3 +133,12 @@ def test_upgrade_of_a_stack_with_its_own_output_directory(project: Path, tmp_pat
     )
     assert result.returncode == 0, result.stderr  # was exit 3 (RenderPlanError)
     assert "0 of 5 node sources replace or reboot nodes" in result.stdout
+
+
+def test_fleet_forecast_reads_where_fleet_render_out_wrote(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tree"
+    assert nodefleet("fleet", "render", "--stacks", "dev", "--out", str(out), cwd=project).returncode == 0
+    result = nodefleet("fleet", "forecast", "--stacks", "dev", "--out", str(out), "--json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    (dev,) = json.loads(result.stdout)["stacks"]
+    assert dev["summary"] == "0 of 5 node sources roll"
