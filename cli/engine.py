@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cli.exits import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATIONS, InputError
+from cli.exits import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATIONS
 
 PROJECT = Path(__file__).resolve().parent.parent
 POLICY_PACK = "policies"
@@ -86,11 +86,11 @@ def policy_violations(events: list[Any]) -> list[dict[str, str]]:
     return out
 
 
-def open_stack(stack: str, project: Path = PROJECT) -> Any:
+def open_stack(stack: str, project: Path = PROJECT, extra_env: dict[str, str] | None = None) -> Any:
     """The stack through the Automation API, on the engine's own CLI and environment (created if new)."""
     from pulumi import automation as auto
 
-    env = engine_env(project)
+    env = {**engine_env(project), **(extra_env or {})}
     return auto.create_or_select_stack(
         stack_name=stack,
         work_dir=str(project),
@@ -108,26 +108,35 @@ def run(args: argparse.Namespace) -> int:
     """``preview`` / ``up`` of one stack."""
     from pulumi import automation as auto
 
+    from cli.stacks import load
+    from nodefleet.config import STACK_FILE_ENV
+
     operation: str = args.operation
-    if not (PROJECT / "stacks" / f"Pulumi.{args.stack}.yaml").is_file():
-        raise InputError(f"stack '{args.stack}' has no file stacks/Pulumi.{args.stack}.yaml")
+    # The stack file is read as every command reads it (a missing or malformed file is exit 2, named).
+    name, _, _ = load(args)
+    config_file = getattr(args, "config_file", None)
+    source = f"--config-file {config_file}" if config_file else f"--stack {name}"
     status = engine_status()
     if not status.complete:
         print(
             f"error: the Pulumi engine on this machine is incomplete, so `{operation}` cannot run "
-            f"({status.reason}). `python -m nodefleet check --stack {args.stack}` runs the same program and "
+            f"({status.reason}). `python -m nodefleet check {source}` runs the same program and "
             "policies under the mock runtime; see README, 'The engine'.",
             file=sys.stderr,
         )
         return EXIT_INTERNAL
     events: list[Any] = []
     started = time.perf_counter()
-    stack = open_stack(args.stack)
+    # A stack file elsewhere is handed to the engine as `pulumi --config-file` would take it, and named in
+    # the program's messages (nodefleet.config.STACK_FILE_ENV).
+    stack = open_stack(name, extra_env={STACK_FILE_ENV: str(config_file)} if config_file else None)
     kwargs: dict[str, Any] = {
         "policy_packs": [str(PROJECT / POLICY_PACK)],
         "on_event": events.append,
         "color": "never",
     }
+    if config_file:
+        kwargs["config_file"] = str(Path(config_file).resolve())
     if args.policy_config:
         kwargs["policy_pack_configs"] = [str(args.policy_config)]
     failed = None
@@ -139,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     violations = policy_violations(events)
     mandatory = [v for v in violations if v["level"] == "mandatory"]
     report = {
-        "stack": args.stack,
+        "stack": name,
         "operation": operation,
         "engine": "pulumi",
         "changes": summary,
@@ -149,9 +158,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(
-            f"nodefleet {operation}: stack '{args.stack}': changes {summary}, {report['seconds']}s (engine)"
-        )
+        print(f"nodefleet {operation}: stack '{name}': changes {summary}, {report['seconds']}s (engine)")
         for v in violations:
             print(f"  {v['level'].upper():9} {v['policy']}  {v['resource'].rsplit('::', 1)[-1] or '(stack)'}")
             print(f"      {v['message']}")

@@ -55,6 +55,8 @@ def _command(args: argparse.Namespace, stack: str, path: Path) -> list[str]:
     cmd = [sys.executable, "-m", "nodefleet", args.fleet_command]
     if args.fleet_command in ("check", "forecast"):
         cmd += [*source, "--json"]
+        if args.fleet_command == "forecast" and args.out:
+            cmd += ["--rendered", str(args.out / stack)]  # where `fleet render --out` put the stack
     elif args.fleet_command == "render":
         cmd += source
         if args.out:
@@ -73,6 +75,8 @@ def _summary(command: str, code: int, stdout: str) -> str:
         data = json.loads(stdout) if stdout.strip().startswith("{") else None
     except json.JSONDecodeError:
         data = None
+    if data is not None and "error" in data:
+        return ""  # a stack that failed before its verdict: its error line says why
     if command in ("check", "preview", "up") and data is not None:
         levels = [v["level"] for v in data.get("violations", [])]
         text = f"{levels.count('mandatory')} mandatory, {len(levels) - levels.count('mandatory')} advisory"
@@ -87,6 +91,8 @@ def _summary(command: str, code: int, stdout: str) -> str:
         )
     if command == "report" and data is not None:
         stacks = data.get("stacks") or [{}]
+        if stacks[0].get("invalid"):
+            return f"invalid: {stacks[0]['invalid'].splitlines()[0]}"
         forecast = stacks[0].get("forecast") or {}
         return (
             f"{forecast.get('rollouts', 0)} rollouts, {len(stacks[0].get('violations', []))} policy results"

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 from cli.exits import EXIT_OK, InputError
-from cli.stacks import load_run
+from cli.stacks import fleet_of, load, run_loaded
 from nodefleet.forecast import Forecast, Item, Snapshot
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.snapshots import (
         SnapshotError,
+        last_render_root,
         plan_of,
         snapshot_from_plan,
         snapshot_from_render_dir,
@@ -21,22 +24,41 @@ def run(args: argparse.Namespace) -> int:
     )
     from nodefleet.forecast import forecast
 
-    mock = load_run(args)
+    stack, config, source = load(args)
+    mock = run_loaded(stack, config, source)
     plan = plan_of(mock)
     before: Snapshot | None
+    # Without --rendered or --state: the stack's last render, where `render` (no --out) wrote it.
+    root = args.rendered if args.rendered is not None else last_render_root(fleet_of(stack, config, source))
     try:
         if args.state:
             before = snapshot_from_state_file(args.state)
         else:
-            before = snapshot_from_render_dir(plan, args.rendered)
+            before = snapshot_from_render_dir(plan, root, stack=stack)
     except SnapshotError as exc:
         raise InputError(str(exc)) from None
     result = forecast(before, snapshot_from_plan(plan, "the program now (mock runtime)"))
+    if before is None and not args.json:
+        hint = (
+            "--rendered DIR (where `render --out DIR` wrote)"
+            if args.rendered is None
+            else "another --rendered"
+        )
+        print(
+            f"nodefleet forecast: no render of stack '{stack}' in {_shown(root)}; first run, or pass {hint}",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps({"stack": mock.stack, **result.as_dict()}, indent=2))
     else:
         print(text(mock.stack, result))
     return EXIT_OK
+
+
+def _shown(path: Path) -> str:
+    from harness.snapshots import shown_path
+
+    return shown_path(path)
 
 
 def _count(items: Iterable[Item]) -> str:

@@ -11,7 +11,9 @@ Every command keeps the exit-code contract in :mod:`cli.exits`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -48,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("--debug", action="store_true", help="on an internal error, print the full traceback")
+    p.formatter_class = _HelpFormatter
     commands = ",".join(("check", "render", "crds", *ops.OPERATIONS))
     sub = p.add_subparsers(dest="command", required=True, metavar="{" + commands + "}")
 
@@ -90,7 +93,67 @@ def _parser() -> argparse.ArgumentParser:
     ops.register(sub)
 
     crds.add_parser(sub)
+    _describe_commands(p, ("python -m nodefleet",))
     return p
+
+
+#: What each command's exit code means, beyond the shared contract (shown in its --help).
+EXIT_CODES = {
+    "check": "0 no mandatory violation, 1 mandatory violations, 2 invalid input, 3 internal error",
+    "render": "0 rendered, 1 mandatory violations (nothing written), 2 invalid input, 3 internal error",
+    "forecast": "0 forecast printed (whatever it forecasts), 2 invalid input, 3 internal error",
+    "preview": "0 no mandatory violation, 1 mandatory violations, 2 invalid input, 3 internal error or the "
+    "engine is incomplete or failed",
+    "up": "0 applied, 1 mandatory violations, 2 invalid input, 3 internal error or the engine is incomplete "
+    "or failed",
+    "report": "the worst of the stacks it reports on: 0 clean, 1 mandatory violations, 2 invalid stack or "
+    "input; 3 internal error",
+    "fleet": "the worst exit of its stacks (3 > 2 > 1 > 0); a stack killed or timed out counts as 3; 2 also "
+    "for invalid fleet options",
+    "upgrade": "0 step staged (or nothing to do), 1 the control plane has not completed the release yet (the "
+    "nodes stay held), 2 invalid input, 3 internal error",
+    "crds": "0 done, 2 invalid input (nothing changed), 3 internal error",
+}
+
+_DEBUG_HELP = "on an internal error, print the full traceback (also accepted before the command)"
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the descriptions' layout and shows each option's default where it has a meaningful one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            action.option_strings
+            and default not in (None, False, [], argparse.SUPPRESS)
+            and "default" not in text
+            and "%(default)" not in text
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
+def _describe_commands(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
+    """Every command's --help: a description (its one-line help where it has none), option defaults, its exit
+    codes, and ``--debug`` after the command as well as before it."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {a.dest: a.help for a in action._choices_actions}
+        for name, child in action.choices.items():
+            child.formatter_class = _HelpFormatter
+            if not child.description:
+                text = helps.get(name) or name
+                child.description = text[:1].upper() + text[1:] + "."
+            top = path[1] if len(path) > 1 else name
+            codes = f"exit codes: {EXIT_CODES.get(top, CONTRACT.removeprefix('exit codes: '))}"
+            child.epilog = f"{child.epilog}\n\n{codes}" if child.epilog else codes
+            if not any("--debug" in a.option_strings for a in child._actions):
+                child.add_argument(
+                    "--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP
+                )
+            _describe_commands(child, (*path, name))
 
 
 def _positive_int(text: str) -> int:
@@ -108,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)
+        if getattr(args, "json", False):
+            print(json.dumps(error_document(args, EXIT_INVALID, str(exc).splitlines()), indent=2))
         return EXIT_INVALID
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -121,10 +186,51 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        print(
+        message = (
             f"internal error: {type(exc).__name__}: {exc} (at {Path(where.filename).name}:{where.lineno}). "
             "This is a defect in nodefleet, not in your input: rerun with --debug and report the traceback "
-            "with the command line you used.",
-            file=sys.stderr,
+            "with the command line you used."
         )
+        print(message, file=sys.stderr)
+        if getattr(args, "json", False):
+            print(json.dumps(error_document(args, EXIT_INTERNAL, [message]), indent=2))
         return EXIT_INTERNAL
+
+
+#: ``<field>: …`` after the file in an error line: a config path, a policy name, or a YAML position.
+_FIELD = re.compile(r"^(?P<field>line \d+(?:, column \d+)?|[^\s]+?): ")
+_FILE = re.compile(r"^(?P<file>--policy-config \S+|\S+\.(?:ya?ml|json)): ")
+
+
+def error_document(args: argparse.Namespace, code: int, lines: list[str]) -> dict[str, object]:
+    """What a command run with ``--json`` prints on stdout when it fails before its verdict (exit 2 or 3).
+
+    ``{"error": "invalid-input" | "internal-error", "exit": 2 | 3, "stack": name | null, "stackFile": path |
+    null, "problems": [{"message": line, "file": path | null, "field": field | null}]}``: one problem per
+    line printed on stderr, without its ``error:`` prefix; ``file`` and ``field`` are the leading parts of the
+    line where it names them (``tests/x.yaml: nodefleet:fleet.clusters[0].name: …``).
+    """
+    problems = []
+    for line in lines:
+        file = field = None
+        rest = line
+        m = _FILE.match(line)
+        if m:
+            file = m.group("file").removeprefix("--policy-config ")
+            rest = line[m.end() :]
+            f = _FIELD.match(rest)
+            field = f.group("field") if f else None
+        problems.append({"message": line, "file": file, "field": field})
+    stack_file = getattr(args, "config_file", None)
+    stack = getattr(args, "stack", None)
+    if stack_file is None and isinstance(stack, str):
+        stack_file = f"stacks/Pulumi.{stack}.yaml"
+    elif stack_file is not None:
+        stack = Path(stack_file).name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
+    return {
+        "error": "invalid-input" if code == EXIT_INVALID else "internal-error",
+        "exit": code,
+        "stack": stack if isinstance(stack, str) else None,
+        "stackFile": str(stack_file) if stack_file is not None else None,
+        "problems": problems,
+    }

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cli.roots import add_roots
 from cli.stacks import add_source
 
 OPERATIONS = ("forecast", "preview", "up", "report", "fleet", "upgrade")
@@ -28,17 +29,22 @@ def register(sub: Any) -> None:
     add_source(s)
     prev = s.add_mutually_exclusive_group()
     prev.add_argument(
-        "--rendered", type=Path, help="previous render laid out as `render --out` (default: the stack's)"
+        "--rendered",
+        type=Path,
+        metavar="DIR",
+        help="the previous render, where `render --out DIR` wrote it (default: the stack's output.directory, "
+        "where `render` writes without --out)",
     )
     prev.add_argument("--state", type=Path, help="a `pulumi stack export` file to compare with instead")
     s.add_argument("--json", action="store_true", help="print the forecast as JSON")
+    add_roots(s)
     s.set_defaults(run=forecast.run)
 
     for operation in ("preview", "up"):
         s = sub.add_parser(
             operation, help=f"pulumi {operation} --policy-pack policies through the Automation API"
         )
-        s.add_argument("--stack", required=True, help="stack name (stacks/Pulumi.<stack>.yaml)")
+        add_source(s)
         s.add_argument("--json", action="store_true", help='print {"changes", "violations", ...}')
         _policy_config(s)
         s.set_defaults(run=engine.run, operation=operation)
@@ -63,7 +69,12 @@ def register(sub: Any) -> None:
     s.add_argument("--parallel", type=int, default=2, help="stacks at a time (default 2)")
     s.add_argument("--timeout", type=float, default=1800, help="seconds per stack before it counts as failed")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
-    s.add_argument("--out", type=Path, help="render: write each stack under <out>/<stack>/")
+    s.add_argument(
+        "--out",
+        type=Path,
+        help="render: write each stack under <out>/<stack>/; forecast: compare with what is there "
+        "(default: each stack's output.directory)",
+    )
     s.add_argument("--out-dir", type=Path, help="report: write <out-dir>/<stack>.md")
     s.add_argument("--base", help="report: the git ref the change is compared with")
     _policy_config(s)
@@ -82,4 +93,5 @@ def register(sub: Any) -> None:
         "--kubeconfig", help="apply mode: the management cluster's kubeconfig (default: output.kubeconfig)"
     )
     s.add_argument("--dry-run", action="store_true", help="print the step and its forecast without writing")
+    add_roots(s)
     s.set_defaults(run=upgrade.run)

@@ -136,12 +136,13 @@ def _stack_report(stack: str, base: BaseRender, policy_config: dict[str, Any] | 
     from harness.mockrun import read_stack_config, run_program, stack_path
     from harness.snapshots import plan_of, snapshot_from_plan, snapshot_from_render_dir
     from nodefleet.forecast import Snapshot, forecast
+    from nodefleet.yamlfile import YAMLFileError
     from policies.pack import POLICIES
 
     started = time.perf_counter()
     try:
-        mock = run_program(stack, read_stack_config(stack_path(stack)))
-    except pulumi.RunError as exc:
+        mock = run_program(stack, read_stack_config(stack_path(stack), f"stacks/Pulumi.{stack}.yaml"))
+    except (pulumi.RunError, YAMLFileError) as exc:
         return {"stack": stack, "invalid": str(exc), "exit": EXIT_INVALID}
     violations = [v.as_dict() for v in evaluate_run(mock, POLICIES, policy_config)]
     engine = engine_status()

@@ -57,3 +57,14 @@ def run_loaded(stack: str, config: dict[str, Any], source: str | None) -> Any:
         return run_program(stack, config, source=source)
     except pulumi.RunError as exc:
         raise InputError(str(exc)) from None
+
+
+def fleet_of(stack: str, config: dict[str, Any], source: str | None) -> Any:
+    """The validated stack (a ``nodefleet.config.Fleet``) for a stack :func:`load` has read."""
+    from harness.mockrun import PROJECT_DIR
+    from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
+
+    try:
+        return load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
+    except ConfigError as e:
+        raise InputError(str(e)) from None

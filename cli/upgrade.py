@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
+from cli.stacks import fleet_of, load
 
 HOLD_MARK = "nodefleet upgrade: held"
 
@@ -184,7 +185,7 @@ def _step_two(cluster: Any) -> list[str]:
     return changes
 
 
-def _forecast_text(stack: str, before_doc: Any, after_doc: Any) -> str:
+def _forecast_text(stack: str, before_doc: Any, after_doc: Any, source: str | None = None) -> str:
     import pulumi
 
     from cli.forecast import text
@@ -197,7 +198,7 @@ def _forecast_text(stack: str, before_doc: Any, after_doc: Any) -> str:
             key: SECRET_PLACEHOLDER if isinstance(v, Mapping) and set(v) == {"secure"} else _plain(v)
             for key, v in ((doc or {}).get("config") or {}).items()
         }
-        return snapshot_from_plan(plan_of(run_program(stack, config)), "")
+        return snapshot_from_plan(plan_of(run_program(stack, config, source=source)), "")
 
     try:
         before, after = snap(before_doc), snap(after_doc)
@@ -228,16 +229,11 @@ def run(args: argparse.Namespace) -> int:
             raise VersionError("no patch level")
     except VersionError as exc:
         raise InputError(f"--release {args.release}: not an OCP release x.y.z ({exc})") from None
-    if args.stack:
-        try:
-            path, stack = stack_path(args.stack), args.stack
-        except FileNotFoundError as exc:
-            raise InputError(str(exc)) from None
-    else:
-        path = args.config_file
-        stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-        if not path.is_file():
-            raise InputError(f"{path}: no such stack file")
+    # The stack as it is must be valid before a step is staged in it: an invalid file is reported as every
+    # command reports it (file, field, fix), not half-edited.
+    stack, config, source = load(args)
+    fleet_of(stack, config, source)
+    path = stack_path(stack) if args.stack else args.config_file
     original = path.read_text(encoding="utf-8")
     y = _yaml(original)
     doc = y.load(original)
@@ -283,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     out = io.StringIO()
     y.dump(doc, out)
-    forecast = _forecast_text(stack, before_doc, y.load(out.getvalue()))
+    forecast = _forecast_text(stack, before_doc, y.load(out.getvalue()), source)
     if not args.dry_run:
         path.write_text(out.getvalue(), encoding="utf-8")
     verb = "would change" if args.dry_run else "changed"

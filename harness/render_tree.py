@@ -150,6 +150,15 @@ def _read_record(path: Path) -> _Record:
     return _Record(frozenset(targets), frozenset(files))
 
 
+def recorded_targets(root: Path) -> dict[str, frozenset[str]]:
+    """Stack → the target folders its last ``nodefleet render`` into ``root`` wrote, from the records."""
+    return {
+        record.name.removeprefix(RECORD_PREFIX): _read_record(record).targets
+        for record in sorted(root.glob(f"{RECORD_PREFIX}*"))
+        if not record.name.endswith(JOURNAL_SUFFIX)
+    }
+
+
 def _record_text(stack: str, targets: list[str], files: list[str]) -> str:
     lines = [_RECORD_HEADER.format(stack=stack)]
     lines += [f"target {t}\n" for t in sorted(targets)]

@@ -14,21 +14,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
 from harness.mockrun import PROJECT_DIR, MockRun
+from harness.render_tree import recorded_targets
 from harness.rendering import ManifestFile, RenderPlan, plan_render
-from nodefleet.config import OutputSettings
+from nodefleet.config import Fleet, OutputSettings
 from nodefleet.forecast import Obj, Snapshot, snapshot_from_state
-from nodefleet.render_layout import CRD_DIR, MANIFEST_DIR
+from nodefleet.render_layout import CRD_DIR, MANIFEST_DIR, target_folder
 
 __all__ = [
     "SnapshotError",
     "default_target",
+    "last_render_root",
     "plan_of",
+    "render_directory_of",
+    "shown_path",
     "snapshot_from_files",
     "snapshot_from_plan",
     "snapshot_from_render_dir",
@@ -46,7 +50,24 @@ def default_target(stack: str) -> str:
 
 
 def plan_of(run: MockRun) -> RenderPlan:
-    return plan_render(run, default_target(run.stack))
+    """The files a render of ``run`` writes, under the render directory its providers were given.
+
+    The program builds every render-mode provider with ``renderYamlToDirectory: <render directory>/<target>``
+    (:func:`nodefleet.paths.render_directory`), so the providers name the stack's render directory whatever
+    ``output.directory`` says; in apply mode no provider names one and the default stands in (targets are
+    then named after their providers, and the directory is not used).
+    """
+    return plan_render(run, render_directory_of(run) or default_target(run.stack))
+
+
+def render_directory_of(run: MockRun) -> str | None:
+    """The render directory the program handed its providers, as it wrote it; None in apply mode."""
+    parents = {
+        str(PurePosixPath(str(reg.inputs["renderYamlToDirectory"])).parent)
+        for reg in run.registrations
+        if reg.type == "pulumi:providers:kubernetes" and reg.inputs.get("renderYamlToDirectory")
+    }
+    return parents.pop() if len(parents) == 1 else None
 
 
 # libyaml's safe loader where PyYAML was built with it: forecasts read every manifest of a stack.
@@ -71,48 +92,52 @@ def snapshot_from_plan(plan: RenderPlan, source: str) -> Snapshot:
     return snapshot_from_files(plan.files, source)
 
 
-def _folder(root: Path | None, target: str) -> Path:
-    """The folder a target's files are in: the project's own path, or ``<root>/<target name>``."""
-    if root is not None:
-        return root / Path(target).name
-    path = Path(target)
-    return path if path.is_absolute() else PROJECT_DIR / path
+def snapshot_from_render_dir(plan: RenderPlan, root: Path, *, stack: str | None = None) -> Snapshot | None:
+    """The previous render of the stack ``plan`` belongs to, in ``root``; None when none of its folders exists.
 
-
-def snapshot_from_render_dir(plan: RenderPlan, root: Path | None = None) -> Snapshot | None:
-    """The previous render of the stack ``plan`` belongs to; None when none of its folders exists.
-
-    ``root`` is a directory laid out like ``nodefleet render --out`` (``<root>/<cluster>/1-manifest/…``),
-    e.g. a GitOps checkout; by default each target's own path (``rendered/<stack>/<cluster>``).
+    ``root`` is a render directory: ``<root>/<target>/{0-crd,1-manifest}/…``, as ``nodefleet render`` writes
+    it (to the stack's ``output.directory``, :func:`last_render_root`, or to ``--out``) and as the provider's
+    render mode writes it. Besides the files of the objects the program declares now, every manifest in the
+    other cluster folders of ``root`` counts as an object the program no longer declares, except in folders
+    the render record of another stack claims (several stacks rendered into one GitOps tree).
     """
-    targets = {f.target for f in plan.files}
-    folders = {_folder(root, t): t for t in targets}
-    if not any(folder.is_dir() for folder in folders):
+    targets = {*plan.targets, *(f.target for f in plan.files)}
+    if not any(target_folder(root, t).is_dir() for t in targets):
         return None
     objects: list[Obj] = []
     seen: set[Path] = set()
     for f in plan.files:
-        path = _folder(root, f.target) / f.path
+        path = target_folder(root, f.target) / f.path
         if path.is_file():
             objects.append(Obj(f.target, _manifest(path.read_bytes(), str(path))))
-            seen.add(path.resolve())
-    # Objects the program no longer declares, in the folders it renders and in sibling cluster folders.
-    parents = {folder.parent for folder in folders}
-    for parent in sorted(parents):
-        for path in sorted(parent.glob(f"*/{MANIFEST_DIR}/*.yaml")) + sorted(
-            parent.glob(f"*/{CRD_DIR}/*.yaml")
-        ):
-            if path.resolve() in seen:
+            seen.add(path)
+    others = {
+        t for owner, claimed in recorded_targets(root).items() if owner != stack for t in claimed
+    } - targets
+    for layout in (MANIFEST_DIR, CRD_DIR):
+        for path in sorted(root.glob(f"*/{layout}/*.yaml")):
+            target = path.parent.parent.name
+            if path in seen or target in others:
                 continue
-            cluster_dir = path.parent.parent
-            target = folders.get(cluster_dir) or str(cluster_dir)
             objects.append(Obj(target, _manifest(path.read_bytes(), str(path))))
-    where = root if root is not None else sorted(parents)[0]
-    try:
-        shown = where.relative_to(PROJECT_DIR)
-    except ValueError:
-        shown = where
-    return Snapshot(f"last render in {shown}", tuple(objects))
+    return Snapshot(f"last render in {shown_path(root)}", tuple(objects))
+
+
+def last_render_root(fleet: Fleet) -> Path:
+    """Where the stack's last render is: its ``output.directory`` (``{stack}`` replaced, inside the project or
+    an allowed root), which is where ``nodefleet render`` without ``--out`` and ``pulumi up`` in render mode
+    write. One rule for the writers and every reader (``forecast``, ``fleet forecast``)."""
+    return fleet.render_dir.path
+
+
+def shown_path(path: Path) -> str:
+    """``path`` relative to the project or the working directory where it lies inside one, else as is."""
+    for base in (PROJECT_DIR, Path.cwd()):
+        try:
+            return str(path.relative_to(base))
+        except ValueError:
+            continue
+    return str(path)
 
 
 def snapshot_from_state_file(path: Path) -> Snapshot:

@@ -452,28 +452,86 @@ def _merge_source(text: str) -> str | None:
 # --- budgets and nodes at stake ------------------------------------------------------------------------
 
 
-def _drift_budgets(pool: Mapping[str, Any]) -> list[str]:
+def scaled_count(value: Any, total: int, *, round_up: bool) -> int | None:
+    """Kubernetes' ``intstr.GetScaledValueFromIntOrPercent``: a whole number as is, ``"N%"`` of ``total``
+    rounded up or down; None for anything else. Karpenter reads a budget's ``nodes`` string as a number when
+    it parses as one (``GetIntStrFromValue``)."""
+    text = str(value).strip()
+    if text.endswith("%") and text[:-1].isdigit():
+        share = int(text[:-1]) * total
+        return -(-share // 100) if round_up else share // 100
+    return int(text) if text.isdigit() else None
+
+
+def _nodes(n: int) -> str:
+    return f"{n} node{'' if n == 1 else 's'}"
+
+
+#: Karpenter's rounding of a percentage budget (kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go,
+#: ``Budget.GetAllowedDisruptions``: ``GetScaledValueFromIntOrPercent(..., numNodes, true)``).
+KARPENTER_ROUNDING = "Karpenter rounds a percentage up"
+
+
+def _budget_text(nodes: Any, count: int | None, bound: bool) -> tuple[str, int | None]:
+    """One budget's ``nodes`` in nodes at a time, for a pool of ``count`` nodes (an upper bound if ``bound``)."""
+    value = str(nodes)
+    if not value.endswith("%"):
+        n = scaled_count(value, 0, round_up=True)
+        return (f"{_nodes(n)} at a time" if n is not None else f"{value} at a time"), n
+    if count is None:
+        if value == "0%":
+            return "0% = 0 nodes at a time", 0
+        return f"{value} of the pool's nodes at a time, at least 1 while it has any", None
+    n = scaled_count(value, count, round_up=True)
+    if n is None:
+        return f"{value} at a time", None
+    of = f"at most {count}" if bound else str(count)
+    return f"{value} of {of} nodes = {'at most ' if bound and n else ''}{n} at a time", n
+
+
+def _drift_budgets(pool: Mapping[str, Any], count: int | None = None, bound: bool = False) -> list[str]:
+    """The budgets that pace Drifted replacement, each in nodes at a time where the pool's size is known."""
     out = []
     for budget in ((pool.get("spec") or {}).get("disruption") or {}).get("budgets") or []:
         reasons = budget.get("reasons")
         if reasons and "Drifted" not in reasons:
             continue
-        text = f"{budget.get('nodes', '10%')} at a time"
+        text, _ = _budget_text(budget.get("nodes", "10%"), count, bound)
         if budget.get("schedule"):
-            text = f"{budget.get('nodes')} during '{budget['schedule']}' for {budget.get('duration')}"
+            text = f"{text.removesuffix(' at a time')} during '{budget['schedule']}' for {budget.get('duration')}"
         out.append(text)
-    return out or ["10% at a time (Karpenter's default budget)"]
+    if not out:
+        text, _ = _budget_text("10%", count, bound)
+        out = [f"{text} (Karpenter's default budget)"]
+    if any("%" in t for t in out):
+        out[-1] += f" ({KARPENTER_ROUNDING})"
+    return out
 
 
 def _pool_nodes(pool: Mapping[str, Any]) -> tuple[str, int | None]:
-    limits = (pool.get("spec") or {}).get("limits") or {}
+    """The nodes of a Karpenter NodePool, and how that number was come by."""
+    spec = pool.get("spec") or {}
+    replicas = _num(spec.get("replicas"))
+    if isinstance(replicas, int) and not isinstance(replicas, bool):
+        return f"{_nodes(replicas)} (static pool: spec.replicas)", replicas
+    limits = spec.get("limits") or {}
     if "nodes" in limits:
         try:
-            return f"at most {int(str(limits['nodes']))} (limits.nodes)", int(str(limits["nodes"]))
+            n = int(str(limits["nodes"]))
+            return (
+                f"at most {n} (estimated from limits.nodes: a dynamic pool runs only the nodes pending pods "
+                "need, up to that limit)",
+                n,
+            )
         except ValueError:
             pass
     bounds = ", ".join(f"{key} {value}" for key, value in sorted(limits.items()))
     return ("unknown: Karpenter launches on demand" + (f" (limits: {bounds})" if bounds else "")), None
+
+
+def _pool_bound(pool: Mapping[str, Any]) -> bool:
+    """Whether the pool's node count is an upper bound (a dynamic pool's limits.nodes), not the count."""
+    return "replicas" not in (pool.get("spec") or {})
 
 
 def _pools_of_class(obj: Obj, snapshot: Snapshot) -> list[Obj]:
@@ -494,12 +552,21 @@ def _class_nodes_and_pace(obj: Obj, snapshot: Snapshot) -> tuple[str, int | None
     counts = [_pool_nodes(p.manifest) for p in pools]
     known = [n for _, n in counts]
     total = sum(n for n in known if n is not None) if all(n is not None for n in known) else None
-    nodes = (
-        f"at most {total} (limits.nodes)"
-        if total is not None
-        else "unknown: Karpenter launches on demand (no limits.nodes)"
+    bound = any(_pool_bound(p.manifest) for p in pools)
+    if total is None:
+        nodes = "unknown: Karpenter launches on demand (no limits.nodes)"
+    elif bound:
+        nodes = (
+            f"at most {total} (estimated from the limits.nodes of "
+            f"{', '.join(str(p.meta.get('name')) for p in pools)}: dynamic pools run only the nodes pending "
+            "pods need)"
+        )
+    else:
+        nodes = f"{_nodes(total)} (static pools: spec.replicas)"
+    pace = "; ".join(
+        f"NodePool {p.meta.get('name')}: {', '.join(_drift_budgets(p.manifest, n, _pool_bound(p.manifest)))}"
+        for p, (_, n) in zip(pools, counts, strict=True)
     )
-    pace = "; ".join(f"NodePool {p.meta.get('name')}: {', '.join(_drift_budgets(p.manifest))}" for p in pools)
     return nodes, total, pace
 
 
@@ -578,7 +645,7 @@ def _quiet_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple
 def _karpenter_pool_item(before: Obj, after: Obj, new: Snapshot) -> Item:
     reasons_raw = drift_reasons(before.manifest, after.manifest)
     nodes, count = _pool_nodes(after.manifest)
-    pace = ", ".join(_drift_budgets(after.manifest))
+    pace = ", ".join(_drift_budgets(after.manifest, count, _pool_bound(after.manifest)))
     reasons: list[str] = []
     if NODE_POOL_DRIFTED in reasons_raw:
         paths = changed_paths(
@@ -676,15 +743,8 @@ def _hypershift_pool_item(before: Obj, after: Obj) -> Item:
     old_s, new_s = before.spec, after.spec
     management = new_s.get("management") or {}
     in_place = management.get("upgradeType") == "InPlace"
-    rolling = (management.get("replace") or {}).get("rollingUpdate") or {}
-    pace = (
-        "HyperShift InPlace: nodes drained and rebooted (maxUnavailable "
-        f"{_num((management.get('inPlace') or {}).get('maxUnavailable', 1))})"
-        if in_place
-        else f"HyperShift Replace: maxSurge {_num(rolling.get('maxSurge', 1))}, "
-        f"maxUnavailable {_num(rolling.get('maxUnavailable', 0))}"
-    )
     nodes, count = _hypershift_nodes(old_s)
+    pace = _hypershift_pace(management, count)
     reasons = []
     old_img = (old_s.get("release") or {}).get("image")
     new_img = (new_s.get("release") or {}).get("image")
@@ -713,6 +773,74 @@ def _hypershift_pool_item(before: Obj, after: Obj) -> Item:
     )
 
 
+def _hypershift_pace(management: Mapping[str, Any], count: int | None) -> str:
+    """How fast a HyperShift NodePool rolls, in nodes where its size is known.
+
+    Replace is a Cluster API MachineDeployment rolling update: ``maxSurge`` rounds up, ``maxUnavailable``
+    down, and both 0 means 1 unavailable (cluster-api ``mdutil.ResolveFenceposts``). InPlace drains and
+    reboots ``maxUnavailable`` nodes at a time, rounded down and at least 1 (hypershift
+    ``getInPlaceMaxUnavailable``).
+    """
+    if management.get("upgradeType") == "InPlace":
+        value = _num((management.get("inPlace") or {}).get("maxUnavailable", 1))
+        text = f"HyperShift InPlace: nodes drained and rebooted (maxUnavailable {value})"
+        n = scaled_count(value, count, round_up=False) if count is not None else None
+        if n is None or count is None:
+            return text
+        return f"{text}: {value} of {_nodes(count)} = {max(n, 1)} at a time (rounded down, at least 1)"
+    rolling = (management.get("replace") or {}).get("rollingUpdate") or {}
+    surge_v, unavailable_v = _num(rolling.get("maxSurge", 1)), _num(rolling.get("maxUnavailable", 0))
+    text = f"HyperShift Replace: maxSurge {surge_v}, maxUnavailable {unavailable_v}"
+    if count is None:
+        return text
+    surge = scaled_count(surge_v, count, round_up=True)
+    unavailable = scaled_count(unavailable_v, count, round_up=False)
+    if surge is None or unavailable is None:
+        return text
+    if surge == 0 and unavailable == 0:
+        unavailable = 1
+    return (
+        f"{text} of {_nodes(count)} = {surge + unavailable} replaced at a time ({surge} extra, {unavailable} "
+        "unavailable; maxSurge rounds up, maxUnavailable down)"
+    )
+
+
+def _mcp_nodes(pool: Obj, snapshot: Snapshot) -> tuple[str, int | None]:
+    """A MachineConfigPool's nodes, estimated from the MachineSets of the stack labelled for its role."""
+    role = f"node-role.kubernetes.io/{pool.meta.get('name')}"
+    sets = [
+        o
+        for o in snapshot.objects
+        if _kind_label(o) == "MachineSet"
+        and o.cluster == pool.cluster
+        and role
+        in ((((o.spec.get("template") or {}).get("spec") or {}).get("metadata") or {}).get("labels") or {})
+    ]
+    counts = [_machine_set_nodes(o.spec)[1] for o in sets]
+    if not sets or any(c is None for c in counts):
+        return "every node of the pool (no MachineSet of this stack declares how many)", None
+    total = sum(c for c in counts if c is not None)
+    return (
+        f"{_nodes(total)} (estimated from the replicas of the MachineSets labelled {role}; nodes added to the "
+        "pool otherwise are not counted)",
+        total,
+    )
+
+
+def _mcp_pace(pool: Obj, count: int | None) -> str:
+    """The MCO updates ``maxUnavailable`` nodes of a pool at a time: default 1, a percentage rounded down,
+    at least 1 (machine-config-operator pkg/controller/node/node_controller.go, ``maxUnavailable``)."""
+    value = _num(pool.spec.get("maxUnavailable", 1))
+    if count is None:
+        return (
+            f"the pool's maxUnavailable {value} (the MCO rounds a percentage down, at least 1 node at a time)"
+        )
+    n = scaled_count(value, count, round_up=False)
+    if n is None:
+        return f"the pool's maxUnavailable {value}"
+    return f"maxUnavailable {value} of {_nodes(count)} = {max(n, 1)} at a time (rounded down, at least 1)"
+
+
 def _release_text(image: Any) -> str:
     if not image:
         return "(none)"
@@ -722,11 +850,12 @@ def _release_text(image: Any) -> str:
         return str(image)
 
 
-def _pool_item(before: Obj, after: Obj) -> Item:
+def _pool_item(before: Obj, after: Obj, snapshot: Snapshot) -> Item:
     old = (before.spec.get("osImageStream") or {}).get("name") or "inherited"
     new = (after.spec.get("osImageStream") or {}).get("name") or "inherited"
     name = str(after.meta.get("name"))
-    pace = "the pool's maxUnavailable (default 1 node at a time)"
+    nodes, count = _mcp_nodes(after, snapshot)
+    pace = _mcp_pace(after, count)
     if old != new:
         return Item(
             after.cluster,
@@ -734,8 +863,8 @@ def _pool_item(before: Obj, after: Obj) -> Item:
             name,
             IN_PLACE,
             (f"osImageStream {old} → {new}: the MCO rebuilds every node of the pool on the new OS",),
-            "every node of the pool",
-            None,
+            nodes,
+            count,
             pace,
         )
     return Item(
@@ -744,8 +873,8 @@ def _pool_item(before: Obj, after: Obj) -> Item:
         name,
         NO_ROLLOUT,
         _quiet_changes(before.manifest, after.manifest),
-        "every node of the pool",
-        None,
+        nodes,
+        count,
         pace,
     )
 
@@ -761,7 +890,7 @@ def _compare(before: Obj, after: Obj, old: Snapshot, new: Snapshot) -> Item | No
     if label == "NodePool (HyperShift)":
         return _hypershift_pool_item(before, after)
     if label == "MachineConfigPool":
-        return _pool_item(before, after)
+        return _pool_item(before, after, new)
     return None
 
 
@@ -803,7 +932,8 @@ def _removed(obj: Obj, snapshot: Snapshot) -> Item:
         return Item(obj.cluster, label, name, REMOVES, (why,), nodes, count, "nothing")
     if label == "MachineConfigPool":
         why = "pool removed: its nodes fall back to worker (MCO reboots them into the worker config)"
-        return Item(obj.cluster, label, name, IN_PLACE, (why,), "every node of the pool", None, "")
+        nodes, count = _mcp_nodes(obj, snapshot)
+        return Item(obj.cluster, label, name, IN_PLACE, (why,), nodes, count, "")
     nodes, count = _hypershift_nodes(obj.spec)
     return Item(
         obj.cluster, label, name, REMOVES, ("NodePool removed: its machines are deleted",), nodes, count, ""

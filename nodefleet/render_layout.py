@@ -7,6 +7,11 @@
 previous render back and the policies that look for the last rendered copy of an object all name files with
 this one function.
 
+The render directory itself is the stack's ``output.directory`` (:func:`nodefleet.paths.render_directory`);
+whoever writes a render (``nodefleet render``, the provider) and whoever reads the last one back
+(``forecast``, ``fleet forecast``, the policies' transition checks) finds a target's files in
+:func:`target_folder` of it.
+
 A stack renders each *target* (a provider: a standalone cluster, a hosted cluster's management side, or its
 ``<cluster>-hosted`` side) into its own folder under the render directory; :func:`render_targets` names them,
 so the configuration can refuse two clusters whose folders would coincide.
@@ -15,6 +20,7 @@ so the configuration can refuse two clusters whose folders would coincide.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 CRD_DIR = "0-crd"
@@ -36,3 +42,9 @@ def manifest_path(manifest: Mapping[str, Any]) -> str:
 def render_targets(cluster_name: str, hosted: bool) -> tuple[str, ...]:
     """The render folders of one cluster: its own, and for a hosted cluster also ``<name>-hosted``."""
     return (cluster_name, f"{cluster_name}{HOSTED_SUFFIX}") if hosted else (cluster_name,)
+
+
+def target_folder(render_directory: Path, target: str) -> Path:
+    """The folder of one render target: ``<render directory>/<target>``, the provider's
+    ``renderYamlToDirectory`` for that target."""
+    return render_directory / target

@@ -124,11 +124,16 @@ def test_release_bump_of_a_hosted_cluster() -> None:
     assert "release 4.22.3 → 4.22.4" in general.reasons[0]
     # Paced by the Drifted budgets of the NodePools that use the class, business-hours freeze included.
     assert general.paced_by == (
-        "NodePool on-demand: 10% at a time, 0 during '0 0 28 * *' for 72h, 0 during '0 9 * * mon-fri' for 8h"
+        "NodePool on-demand: 10% of the pool's nodes at a time, at least 1 while it has any, 0 nodes during "
+        "'0 0 28 * *' for 72h, 0 nodes during '0 9 * * mon-fri' for 8h (Karpenter rounds a percentage up)"
     )
     assert general.node_count is None and general.nodes.startswith("unknown")
     infra = _by_name(result)[("NodePool (HyperShift)", "infra")]
-    assert (infra.node_count, infra.paced_by) == (2, "HyperShift Replace: maxSurge 1, maxUnavailable 0")
+    assert (infra.node_count, infra.paced_by) == (
+        2,
+        "HyperShift Replace: maxSurge 1, maxUnavailable 0 of 2 nodes = 1 replaced at a time (1 extra, 0 "
+        "unavailable; maxSurge rounds up, maxUnavailable down)",
+    )
     assert "control plane upgrade 4.22.3 → 4.22.4" in result.notes[0]
     # Nodes and control plane move in one change: the forecast says so and how to stage it.
     assert "NodePool infra, node class batch, node class general move to 4.22.4" in result.notes[1]
@@ -159,7 +164,7 @@ def test_node_pool_label_change_replaces_the_pools_nodes() -> None:
     assert [(i.kind, i.name) for i in result.rollouts] == [("NodePool (Karpenter)", "spot")]
     spot = result.rollouts[0]
     assert spot.reasons == ("NodePool template: spec.template.metadata.labels.team",)
-    assert spot.paced_by == "5 at a time"
+    assert spot.paced_by == "5 nodes at a time"
     assert spot.nodes == "unknown: Karpenter launches on demand (limits: cpu 1000)"
 
 
@@ -174,7 +179,7 @@ def test_node_pool_budget_and_limits_changes_never_roll() -> None:
     spot = _by_name(result)[("NodePool (Karpenter)", "spot")]
     assert spot.verdict == NO_ROLLOUT
     assert "never drift nodes" in spot.reasons[-1]
-    assert spot.paced_by == "2 at a time"
+    assert spot.paced_by == "2 nodes at a time"
 
 
 def test_pinned_machine_set_ami_change_applies_only_to_new_machines() -> None:

@@ -33,13 +33,13 @@ from nodefleet.gitops import ANNOTATION_CONTROLLER_OWNED, ARGOCD_IGNORE_DIFFEREN
 from nodefleet.hosted import LEGACY_CONTROLLER_OWNED
 from tests.conftest import PROJECT
 from tests.crdschema import _strip
+from tests.shipped import SHIPPED_STACKS
 from tests.variants import hosted_legacy_fleet, karpenter_operator_fleet
 
 CRDS = PROJECT / "tests" / "data" / "gitops-crds"
 EXAMPLES = PROJECT / "examples"
-STACKS = sorted(
-    p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (PROJECT / "stacks").glob("Pulumi.*.yaml")
-)
+#: The example stacks the Argo CD and Flux examples are written for (users' own stacks in stacks/ are not).
+STACKS = sorted(SHIPPED_STACKS)
 
 
 @cache

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.engine.fakes import Machine, make_machine
+from tests.shipped import SHIPPED_STACKS, shipped_stack_files
 
 
 @pytest.fixture
@@ -96,7 +97,5 @@ def test_a_teams_own_stack_never_falls_back_to_the_project_backend(machine: Mach
 def test_the_example_stacks_named_in_engine_run_are_the_ones_that_ship(project_dir: Path) -> None:
     text = (project_dir / "engine" / "run").read_text()
     named = text.split('example_stacks="', 1)[1].split('"', 1)[0].split()
-    shipped = sorted(
-        p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (project_dir / "stacks").glob("*.yaml")
-    )
-    assert sorted(named) == shipped
+    assert sorted(named) == sorted(SHIPPED_STACKS)
+    assert all(path.is_file() for path in shipped_stack_files(project_dir))

@@ -25,11 +25,10 @@ from harness.mockrun import read_stack_config, run_program
 from harness.render_tree import RECORD_PREFIX
 from nodefleet.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
 from tests.conftest import PROJECT, nodefleet
+from tests.shipped import shipped_stack_files
 
 PROGRAM = ("pulumi-language-python", "kubernetes")
-STACK_FILES = sorted((PROJECT / "stacks").glob("Pulumi.*.yaml")) + sorted(
-    (PROJECT / "tests" / "stacks").glob("Pulumi.*.yaml")
-)
+STACK_FILES = shipped_stack_files(PROJECT) + sorted((PROJECT / "tests" / "stacks").glob("Pulumi.*.yaml"))
 
 
 def _needs(stack_file: Path) -> tuple[str, ...]:

@@ -1,0 +1,65 @@
+"""Users keep their own stacks in stacks/: the suite and every stack-iterating command tolerate them.
+
+The suite names the shipped examples (tests/shipped.py) wherever it needs known stacks; code that iterates
+over stacks/ (``fleet``, ``report``'s touched stacks, the policy mutation run) takes in any stack there. Here a
+fresh copy of the project gets a user's stack beside the examples, and each of those is run on it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT, copy_project, nodefleet
+from tests.shipped import SHIPPED_STACKS, shipped_stack_files
+
+#: A user's stack: the dev example under another name, with one more MachineSet.
+USER_STACK = "team-a"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = copy_project(tmp_path_factory.mktemp("user-stacks") / "project")
+    shutil.copytree(PROJECT / "stacks", copy / "stacks")
+    text = (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text()
+    assert "            replicas: 3\n" in text
+    (copy / "stacks" / f"Pulumi.{USER_STACK}.yaml").write_text(
+        text.replace("            replicas: 3\n", "            replicas: 5\n", 1)
+    )
+    return copy
+
+
+def test_the_shipped_examples_are_named_not_globbed() -> None:
+    assert [p.name for p in shipped_stack_files(PROJECT)] == [f"Pulumi.{s}.yaml" for s in SHIPPED_STACKS]
+    assert all(p.is_file() for p in shipped_stack_files(PROJECT))
+
+
+def test_fleet_runs_every_stack_in_stacks_including_the_users(project: Path) -> None:
+    result = nodefleet("fleet", "check", "--json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    stacks = {s["stack"]: s["exit"] for s in json.loads(result.stdout)["stacks"]}
+    assert stacks == {**dict.fromkeys(SHIPPED_STACKS, 0), USER_STACK: 0}
+
+
+def test_a_program_change_touches_the_users_stack_too(project: Path) -> None:
+    from cli.report import touched_stacks
+
+    stacks, why = touched_stacks(["nodefleet/forecast.py"], project)
+    assert stacks == sorted([*SHIPPED_STACKS, USER_STACK]) and "every stack" in why
+    assert touched_stacks([f"stacks/Pulumi.{USER_STACK}.yaml"], project)[0] == [USER_STACK]
+
+
+def test_the_policy_mutation_run_takes_the_users_stack(project: Path) -> None:
+    from harness.mutation import example_runs
+
+    assert USER_STACK in {run.stack for run in example_runs(project)}
+
+
+def test_render_and_forecast_of_the_users_stack(project: Path) -> None:
+    assert nodefleet("render", "--stack", USER_STACK, cwd=project).returncode == 0
+    result = nodefleet("forecast", "--stack", USER_STACK, "--json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["before"] == f"last render in rendered/{USER_STACK}"
