@@ -481,12 +481,19 @@ def load_fleet(
         render_dir = render_directory(config.output.directory, stack, project_dir=project_dir, environ=env)
     except PathError as e:
         raise ConfigError(f"{where}: {CONFIG_KEY}.output.directory: {e}") from None
-    return Fleet(
+    fleet = Fleet(
         stack=stack,
         config=config,
         clusters=tuple(_resolve_any(where, c, i, project_dir, env) for i, c in enumerate(config.clusters)),
         render_dir=render_dir,
     )
+    # Imported here: the renderers the object check uses import this module's models.
+    from nodefleet.objects import fleet_plan
+
+    problems = fleet_plan(fleet, where).problems
+    if problems:
+        raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
+    return fleet
 
 
 #: The longest string a stack-config value may be. No value nodefleet writes needs more (Kubernetes names stop
