@@ -38,6 +38,7 @@ from nodefleet.config_karpenter import (
     check_unique_names,
 )
 from nodefleet.crd_formats import label_value_errors
+from nodefleet.instance_types import Finding, family_finding, instance_type_finding
 from nodefleet.kinds import NODE_ROLE_PREFIX
 from nodefleet.modelbase import (
     DNS_LABEL,
@@ -223,6 +224,9 @@ class MachineSetSpec(ConfigModel):
 
     @model_validator(mode="after")
     def _node_metadata(self) -> MachineSetSpec:
+        finding = instance_type_finding(self.instance_type, self.architecture)
+        if finding is not None and finding.level == "error":
+            raise ValueError(f"instanceType: {finding.message}")
         for key, value in self.labels.items():
             if label_value_errors(value):
                 raise ValueError(
@@ -500,6 +504,41 @@ class Fleet:
     def render_directory(self) -> str:
         """The render directory as the providers get it (relative to the project when written so)."""
         return self.render_dir.text
+
+    def instance_type_advice(self) -> list[str]:
+        """Instance types and families missing from the shipped list that may be newer than it: advice."""
+        advice: list[tuple[str, Finding | None]] = []
+        for i, c in enumerate(self.config.clusters):
+            base = f"{CONFIG_KEY}.clusters[{i}]"
+            if isinstance(c, StandaloneCluster):
+                for j, ms in enumerate(c.machine_sets):
+                    advice.append(
+                        (
+                            f"{base}.machineSets[{j}].instanceType",
+                            instance_type_finding(ms.instance_type, ms.architecture),
+                        )
+                    )
+                pools = [
+                    ("karpenter.nodePools", c.karpenter.node_pools if c.karpenter else []),
+                    (
+                        "karpenterOperator.nodePools",
+                        c.karpenter_operator.node_pools if c.karpenter_operator else [],
+                    ),
+                ]
+            else:
+                for j, np in enumerate(c.node_pools):
+                    advice.append(
+                        (
+                            f"{base}.nodePools[{j}].instanceType",
+                            instance_type_finding(np.instance_type, np.arch),
+                        )
+                    )
+                pools = [("autoNode.nodePools", c.auto_node.node_pools if c.auto_node else [])]
+            for field, specs in pools:
+                for j, pool in enumerate(specs):
+                    for k, family in enumerate(pool.instance_families):
+                        advice.append((f"{base}.{field}[{j}].instanceFamilies[{k}]", family_finding(family)))
+        return [f"{where}: {f.message}" for where, f in advice if f is not None and f.level == "advisory"]
 
     def secret_keys(self) -> list[tuple[str, str]]:
         """Stack secrets (``nodefleet:<key>``) the program will read, each with the reason it needs it.
