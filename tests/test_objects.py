@@ -13,7 +13,7 @@ from harness.mockrun import run_program
 from harness.rendering import kubernetes_objects
 from nodefleet.config import ConfigError, load_fleet
 from nodefleet.objects import stack_objects, tree_problems
-from tests.conftest import PROJECT, nodefleet, stack_fleet
+from tests.conftest import PROJECT, copy_project, nodefleet, stack_fleet
 
 EXAMPLES = ("dev", "hosted", "karpenter", "rhel10")
 
@@ -134,3 +134,19 @@ def test_stacks_sharing_only_identical_objects_pass_the_tree_check() -> None:
         raw["clusters"][0]["nodePools"][0]["name"] = f"infra-{name}"
         fleets.append((load_fleet(raw, name, PROJECT), f"stacks/Pulumi.{name}.yaml"))
     assert tree_problems(fleets) == []
+
+
+def test_render_refuses_an_object_another_stack_rendered_into_the_tree(tmp_path: Path) -> None:
+    project = copy_project(tmp_path / "project")
+    (project / "stacks").mkdir()
+    for name, infra in (("prod-east", "prod-east-4kq8z"), ("prod-west", "prod-west-9zz1a")):
+        raw = stack_fleet("hosted")
+        raw["clusters"][0]["name"], raw["clusters"][0]["infraId"] = name, infra
+        _stack_file(project / "stacks" / f"Pulumi.{name.removeprefix('prod-')}.yaml", raw)
+    first = nodefleet("render", "--stack", "east", cwd=project)
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = nodefleet("render", "--stack", "west", cwd=project)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert "stack 'west'" in second.stderr and "stack 'east' (stacks/Pulumi.east.yaml)" in second.stderr
+    assert "NodePool clusters/infra" in second.stderr
+    assert not (project / "rendered" / "west").exists()
