@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
-from cli.stacks import load_run, stack_file_shown
+from cli.stacks import load, load_run, stack_file_shown
 from engine.sizing import fleet_size_warning, kubernetes_providers, max_providers
 
 
@@ -24,7 +24,9 @@ def run(args: argparse.Namespace) -> int:
     mandatory = [v for v in violations if v.level == "mandatory"]
     # Not a policy: the engine's memory per target cluster is a property of the run, not of a resource.
     providers = kubernetes_providers(mock.registrations)
-    warnings = [w for w in [fleet_size_warning(providers, limit)] if w]
+    advice = [("fleet-size", w) for w in [fleet_size_warning(providers, limit)] if w]
+    advice += [("instance-type", a) for a in _instance_type_advice(args)]
+    warnings = [text for _, text in advice]
     if args.json:
         print(
             json.dumps(
@@ -46,10 +48,19 @@ def run(args: argparse.Namespace) -> int:
             f"resources, {len(POLICIES)} policies, {elapsed:.1f}s (mock runtime, no providers)"
         )
         print_violations(violations)
-        for w in warnings:
-            print(f"  ADVISORY  fleet-size  {w}")
+        for name, text in advice:
+            print(f"  ADVISORY  {name}  {text}")
         print(f"  {len(mandatory)} mandatory, {len(violations) - len(mandatory)} advisory")
     return EXIT_VIOLATIONS if mandatory else EXIT_OK
+
+
+def _instance_type_advice(args: argparse.Namespace) -> list[str]:
+    """Instance types the shipped list does not know but may be newer than it (nodefleet.instance_types)."""
+    from harness.mockrun import PROJECT_DIR
+    from nodefleet.config import CONFIG_KEY, load_fleet
+
+    stack, config, source = load(args)
+    return load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source).instance_type_advice()
 
 
 def print_violations(violations: list[Any]) -> None:

@@ -138,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--parallel {args.parallel}: must be at least 1")
     if args.fleet_command == "report" and not args.base:
         raise InputError("fleet report needs --base <git ref> (the base of the change)")
+    if args.fleet_command in ("check", "preview", "up", "render"):
+        problems = tree_problems(args, [(name, known[name]) for name in names])
+        if problems:
+            raise InputError("\n".join(problems))
     started = time.perf_counter()
     results: list[StackResult] = []
     outputs: dict[str, str] = {}
@@ -175,6 +179,42 @@ def run(args: argparse.Namespace) -> int:
     if args.fleet_command == "report" and args.out_dir:
         _write_reports(args.out_dir, names, outputs)
     return worst
+
+
+def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> list[str]:
+    """Objects that two stacks rendered into one GitOps tree declare differently (:mod:`nodefleet.objects`).
+
+    Render-mode stacks share a tree when their render directories have one parent (the default
+    ``rendered/{stack}`` puts every stack in ``rendered/``, which the example ApplicationSet syncs), and
+    ``fleet render --out`` puts all of them in one. A stack whose own file is invalid is left to its own run,
+    which says why.
+    """
+    from harness.mockrun import read_stack_config
+    from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
+    from nodefleet.objects import tree_problems as problems_in
+    from nodefleet.yamlfile import YAMLFileError
+
+    trees: dict[Path, list[Any]] = {}
+    for stack, path in stacks:
+        shown = _shown(path)
+        try:
+            config = read_stack_config(path, shown)
+            fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT, source=shown)
+        except (ConfigError, YAMLFileError, FileNotFoundError):
+            continue
+        if fleet.config.output.mode != "render":
+            continue
+        out = getattr(args, "out", None) if args.fleet_command == "render" else None
+        tree = Path(out).resolve() if out else fleet.render_dir.path.parent
+        trees.setdefault(tree, []).append((fleet, shown))
+    return [p for fleets in trees.values() if len(fleets) > 1 for p in problems_in(fleets)]
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(PROJECT))
+    except ValueError:
+        return str(path)
 
 
 def _table(command: str, results: list[StackResult], wall: float, parallel: int, worst: int) -> str:

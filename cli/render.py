@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from cli import check
 from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
@@ -61,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
         root = out.path
     else:
         root = fleet.render_dir.path
+    problems = _tree_problems(fleet, stack_file_shown(args), root)
+    if problems:
+        raise InputError("\n".join(problems))
     for skipped in plan.skipped:
         print(f"  skipped {skipped} (values stay off disk)")
     try:
@@ -91,6 +95,37 @@ def run(args: argparse.Namespace) -> int:
         "from the mock runtime, not the provider)"
     )
     return EXIT_OK
+
+
+def _tree_problems(fleet: Any, source: str, root: Path) -> list[str]:
+    """Objects this stack and another stack rendered into the same GitOps tree declare differently.
+
+    The tree is the render root's parent (``rendered/`` for the default ``rendered/{stack}``, which the
+    example ApplicationSet syncs as a whole); the other stacks are those whose render record lies in it and
+    whose stack file is in ``stacks/`` (:mod:`nodefleet.objects`).
+    """
+    from harness.mockrun import PROJECT_DIR, read_stack_config
+    from harness.render_tree import JOURNAL_SUFFIX, RECORD_PREFIX
+    from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
+    from nodefleet.objects import tree_problems
+    from nodefleet.yamlfile import YAMLFileError
+
+    records = [*root.parent.glob(f"*/{RECORD_PREFIX}*"), *root.glob(f"{RECORD_PREFIX}*")]
+    others = sorted(
+        {r.name.removeprefix(RECORD_PREFIX) for r in records if not r.name.endswith(JOURNAL_SUFFIX)}
+        - {fleet.stack}
+    )
+    fleets = [(fleet, source)]
+    for name in others:
+        shown = f"stacks/Pulumi.{name}.yaml"
+        try:
+            config = read_stack_config(PROJECT_DIR / shown, shown)
+            other = load_fleet(config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown)
+        except (ConfigError, YAMLFileError, FileNotFoundError):
+            continue  # not a stack of this project, or invalid: its own render says why
+        if other.config.output.mode == "render":
+            fleets.append((other, shown))
+    return tree_problems(fleets) if len(fleets) > 1 else []
 
 
 def _show(path: Path) -> str:

@@ -18,6 +18,7 @@ from components.karpenter import (
 from components.kubernetes import cluster_provider
 from components.standalone import StandaloneCluster, StandaloneClusterArgs
 from nodefleet.config import STACK_FILE_ENV, ConfigError, Fleet, ResolvedCluster, load_fleet, stack_file
+from nodefleet.objects import fleet_plan
 from nodefleet.render_layout import render_targets
 from nodefleet.stack_secrets import secret_value_problem
 
@@ -74,6 +75,8 @@ def _checked(where: str, kind: str, key: str, stack: str, value: str) -> str:
 def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.ComponentResource]:
     built: dict[str, pulumi.ComponentResource] = {}
     output = fleet.config.output
+    # Objects several clusters declare identically (the Namespace hosted clusters share) are declared once.
+    plan = fleet_plan(fleet)
     for resolved in fleet.clusters:
         name = resolved.config.name
         if isinstance(resolved, ResolvedCluster):
@@ -112,6 +115,7 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
                     if apply and ref.from_config
                 },
                 render=not apply,
+                left_out=plan.left_out(name),
             ),
         )
     return built

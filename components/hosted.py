@@ -5,25 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.karpenter import node_pool_options
 from components.kubernetes import custom_resource
-from nodefleet import kinds as k
 from nodefleet.config_hosted import HostedCluster, SecretRef
 from nodefleet.hosted import (
     LEGACY_CONTROLLER_OWNED,
-    autonode_karpenter,
+    autonode_pool_annotations,
     render_hosted_cluster,
     render_hypershift_node_pool,
     render_karpenter_node_pool,
     render_legacy_ec2_node_class,
     render_namespace,
     render_openshift_ec2_node_class,
-    secret_labels,
+    render_secret,
 )
 
 
@@ -39,6 +37,9 @@ class HostedClusterArgs:
     #: Render mode: declare the namespace as a plain Namespace (the GitOps tool applies it). Apply mode: a
     #: NamespacePatch, which creates it when missing and is never deleted with the stack.
     render: bool = True
+    #: (kind, namespace, name) of objects another cluster of the stack declares identically (the shared
+    #: Namespace, a shared Secret): declared once, by the first (:mod:`nodefleet.objects`).
+    left_out: frozenset[tuple[str, str, str]] = frozenset()
 
 
 class HostedClusterNodes(pulumi.ComponentResource):
@@ -55,13 +56,15 @@ class HostedClusterNodes(pulumi.ComponentResource):
         hc = args.cluster
         mgmt = pulumi.ResourceOptions(parent=self, provider=args.management)
         first: list[pulumi.Resource] = []
-        if hc.create_namespace:
+        if hc.create_namespace and ("Namespace", "", hc.namespace) not in args.left_out:
             first.append(_namespace(name, hc, args.render, mgmt))
         in_namespace = pulumi.ResourceOptions.merge(mgmt, pulumi.ResourceOptions(depends_on=list(first)))
         secrets: list[pulumi.Resource] = [
             _secret(hc, ref, key, args.secret_values[ref.from_config], in_namespace)
             for ref, key in hc.secret_refs()
-            if ref.from_config and ref.from_config in args.secret_values
+            if ref.from_config
+            and ref.from_config in args.secret_values
+            and ("Secret", hc.namespace, ref.name) not in args.left_out
         ]
         self.hosted_cluster = custom_resource(
             f"{name}-hostedcluster",
@@ -108,7 +111,7 @@ class HostedClusterNodes(pulumi.ComponentResource):
                         hosted, pulumi.ResourceOptions(ignore_changes=list(LEGACY_CONTROLLER_OWNED))
                     ),
                 )
-        owner = _owner_annotations(hc)
+        owner = autonode_pool_annotations(hc)
         for pool in auto.node_pools:
             self.karpenter_pools.append(
                 custom_resource(
@@ -132,26 +135,17 @@ def _namespace(name: str, hc: HostedCluster, render: bool, opts: pulumi.Resource
 def _secret(
     hc: HostedCluster, ref: SecretRef, key: str, value: pulumi.Output[str], opts: pulumi.ResourceOptions
 ) -> k8s.core.v1.Secret:
+    manifest = render_secret(hc, ref, key)
+    meta = manifest["metadata"]
     metadata = k8s.meta.v1.ObjectMetaArgs(
-        name=ref.name, namespace=hc.namespace, labels=secret_labels(hc, ref.delete_with_cluster) or None
+        name=meta["name"], namespace=meta["namespace"], labels=meta.get("labels")
     )
+    name = f"{hc.name}-secret-{ref.name}"
     if key == "key":
         # AES-CBC: the stack secret holds the base64 of the 32-byte key, which is what `data` carries.
         return k8s.core.v1.Secret(
-            f"{hc.name}-secret-{ref.name}", metadata=metadata, type="Opaque", data={key: value}, opts=opts
+            name, metadata=metadata, type=manifest["type"], data={key: value}, opts=opts
         )
     return k8s.core.v1.Secret(
-        f"{hc.name}-secret-{ref.name}",
-        metadata=metadata,
-        type="kubernetes.io/dockerconfigjson" if key == ".dockerconfigjson" else "Opaque",
-        string_data={key: value},
-        opts=opts,
+        name, metadata=metadata, type=manifest["type"], string_data={key: value}, opts=opts
     )
-
-
-def _owner_annotations(hc: HostedCluster) -> dict[str, Any]:
-    return {
-        k.ANNOTATION_HOSTED_CLUSTER: f"{hc.namespace}/{hc.name}",
-        k.ANNOTATION_RELEASE: hc.release,
-        k.ANNOTATION_KARPENTER: autonode_karpenter(hc),
-    }

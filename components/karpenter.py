@@ -18,14 +18,13 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.kubernetes import custom_resource
-from nodefleet import kinds as k
 from nodefleet.catalog import BootImage
 from nodefleet.config import StandaloneCluster
 from nodefleet.config_karpenter import NodePoolSpec, SelfManagedNodeClass
 from nodefleet.hosted import NODE_POOL_REPLACE_ON, render_karpenter_node_pool
 from nodefleet.ignition import user_data
 from nodefleet.karpenter import (
-    cluster_karpenter,
+    node_pool_annotations,
     node_read_policy,
     object_key,
     payload_config,
@@ -55,7 +54,7 @@ def standalone_node_pools(
     opts: pulumi.ResourceOptions,
 ) -> list[pulumi.CustomResource]:
     """The Karpenter NodePools of a standalone cluster, each after its class."""
-    owner = {k.ANNOTATION_RELEASE: cluster.release, k.ANNOTATION_KARPENTER: cluster_karpenter(cluster)}
+    owner = node_pool_annotations(cluster)
     return [
         custom_resource(
             f"{name}-karpenter-{pool.name}",

@@ -37,14 +37,21 @@ from nodefleet.config_karpenter import (
     StaticNodePoolSpec,
     check_unique_names,
 )
+from nodefleet.crd_formats import label_value_errors
+from nodefleet.instance_types import Finding, family_finding, instance_type_finding
+from nodefleet.kinds import NODE_ROLE_PREFIX
 from nodefleet.modelbase import (
     DNS_LABEL,
     INSTANCE_TYPE,
     PATTERN_HELP,
     REGION,
+    SECURITY_GROUP_ID,
+    SUBNET_ID,
     ZONE,
     ConfigModel,
+    LabelKeys,
     OCPRelease,
+    label_key_problem,
 )
 from nodefleet.paths import ContainedPath, PathError, catalog_file, check_stack_name, render_directory
 from nodefleet.render_layout import render_targets
@@ -56,6 +63,7 @@ CONFIG_KEY = "nodefleet:fleet"
 
 _BUILTIN_POOLS = ("worker",)
 _RESERVED_POOLS = ("master", "worker", "arbiter")
+_CONTROL_PLANE_ROLES = ("master", "control-plane", "arbiter")
 
 
 class OutputSettings(ConfigModel):
@@ -126,6 +134,53 @@ class CustomPool(ConfigModel):
         return v
 
 
+class Taint(ConfigModel):
+    """A taint the machine controller puts on every node of the MachineSet (``spec.template.spec.taints``)."""
+
+    key: str = Field(description="Taint key, e.g. node-role.kubernetes.io/infra.")
+    value: str | None = Field(None, description="Taint value; empty for a key-only taint.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+    @model_validator(mode="after")
+    def _kubernetes_syntax(self) -> Taint:
+        problem = label_key_problem(self.key, "taint key")
+        if problem:
+            raise ValueError(f"key: {problem}")
+        if self.value is not None and label_value_errors(self.value):
+            raise ValueError(
+                f"value: '{self.value}' is not a taint value; use at most 63 letters, digits, '-', '_' or '.', "
+                "starting and ending with a letter or digit"
+            )
+        return self
+
+
+class AwsFilter(ConfigModel):
+    """An AWS resource of the providerSpec by id, or by tags (every tag must match)."""
+
+    id: str | None = Field(None, description="The resource's id.")
+    tags: dict[str, str] | None = Field(
+        None, description="Tags the resource carries, e.g. {Name: my-subnet}."
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> AwsFilter:
+        if (self.id is None) == (not self.tags):
+            raise ValueError("set exactly one of id or tags (a non-empty mapping)")
+        return self
+
+
+class SubnetRef(AwsFilter):
+    id: Annotated[str, Field(pattern=SUBNET_ID)] | None = Field(
+        None, description="Subnet id, e.g. subnet-0f1e…."
+    )
+
+
+class SecurityGroupRef(AwsFilter):
+    id: Annotated[str, Field(pattern=SECURITY_GROUP_ID)] | None = Field(
+        None, description="Security group id, e.g. sg-0123…."
+    )
+
+
 class MachineSetSpec(ConfigModel):
     """One MachineSet: a zone, an instance type, a pool, and who owns its boot image."""
 
@@ -146,6 +201,54 @@ class MachineSetSpec(ConfigModel):
         "then left to the controller; pinned: nodefleet sets the AMI from the catalog on every run.",
     )
     root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
+    taints: list[Taint] = Field(
+        [],
+        description="Taints of the nodes (spec.template.spec.taints), e.g. node-role.kubernetes.io/infra "
+        "NoSchedule for infra nodes.",
+    )
+    labels: LabelKeys = Field(
+        {},
+        description="Extra node labels (spec.template.spec.metadata.labels), beside the pool's role label.",
+    )
+    subnet: SubnetRef | None = Field(
+        None,
+        description="The subnet, by id or tags; default: the installer's `<infraId>-subnet-private-<zone>` "
+        "(tag Name).",
+    )
+    security_groups: list[SecurityGroupRef] | None = Field(
+        None,
+        min_length=1,
+        description="The security groups, by id or tags; default: the installer's `<infraId>-node` and "
+        "`<infraId>-lb` (tag Name).",
+    )
+
+    @model_validator(mode="after")
+    def _node_metadata(self) -> MachineSetSpec:
+        finding = instance_type_finding(self.instance_type, self.architecture)
+        if finding is not None and finding.level == "error":
+            raise ValueError(f"instanceType: {finding.message}")
+        for key, value in self.labels.items():
+            if label_value_errors(value):
+                raise ValueError(
+                    f"labels: the value '{value}' of '{key}' is not a label value; use at most 63 letters, digits, '-', '_' or "
+                    "'.', starting and ending with a letter or digit (or empty)"
+                )
+            if key.removeprefix(NODE_ROLE_PREFIX) in _CONTROL_PLANE_ROLES and key.startswith(
+                NODE_ROLE_PREFIX
+            ):
+                raise ValueError(
+                    f"labels: '{key}' is a control-plane role; on a worker MachineSet it would put its nodes in the master "
+                    "pool and schedule control-plane workloads on them; remove this label"
+                )
+        seen: set[tuple[str, str]] = set()
+        for i, taint in enumerate(self.taints):
+            if (taint.key, taint.effect) in seen:
+                raise ValueError(
+                    f"taints[{i}]: a second taint with key '{taint.key}' and effect {taint.effect}; a node "
+                    "holds one taint per key and effect, so remove one"
+                )
+            seen.add((taint.key, taint.effect))
+        return self
 
 
 class StandaloneCluster(ConfigModel):
@@ -201,6 +304,14 @@ class StandaloneCluster(ConfigModel):
                     f"{where}.zone: '{ms.zone}' is not in the cluster's region '{self.region}'; use a zone of "
                     f"{self.region}, e.g. {self.region}a"
                 )
+            for key in ms.labels:
+                role = key.removeprefix(NODE_ROLE_PREFIX) if key.startswith(NODE_ROLE_PREFIX) else None
+                if role in pools and role != ms.pool:
+                    raise ValueError(
+                        f"{where}.labels: '{key}' puts the nodes in pool '{role}' while the MachineSet boots them "
+                        f"into pool '{ms.pool}' (a node belongs to one custom pool); set pool: {role} or remove "
+                        "the label"
+                    )
             full = machine_set_name(self, ms)
             if full in seen:
                 raise ValueError(f"{where}: a second MachineSet is named '{full}'; change name or zone")
@@ -394,6 +505,41 @@ class Fleet:
         """The render directory as the providers get it (relative to the project when written so)."""
         return self.render_dir.text
 
+    def instance_type_advice(self) -> list[str]:
+        """Instance types and families missing from the shipped list that may be newer than it: advice."""
+        advice: list[tuple[str, Finding | None]] = []
+        for i, c in enumerate(self.config.clusters):
+            base = f"{CONFIG_KEY}.clusters[{i}]"
+            if isinstance(c, StandaloneCluster):
+                for j, ms in enumerate(c.machine_sets):
+                    advice.append(
+                        (
+                            f"{base}.machineSets[{j}].instanceType",
+                            instance_type_finding(ms.instance_type, ms.architecture),
+                        )
+                    )
+                pools = [
+                    ("karpenter.nodePools", c.karpenter.node_pools if c.karpenter else []),
+                    (
+                        "karpenterOperator.nodePools",
+                        c.karpenter_operator.node_pools if c.karpenter_operator else [],
+                    ),
+                ]
+            else:
+                for j, np in enumerate(c.node_pools):
+                    advice.append(
+                        (
+                            f"{base}.nodePools[{j}].instanceType",
+                            instance_type_finding(np.instance_type, np.arch),
+                        )
+                    )
+                pools = [("autoNode.nodePools", c.auto_node.node_pools if c.auto_node else [])]
+            for field, specs in pools:
+                for j, pool in enumerate(specs):
+                    for k, family in enumerate(pool.instance_families):
+                        advice.append((f"{base}.{field}[{j}].instanceFamilies[{k}]", family_finding(family)))
+        return [f"{where}: {f.message}" for where, f in advice if f is not None and f.level == "advisory"]
+
     def secret_keys(self) -> list[tuple[str, str]]:
         """Stack secrets (``nodefleet:<key>``) the program will read, each with the reason it needs it.
 
@@ -481,12 +627,19 @@ def load_fleet(
         render_dir = render_directory(config.output.directory, stack, project_dir=project_dir, environ=env)
     except PathError as e:
         raise ConfigError(f"{where}: {CONFIG_KEY}.output.directory: {e}") from None
-    return Fleet(
+    fleet = Fleet(
         stack=stack,
         config=config,
         clusters=tuple(_resolve_any(where, c, i, project_dir, env) for i, c in enumerate(config.clusters)),
         render_dir=render_dir,
     )
+    # Imported here: the renderers the object check uses import this module's models.
+    from nodefleet.objects import fleet_plan
+
+    problems = fleet_plan(fleet, where).problems
+    if problems:
+        raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
+    return fleet
 
 
 #: The longest string a stack-config value may be. No value nodefleet writes needs more (Kubernetes names stop

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from nodefleet.config_karpenter import AutoNode, check_unique_names
+from nodefleet.instance_types import instance_type_finding
 from nodefleet.modelbase import (
     CONFIG_KEY_NAME,
     DNS_LABEL,
@@ -201,6 +202,9 @@ class HyperShiftNodePoolSpec(ConfigModel):
 
     @model_validator(mode="after")
     def _size(self) -> HyperShiftNodePoolSpec:
+        finding = instance_type_finding(self.instance_type, self.arch)
+        if finding is not None and finding.level == "error":
+            raise ValueError(f"instanceType: {finding.message}")
         if (self.replicas is None) == (self.auto_scaling is None):
             raise ValueError("set exactly one of replicas or autoScaling")
         return self

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator,
 
 from nodefleet.crdstore import unshipped_karpenter
 from nodefleet.ignition import key_segment, prefix_segments
+from nodefleet.instance_types import family_architecture, family_finding
 from nodefleet.modelbase import (
     CONFIG_KEY_NAME,
     DNS_LABEL,
@@ -156,6 +157,21 @@ class _NodePoolBase(ConfigModel):
     labels: LabelKeys = Field({}, description="Node labels (spec.template.metadata.labels).")
     expire_after: str = "720h"
     termination_grace_period: str | None = None
+
+    @model_validator(mode="after")
+    def _known_families(self) -> _NodePoolBase:
+        for i, family in enumerate(self.instance_families):
+            finding = family_finding(family)
+            if finding is not None and finding.level == "error":
+                raise ValueError(f"instanceFamilies[{i}]: {finding.message}")
+            arch = family_architecture(family)
+            if arch is not None and arch not in self.architectures:
+                raise ValueError(
+                    f"instanceFamilies[{i}]: '{family}' is an {arch} family but architectures is "
+                    f"[{', '.join(self.architectures)}], so Karpenter would never launch it; add {arch} to "
+                    "architectures or remove the family"
+                )
+        return self
 
 
 class KarpenterNodePoolSpec(_NodePoolBase):

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodefleet import kinds as k
-from nodefleet.config_hosted import HostedCluster, HyperShiftNodePoolSpec
+from nodefleet.config_hosted import HostedCluster, HyperShiftNodePoolSpec, SecretRef
 from nodefleet.config_karpenter import (
     REASON_ORDER,
     AutoNodeClass,
@@ -41,6 +41,7 @@ __all__ = [
     "PLACEHOLDER_AMI",
     "PLACEHOLDER_USER_DATA",
     "autonode_karpenter",
+    "autonode_pool_annotations",
     "default_instance_profile",
     "disruption_budgets",
     "node_release_image",
@@ -52,6 +53,7 @@ __all__ = [
     "render_legacy_ec2_node_class",
     "render_namespace",
     "render_openshift_ec2_node_class",
+    "render_secret",
     "secret_labels",
 ]
 
@@ -320,6 +322,17 @@ def secret_labels(hc: HostedCluster, delete_with_cluster: bool) -> dict[str, str
     return {LABEL_SAFE_TO_DELETE_WITH_CLUSTER: "true", LABEL_AUTO_CREATED_FOR_INFRA: hc.infra_id}
 
 
+def render_secret(hc: HostedCluster, ref: SecretRef, key: str) -> dict[str, Any]:
+    """A Secret nodefleet writes for ``hc`` in apply mode, without its value (a stack secret, known only to
+    the engine): the component adds ``data``/``stringData`` under ``key``; the rest is this manifest."""
+    metadata: dict[str, Any] = {"name": ref.name, "namespace": hc.namespace}
+    labels = secret_labels(hc, ref.delete_with_cluster)
+    if labels:
+        metadata["labels"] = labels
+    kind = "kubernetes.io/dockerconfigjson" if key == ".dockerconfigjson" else "Opaque"
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "type": kind}
+
+
 def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -> dict[str, Any]:
     """A classic ``hypershift.openshift.io/v1beta1`` NodePool of ``hc``, in the HostedCluster's namespace.
 
@@ -382,6 +395,15 @@ def autonode_karpenter(hc: HostedCluster) -> str:
     if hc.auto_node is None:
         raise ValueError(f"hosted cluster {hc.name} declares no autoNode")
     return karpenter_set_name("hypershift", hc.auto_node.karpenter.version)
+
+
+def autonode_pool_annotations(hc: HostedCluster) -> dict[str, str]:
+    """Annotations of every Karpenter NodePool of an AutoNode cluster: its HostedCluster, release, Karpenter."""
+    return {
+        k.ANNOTATION_HOSTED_CLUSTER: _hosted_cluster_ref(hc),
+        k.ANNOTATION_RELEASE: hc.release,
+        k.ANNOTATION_KARPENTER: autonode_karpenter(hc),
+    }
 
 
 def _node_class_annotations(hc: HostedCluster, mode: str) -> dict[str, str]:

@@ -25,6 +25,7 @@ __all__ = [
     "OPERATOR_OWNED",
     "cluster_karpenter",
     "mcs_source",
+    "node_pool_annotations",
     "node_read_policy",
     "object_key",
     "payload_config",
@@ -62,6 +63,11 @@ def cluster_karpenter(cluster: StandaloneCluster) -> str:
     if cluster.karpenter_operator is not None:
         return karpenter_set_name("openshift", cluster.karpenter_operator.karpenter.version)
     raise ValueError(f"cluster {cluster.name} declares no Karpenter (karpenter: or karpenterOperator:)")
+
+
+def node_pool_annotations(cluster: StandaloneCluster) -> dict[str, str]:
+    """Annotations of every Karpenter NodePool of a standalone cluster: its release and Karpenter CRD set."""
+    return {k.ANNOTATION_RELEASE: cluster.release, k.ANNOTATION_KARPENTER: cluster_karpenter(cluster)}
 
 
 def mcs_source(cluster: StandaloneCluster, pool: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodefleet import kinds as k
-from nodefleet.config import ResolvedCluster, ResolvedMachineSet, StandaloneCluster
+from nodefleet.config import AwsFilter, ResolvedCluster, ResolvedMachineSet, StandaloneCluster
 from nodefleet.skew import manual_skew_record
 
 
@@ -59,7 +59,18 @@ def render_machine_set(cluster: StandaloneCluster, ms: ResolvedMachineSet, catal
         k.LABEL_MACHINE_TYPE: spec.pool,
         k.LABEL_MACHINESET: ms.name,
     }
-    node_labels = {} if spec.pool == "worker" else {f"{k.NODE_ROLE_PREFIX}{spec.pool}": ""}
+    node_labels = dict(spec.labels)
+    if spec.pool != "worker":
+        node_labels[f"{k.NODE_ROLE_PREFIX}{spec.pool}"] = ""
+    template_spec: dict[str, Any] = {
+        "metadata": {"labels": node_labels},
+        "providerSpec": {"value": _aws_provider_spec(cluster, ms)},
+    }
+    if spec.taints:
+        template_spec["taints"] = [
+            {"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": t.effect}
+            for t in spec.taints
+        ]
     return {
         "apiVersion": k.MACHINE_SET.api_version,
         "kind": k.MACHINE_SET.kind,
@@ -74,10 +85,7 @@ def render_machine_set(cluster: StandaloneCluster, ms: ResolvedMachineSet, catal
             "selector": {"matchLabels": {k.LABEL_CLUSTER: infra, k.LABEL_MACHINESET: ms.name}},
             "template": {
                 "metadata": {"labels": machine_labels},
-                "spec": {
-                    "metadata": {"labels": node_labels},
-                    "providerSpec": {"value": _aws_provider_spec(cluster, ms)},
-                },
+                "spec": template_spec,
             },
         },
     }
@@ -95,9 +103,13 @@ def _aws_provider_spec(cluster: StandaloneCluster, ms: ResolvedMachineSet) -> di
         "userDataSecret": {"name": user_data_secret(spec.pool)},
         "credentialsSecret": {"name": "aws-cloud-credentials"},
         "placement": {"region": cluster.region, "availabilityZone": spec.zone},
-        # Subnet and security group names as the installer (4.16+) tags them.
-        "subnet": {"filters": [{"name": "tag:Name", "values": [f"{infra}-subnet-private-{spec.zone}"]}]},
-        "securityGroups": [
+        # Default subnet and security groups: the names the installer (4.16+) tags them with.
+        "subnet": _aws_reference(spec.subnet)
+        if spec.subnet
+        else {"filters": [{"name": "tag:Name", "values": [f"{infra}-subnet-private-{spec.zone}"]}]},
+        "securityGroups": [_aws_reference(g) for g in spec.security_groups]
+        if spec.security_groups
+        else [
             {"filters": [{"name": "tag:Name", "values": [f"{infra}-node"]}]},
             {"filters": [{"name": "tag:Name", "values": [f"{infra}-lb"]}]},
         ],
@@ -106,6 +118,17 @@ def _aws_provider_spec(cluster: StandaloneCluster, ms: ResolvedMachineSet) -> di
         ],
         "deviceIndex": 0,
         "tags": [{"name": f"kubernetes.io/cluster/{infra}", "value": "owned"}],
+    }
+
+
+def _aws_reference(ref: AwsFilter) -> dict[str, Any]:
+    """An ``AWSResourceReference``: by id, or by one ``tag:<key>`` filter per tag (all must match)."""
+    if ref.id:
+        return {"id": ref.id}
+    return {
+        "filters": [
+            {"name": f"tag:{key}", "values": [value]} for key, value in sorted((ref.tags or {}).items())
+        ]
     }
 
 

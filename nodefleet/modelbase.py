@@ -21,6 +21,7 @@ GO_DURATION = r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$"
 VOLUME_SIZE = r"^[0-9]+(Mi|Gi|Ti)$"
 KARPENTER_MINOR = r"^1\.[0-9]+$"
 SUBNET_ID = r"^subnet-[0-9a-f]+$"
+SECURITY_GROUP_ID = r"^sg-[0-9a-f]+$"
 #: IAM role and instance profile names (AWS IAM: ``[\w+=,.@-]+``, 64 and 128 characters at most).
 IAM_NAME = r"^[A-Za-z0-9_+=,.@-]+$"
 #: A stack config key under the ``nodefleet:`` namespace (``pulumi config set --secret nodefleet:<key>``).
@@ -97,6 +98,7 @@ PATTERN_HELP: dict[str, str] = {
     "with a letter (the value is set with `pulumi config set --secret nodefleet:<key>`)",
     r"^vpc-[0-9a-f]+$": "a VPC id, e.g. 'vpc-0a1b2c3d4e5f60718'",
     SUBNET_ID: "a subnet id, e.g. 'subnet-0f1e2d3c4b5a69788'",
+    SECURITY_GROUP_ID: "a security group id, e.g. 'sg-0123456789abcdef0'",
     r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": "an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', "
     "e.g. 'edge-m2x7c-ignition'",
     KMS_KEY_ARN: "a KMS key or alias ARN, e.g. 'arn:aws:kms:us-east-2:123456789012:key/6f1c2a9e-…'",

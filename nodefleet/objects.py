@@ -1,0 +1,261 @@
+"""Every Kubernetes object a stack declares, by identity, so that no two of them fight over one object.
+
+Two declarations of one object (same API group, kind, namespace and name on the same API server) make
+``pulumi up`` and a GitOps sync fight: each apply overwrites the other, and deleting one cluster deletes the
+object the other still needs. The objects here are built by the same ``render_*`` functions the components
+use (a test compares them with what the program registers), so there is no second list of names to drift.
+
+Where objects go (their *destination*): each standalone cluster and each hosted cluster (``<name>-hosted``)
+is its own API server; the management-side objects of every hosted cluster of a stack (Namespace, Secrets,
+HostedCluster, classic NodePools) go to one management cluster. Identical objects declared twice (the
+Namespace several hosted clusters share) are legitimate: the first cluster declares it, the others do not.
+Different objects with one identity are refused with both places named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodefleet.config import CONFIG_KEY, Fleet, ResolvedCluster, ResolvedHostedCluster
+from nodefleet.config_hosted import HostedCluster, SecretRef
+from nodefleet.hosted import (
+    autonode_pool_annotations,
+    render_hosted_cluster,
+    render_hypershift_node_pool,
+    render_karpenter_node_pool,
+    render_legacy_ec2_node_class,
+    render_namespace,
+    render_openshift_ec2_node_class,
+    render_secret,
+)
+from nodefleet.karpenter import (
+    node_pool_annotations,
+    render_operator_ec2_node_class,
+    render_self_managed_ec2_node_class,
+)
+from nodefleet.manifests import render_boot_image_settings, render_machine_config_pool, render_machine_set
+from nodefleet.render_layout import render_targets
+
+#: The destination of every hosted cluster's management-side objects.
+MANAGEMENT = "the management cluster"
+
+
+@dataclass(frozen=True)
+class ObjectKey:
+    """What the API server identifies an object by, and which API server."""
+
+    destination: str
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    def shown(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        group = f" ({self.group})" if self.group else ""
+        return f"{self.kind} {where}{group} on {self.destination}"
+
+
+@dataclass(frozen=True)
+class StackObject:
+    """One object a stack declares, with the configuration entry that produced it."""
+
+    key: ObjectKey
+    #: The config path of the entry, e.g. ``nodefleet:fleet.clusters[1].nodePools[0]``.
+    place: str
+    #: The cluster whose entry it is.
+    cluster: str
+    manifest: dict[str, Any] = field(compare=False)
+    #: The stack and stack file, for messages across stacks.
+    stack: str = ""
+    source: str = ""
+    #: What else must be equal for two declarations to be one object (a Secret's value source).
+    extra: str = ""
+    #: The render folder (provider) the program declares it through.
+    target: str = ""
+
+    def where(self, *, with_stack: bool = False) -> str:
+        text = f"{self.place} (cluster '{self.cluster}')"
+        return f"stack '{self.stack}' ({self.source}) {text}" if with_stack else text
+
+    def same_content(self, other: StackObject) -> bool:
+        return self.manifest == other.manifest and self.extra == other.extra
+
+
+def object_key(destination: str, manifest: dict[str, Any]) -> ObjectKey:
+    api = str(manifest.get("apiVersion", ""))
+    meta = manifest.get("metadata") or {}
+    return ObjectKey(
+        destination,
+        api.rpartition("/")[0] if "/" in api else "",
+        str(manifest.get("kind", "")),
+        str(meta.get("namespace") or ""),
+        str(meta.get("name", "")),
+    )
+
+
+def stack_objects(fleet: Fleet, source: str = "") -> list[StackObject]:
+    """Every Kubernetes object ``fleet`` declares, in the order the program declares them."""
+    return list(_objects(fleet, source))
+
+
+def _objects(fleet: Fleet, source: str) -> Iterator[StackObject]:
+    apply = fleet.config.output.mode == "apply"
+    for i, resolved in enumerate(fleet.clusters):
+        base = f"{CONFIG_KEY}.clusters[{i}]"
+        name = resolved.config.name
+
+        def obj(destination: str, place: str, manifest: dict[str, Any], extra: str = "") -> StackObject:
+            target = destination.removeprefix("cluster ") if destination != MANAGEMENT else name  # noqa: B023
+            return StackObject(
+                object_key(destination, manifest),
+                place,
+                name,  # noqa: B023 - used within the iteration that defines it
+                manifest,
+                fleet.stack,
+                source,
+                extra,
+                target,
+            )
+
+        if isinstance(resolved, ResolvedCluster):
+            yield from _standalone(resolved, base, obj)
+        else:
+            yield from _hosted(resolved, base, apply, obj)
+
+
+def _standalone(resolved: ResolvedCluster, base: str, obj: Any) -> Iterator[StackObject]:
+    cfg = resolved.config
+    (target,) = render_targets(cfg.name, hosted=False)
+    here = f"cluster {target}"
+    for j, pool in enumerate(cfg.pools):
+        yield obj(here, f"{base}.pools[{j}]", render_machine_config_pool(cfg, pool.name))
+    for j, ms in enumerate(resolved.machine_sets):
+        yield obj(here, f"{base}.machineSets[{j}]", render_machine_set(cfg, ms, resolved.catalog_reference))
+    yield obj(here, f"{base}.bootImageManagement", render_boot_image_settings(resolved))
+    if cfg.karpenter:
+        for j, nc in enumerate(cfg.karpenter.node_classes):
+            manifest = render_self_managed_ec2_node_class(cfg, nc, resolved.karpenter_images[nc.name])
+            yield obj(here, f"{base}.karpenter.nodeClasses[{j}]", manifest)
+        for j, np in enumerate(cfg.karpenter.node_pools):
+            manifest = render_karpenter_node_pool(np, annotations=node_pool_annotations(cfg))
+            yield obj(here, f"{base}.karpenter.nodePools[{j}]", manifest)
+    if cfg.karpenter_operator:
+        for j, oc in enumerate(cfg.karpenter_operator.node_classes):
+            yield obj(
+                here, f"{base}.karpenterOperator.nodeClasses[{j}]", render_operator_ec2_node_class(cfg, oc)
+            )
+        for j, np in enumerate(cfg.karpenter_operator.node_pools):
+            manifest = render_karpenter_node_pool(np, annotations=node_pool_annotations(cfg))
+            yield obj(here, f"{base}.karpenterOperator.nodePools[{j}]", manifest)
+
+
+def _hosted(resolved: ResolvedHostedCluster, base: str, apply: bool, obj: Any) -> Iterator[StackObject]:
+    hc = resolved.config
+    _, hosted_target = render_targets(hc.name, hosted=True)
+    if hc.create_namespace:
+        yield obj(MANAGEMENT, f"{base}.namespace", render_namespace(hc))
+    if apply:
+        for ref, key in hc.secret_refs():
+            if ref.from_config:
+                extra = f"{key}=nodefleet:{ref.from_config}"
+                yield obj(MANAGEMENT, f"{base}.{_secret_field(hc, ref)}", render_secret(hc, ref, key), extra)
+    yield obj(MANAGEMENT, base, render_hosted_cluster(hc))
+    for j, np in enumerate(hc.node_pools):
+        yield obj(MANAGEMENT, f"{base}.nodePools[{j}]", render_hypershift_node_pool(hc, np))
+    auto = hc.auto_node
+    if auto is None:
+        return
+    here = f"cluster {hosted_target}"
+    for j, nc in enumerate(auto.node_classes):
+        render = render_openshift_ec2_node_class if auto.mode == "autonode" else render_legacy_ec2_node_class
+        yield obj(here, f"{base}.autoNode.nodeClasses[{j}]", render(hc, nc))
+    for j, pool in enumerate(auto.node_pools):
+        manifest = render_karpenter_node_pool(pool, annotations=autonode_pool_annotations(hc))
+        yield obj(here, f"{base}.autoNode.nodePools[{j}]", manifest)
+
+
+def _secret_field(hc: HostedCluster, ref: SecretRef) -> str:
+    if ref is hc.pull_secret:
+        return "pullSecret"
+    if ref is hc.ssh_key:
+        return "sshKey"
+    aescbc = hc.secret_encryption.aescbc if hc.secret_encryption else None
+    if aescbc is not None and ref is aescbc.backup_key:
+        return "secretEncryption.aescbc.backupKey"
+    return "secretEncryption.aescbc.activeKey"
+
+
+#: How to resolve a collision, by kind (the generic advice otherwise).
+_FIXES = {
+    "Namespace": "declare it from one place only: set createNamespace: false on the other cluster",
+    "Secret": "give the Secrets different names, or let both clusters use one Secret: the same name and "
+    "fromConfig, with deleteWithCluster: false (so deleting one cluster does not delete it for the other)",
+    "HostedCluster": "rename one of the clusters, or put it in another namespace",
+    "NodePool": "rename one of the NodePools (the name is its object's name), or put the hosted clusters in "
+    "different namespaces",
+    "MachineConfiguration": "declare the cluster once",
+}
+
+
+def _fix(key: ObjectKey) -> str:
+    if key.kind == "NodePool" and key.group == "karpenter.sh":
+        return "rename one of the NodePools (Karpenter NodePools are cluster-scoped)"
+    return _FIXES.get(key.kind, "rename one of them")
+
+
+@dataclass(frozen=True)
+class ObjectPlan:
+    """What a stack emits: each object once; the identical second declarations it leaves out; problems."""
+
+    emitted: list[StackObject]
+    shared: list[StackObject]
+    problems: list[str]
+
+    def left_out(self, cluster: str) -> frozenset[tuple[str, str, str]]:
+        """(kind, namespace, name) of the objects ``cluster`` must not declare: an earlier cluster does."""
+        return frozenset(
+            (o.key.kind, o.key.namespace, o.key.name) for o in self.shared if o.cluster == cluster
+        )
+
+
+def plan_objects(objects: Iterable[StackObject], *, across_stacks: bool = False) -> ObjectPlan:
+    """Each identity once: identical duplicates are shared, different ones are problems naming both places."""
+    first: dict[ObjectKey, StackObject] = {}
+    emitted: list[StackObject] = []
+    shared: list[StackObject] = []
+    problems: list[str] = []
+    for o in objects:
+        seen = first.get(o.key)
+        if seen is None:
+            first[o.key] = o
+            emitted.append(o)
+        elif seen.same_content(o):
+            shared.append(o)
+        else:
+            problems.append(
+                f"{o.where(with_stack=across_stacks)}: declares {o.key.shown()}, which "
+                f"{seen.where(with_stack=across_stacks)} also declares with different content; apply and GitOps "
+                f"syncs would overwrite one with the other. {_fix(o.key)[0].upper()}{_fix(o.key)[1:]}"
+            )
+    return ObjectPlan(emitted, shared, problems)
+
+
+def fleet_plan(fleet: Fleet, source: str = "") -> ObjectPlan:
+    return plan_objects(stack_objects(fleet, source))
+
+
+def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
+    """Collisions between stacks rendered into one GitOps tree, each naming both stacks and places.
+
+    Within one tree every render folder is an Argo CD destination of its own name (the example
+    ApplicationSet), so a folder name used by two stacks is one cluster, and the management-side folders of
+    all hosted clusters are the one management cluster. Objects two stacks declare identically (a shared
+    Namespace) do not conflict; different ones do.
+    """
+    objects: list[StackObject] = []
+    for fleet, source in fleets:
+        objects += fleet_plan(fleet, source).emitted
+    return plan_objects(objects, across_stacks=True).problems

@@ -1,0 +1,152 @@
+"""No two declarations of one Kubernetes object: refused with both places named, shared ones declared once."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.mockrun import run_program
+from harness.rendering import kubernetes_objects
+from nodefleet.config import ConfigError, load_fleet
+from nodefleet.objects import stack_objects, tree_problems
+from tests.conftest import PROJECT, copy_project, nodefleet, stack_fleet
+
+EXAMPLES = ("dev", "hosted", "karpenter", "rhel10")
+
+
+def _second_hosted(
+    raw: dict[str, Any], name: str = "prod-west", infra: str = "prod-west-9zz1a"
+) -> dict[str, Any]:
+    """The hosted example plus a copy of its cluster under another name, in the same namespace."""
+    raw = copy.deepcopy(raw)
+    other = copy.deepcopy(raw["clusters"][0])
+    other["name"], other["infraId"] = name, infra
+    raw["clusters"].append(other)
+    return raw
+
+
+def _stack_file(path: Path, fleet: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}), encoding="utf-8")
+    return path
+
+
+def test_check_refuses_two_hosted_clusters_declaring_one_node_pool(tmp_path: Path) -> None:
+    stack = _stack_file(tmp_path / "Pulumi.two.yaml", _second_hosted(stack_fleet("hosted")))
+    result = nodefleet("check", "--config-file", str(stack))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    (line,) = [ln for ln in result.stderr.splitlines() if "NodePool clusters/infra" in ln]
+    assert str(stack) in line
+    assert "clusters[1].nodePools[0] (cluster 'prod-west')" in line
+    assert "clusters[0].nodePools[0] (cluster 'prod-east')" in line
+    assert "Rename one of the NodePools" in line
+
+
+def test_two_hosted_clusters_share_their_namespace_declared_once() -> None:
+    raw = _second_hosted(stack_fleet("hosted"))
+    raw["clusters"][1]["nodePools"][0]["name"] = "infra-west"
+    fleet = load_fleet(raw, "hosted", PROJECT)
+    namespaces = [o for o in stack_objects(fleet) if o.key.kind == "Namespace"]
+    assert [o.cluster for o in namespaces] == ["prod-east", "prod-west"]
+    run = run_program("hosted", {"nodefleet:fleet": raw})
+    declared = [
+        m for _, _, m, _ in kubernetes_objects(run, fleet.render_directory) if m["kind"] == "Namespace"
+    ]
+    assert [m["metadata"]["name"] for m in declared] == ["clusters"]
+
+
+def _apply(raw: dict[str, Any]) -> dict[str, Any]:
+    raw["output"] = {"mode": "apply"}
+    for c in raw["clusters"]:
+        c["hostedKubeconfig"] = f"~/.kube/{c['name']}"
+        c["pullSecret"] = {"name": "pull-secret", "fromConfig": "pullSecret"}
+    return raw
+
+
+def test_apply_mode_refuses_one_pull_secret_owned_by_two_clusters() -> None:
+    raw = _apply(_second_hosted(stack_fleet("hosted")))
+    raw["clusters"][1]["nodePools"][0]["name"] = "infra-west"
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT)
+    assert "Secret clusters/pull-secret" in str(e.value)
+    assert "clusters[1].pullSecret" in str(e.value) and "clusters[0].pullSecret" in str(e.value)
+    assert "deleteWithCluster: false" in str(e.value)
+
+
+def test_apply_mode_shares_one_pull_secret_declared_identically() -> None:
+    raw = _apply(_second_hosted(stack_fleet("hosted")))
+    raw["clusters"][1]["nodePools"][0]["name"] = "infra-west"
+    for c in raw["clusters"]:
+        c["pullSecret"]["deleteWithCluster"] = False
+    fleet = load_fleet(raw, "hosted", PROJECT)
+    assert [o.cluster for o in stack_objects(fleet) if o.key.kind == "Secret"] == ["prod-east", "prod-west"]
+
+
+def test_two_standalone_clusters_with_one_pool_name_are_separate_clusters() -> None:
+    raw = stack_fleet("dev")
+    other = copy.deepcopy(raw["clusters"][0])
+    other["name"], other["infraId"] = "dev-b", "dev-b-1a2b3"
+    raw["clusters"].append(other)
+    load_fleet(raw, "dev", PROJECT)
+
+
+@pytest.mark.parametrize("stack", EXAMPLES)
+def test_the_object_list_is_what_the_program_declares(stack: str) -> None:
+    """The identities the check judges are exactly the Kubernetes objects the program registers."""
+    raw = stack_fleet(stack)
+    if stack == "hosted":
+        raw = _second_hosted(raw)
+        raw["clusters"][1]["nodePools"][0]["name"] = "infra-west"
+    fleet = load_fleet(raw, stack, PROJECT)
+    run = run_program(stack, {"nodefleet:fleet": raw}) if stack == "hosted" else run_program(stack)
+    registered = sorted(
+        (target, m["kind"], m["metadata"].get("namespace", ""), m["metadata"]["name"])
+        for target, _, m, _ in kubernetes_objects(run, fleet.render_directory)
+    )
+    planned = sorted(
+        (o.target, o.key.kind, o.key.namespace, o.key.name)
+        for o in stack_objects(fleet)
+        if not (o.key.kind == "Namespace" and o.cluster == "prod-west")  # shared: declared once
+    )
+    assert registered == planned
+
+
+def test_stacks_in_one_gitops_tree_refuse_each_others_objects(tmp_path: Path) -> None:
+    for name, infra in (("prod-east", "prod-east-4kq8z"), ("prod-west", "prod-west-9zz1a")):
+        raw = stack_fleet("hosted")
+        raw["clusters"][0]["name"], raw["clusters"][0]["infraId"] = name, infra
+        _stack_file(tmp_path / f"Pulumi.{name.removeprefix('prod-')}.yaml", raw)
+    result = nodefleet("fleet", "check", "--stacks-dir", str(tmp_path))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "stack 'west'" in result.stderr and "stack 'east'" in result.stderr
+    assert "NodePool clusters/infra" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_stacks_sharing_only_identical_objects_pass_the_tree_check() -> None:
+    fleets = []
+    for name, infra in (("prod-east", "prod-east-4kq8z"), ("prod-west", "prod-west-9zz1a")):
+        raw = stack_fleet("hosted")
+        raw["clusters"][0]["name"], raw["clusters"][0]["infraId"] = name, infra
+        raw["clusters"][0]["nodePools"][0]["name"] = f"infra-{name}"
+        fleets.append((load_fleet(raw, name, PROJECT), f"stacks/Pulumi.{name}.yaml"))
+    assert tree_problems(fleets) == []
+
+
+def test_render_refuses_an_object_another_stack_rendered_into_the_tree(tmp_path: Path) -> None:
+    project = copy_project(tmp_path / "project")
+    (project / "stacks").mkdir()
+    for name, infra in (("prod-east", "prod-east-4kq8z"), ("prod-west", "prod-west-9zz1a")):
+        raw = stack_fleet("hosted")
+        raw["clusters"][0]["name"], raw["clusters"][0]["infraId"] = name, infra
+        _stack_file(project / "stacks" / f"Pulumi.{name.removeprefix('prod-')}.yaml", raw)
+    first = nodefleet("render", "--stack", "east", cwd=project)
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = nodefleet("render", "--stack", "west", cwd=project)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert "stack 'west'" in second.stderr and "stack 'east' (stacks/Pulumi.east.yaml)" in second.stderr
+    assert "NodePool clusters/infra" in second.stderr
+    assert not (project / "rendered" / "west").exists()
