@@ -184,15 +184,21 @@ def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list
             wave = normalize_wave(fleet.get("wave", DEFAULT_WAVE))
             output = fleet.get("output")
             mode = str(output.get("mode", "render")) if isinstance(output, dict) else "render"
+            clusters = fleet.get("clusters") if isinstance(fleet.get("clusters"), list) else []
+            catalogs = tuple(
+                str(c["catalog"])
+                for c in clusters
+                if isinstance(c, dict) and isinstance(c.get("catalog"), str)
+            )
         except YAMLFileError as e:
             if strict:
                 raise InputError(str(e)) from None
-            wave, mode = WAVES[0], "render"
+            wave, mode, catalogs = WAVES[0], "render", ()
         except WaveError as e:
             if strict:
                 raise InputError(f"{shown}: {CONFIG_KEY}.wave: {e}") from None
-            wave, mode = WAVES[0], "render"
-        out.append(StackWave(name, wave, shown, mode))
+            wave, mode, catalogs = WAVES[0], "render", ()
+        out.append(StackWave(name, wave, shown, mode, catalogs))
     return out
 
 

@@ -48,10 +48,10 @@ WAVES = ("canary", "early", "main", "last")
 DEFAULT_WAVE = "main"
 #: Label on every Argo CD Application (and Flux Kustomization) of a render folder: ``<index>-<name>``.
 WAVE_LABEL = "nodefleet.io/wave"
-#: Paths (relative to the project) that every stack is built from: a change to one touches every stack.
-#: A stack file touches its own stack; anything else (docs, tests, the command line, examples) touches none.
-SHARED_PATHS = ("__main__.py", "Pulumi.yaml", "requirements.txt", "nodefleet/", "components/", "policies/",
-                "catalogs/")  # fmt: skip
+#: Paths (relative to the project) that every stack is built from: a change to one touches every stack. The
+#: same list as the pull request report's (cli/report.py). A stack file touches its own stack, a catalog the
+#: stacks whose clusters name it; anything else (docs, tests, the command line, examples) touches none.
+SHARED_PATHS = ("__main__.py", "Pulumi.yaml", "requirements.txt", "nodefleet/", "components/", "policies/")
 
 
 class WaveError(ValueError):
@@ -112,6 +112,8 @@ class StackWave:
     file: str
     #: ``output.mode``: ``render`` (the GitOps tool rolls it out) or ``apply`` (a job runs ``up``).
     mode: str = "render"
+    #: The boot image catalogs its clusters name (``clusters[].catalog``), relative to the project.
+    catalogs: tuple[str, ...] = ()
 
 
 def plan_waves(stacks: Iterable[StackWave]) -> list[tuple[str, list[StackWave]]]:
@@ -126,8 +128,8 @@ def touched_stacks(changed: Iterable[str], stacks: Sequence[StackWave]) -> dict[
     """Stack name -> the first changed path that touches it, for the files of a change.
 
     ``changed`` is what ``git diff --name-only <base>`` prints: paths relative to the repository root. A stack
-    file touches its stack; a path under :data:`SHARED_PATHS` (the program, the policies, the catalogs)
-    touches every stack, because every stack is built from it.
+    file touches its stack, a catalog the stacks that name it; a path under :data:`SHARED_PATHS` (the
+    program, the policies) touches every stack, because every stack is built from it.
     """
     by_file = {s.file: s.stack for s in stacks}
     out: dict[str, str] = {}
@@ -140,6 +142,10 @@ def touched_stacks(changed: Iterable[str], stacks: Sequence[StackWave]) -> dict[
         elif any(path == p or (p.endswith("/") and path.startswith(p)) for p in SHARED_PATHS):
             for s in stacks:
                 out.setdefault(s.stack, path)
+        else:
+            for s in stacks:
+                if path in (c.removeprefix("./") for c in s.catalogs):
+                    out.setdefault(s.stack, path)
     return out
 
 

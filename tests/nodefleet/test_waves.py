@@ -61,11 +61,28 @@ def test_a_stack_file_touches_its_stack_and_shared_code_touches_every_stack() ->
     }
     every = touched_stacks(["components/machinesets.py"], STACKS)
     assert set(every) == {s.stack for s in STACKS} and set(every.values()) == {"components/machinesets.py"}
-    for shared in ("__main__.py", "nodefleet/waves.py", "policies/pack.py", "catalogs/x.yaml", "Pulumi.yaml"):
+    for shared in (
+        "__main__.py",
+        "nodefleet/waves.py",
+        "policies/pack.py",
+        "requirements.txt",
+        "Pulumi.yaml",
+    ):
         assert len(touched_stacks([shared], STACKS)) == 4, shared
     # A path that only starts like a shared one, and a deleted stack's file, touch nothing.
     assert touched_stacks(["nodefleetish/x.py", "stacks/Pulumi.gone.yaml", "", "./cli/main.py"], STACKS) == {}
     assert touched_stacks(["./stacks/Pulumi.web.yaml\n"], STACKS) == {"web": "stacks/Pulumi.web.yaml"}
+
+
+def test_a_catalog_touches_the_stacks_whose_clusters_name_it() -> None:
+    stacks = [
+        StackWave("a", "main", "stacks/Pulumi.a.yaml", catalogs=("catalogs/coreos-bootimages-5.0.yaml",)),
+        StackWave("b", "main", "stacks/Pulumi.b.yaml", catalogs=("catalogs/coreos-bootimages-4.22.yaml",)),
+    ]
+    assert touched_stacks(["catalogs/coreos-bootimages-5.0.yaml"], stacks) == {
+        "a": "catalogs/coreos-bootimages-5.0.yaml"
+    }
+    assert touched_stacks(["catalogs/other.yaml"], stacks) == {}
 
 
 def test_the_matrix_lists_every_wave_in_order_with_github_matrices() -> None:
