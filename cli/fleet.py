@@ -184,10 +184,10 @@ def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list
             wave = normalize_wave(fleet.get("wave", DEFAULT_WAVE))
             output = fleet.get("output")
             mode = str(output.get("mode", "render")) if isinstance(output, dict) else "render"
-            clusters = fleet.get("clusters") if isinstance(fleet.get("clusters"), list) else []
+            clusters = fleet.get("clusters")
             catalogs = tuple(
                 str(c["catalog"])
-                for c in clusters
+                for c in (clusters if isinstance(clusters, list) else [])
                 if isinstance(c, dict) and isinstance(c.get("catalog"), str)
             )
         except YAMLFileError as e:
