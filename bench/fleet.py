@@ -1,4 +1,5 @@
-"""Fleet runner timing: every example stack plus generated ones, one process per stack, ``--parallel N``.
+"""Fleet runner timing: every example stack plus generated ones, one process per stack, ``--parallel N``;
+and the wave plan of a large synthetic fleet.
 
 The generated stacks are variations of the example stacks (standalone and hosted, renamed, with other
 infra IDs, zones and replica counts), written with the example stacks into a scratch stacks directory.
@@ -8,6 +9,13 @@ worst code.
 
     venv/bin/python -m bench.fleet                       # 4 examples + 20 generated, --parallel 2
     venv/bin/python -m bench.fleet --generated 20 --broken --command check --json
+    venv/bin/python -m bench.fleet --generated 96          # `fleet check` over 100 stacks
+    venv/bin/python -m bench.fleet --plan 500              # 500 stacks planned into waves (`fleet matrix`)
+
+Generated stacks are spread over the waves as a fleet would be: 1 in 50 a canary, 1 in 10 early, 1 in 20
+last, the rest main. Peak memory is the largest resident set of any process the fleet ran (each stack's own
+process, or the runner), from ``getrusage(RUSAGE_CHILDREN)``: the memory one job of the workflow needs per
+stack it runs at a time.
 """
 
 from __future__ import annotations
@@ -15,10 +23,13 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +67,14 @@ def _hosted(i: int) -> dict[str, Any]:
     return fleet
 
 
+def _wave(i: int) -> str:
+    if i % 50 == 0:
+        return "canary"
+    if i % 10 == 1:
+        return "early"
+    return "last" if i % 20 == 7 else "main"
+
+
 def write_fleet(directory: Path, generated: int, broken: bool) -> list[str]:
     """The example stacks and ``generated`` variations in ``directory``; returns the stack names."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -63,6 +82,7 @@ def write_fleet(directory: Path, generated: int, broken: bool) -> list[str]:
         shutil.copy(path, directory / path.name)
     for i in range(generated):
         fleet = _hosted(i) if i % 2 else _standalone(i)
+        fleet["wave"] = _wave(i)
         name = f"gen-{i:02d}"
         (directory / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}))
     if broken:
@@ -79,8 +99,57 @@ def write_fleet(directory: Path, generated: int, broken: bool) -> list[str]:
     )
 
 
+def plan(count: int, as_json: bool) -> int:
+    """``count`` synthetic stacks (the examples and variations of them) planned into waves by ``fleet
+    matrix``, as the workflow's first job runs it: one process, reading every stack file."""
+    with tempfile.TemporaryDirectory(prefix="nodefleet-plan-") as tmp:
+        stacks = Path(tmp) / "stacks"
+        started = time.perf_counter()
+        names = write_fleet(stacks, count - len(list((PROJECT_DIR / "stacks").glob("Pulumi.*.yaml"))), False)
+        written = time.perf_counter() - started
+        cmd = [sys.executable, "-m", "nodefleet", "fleet", "matrix", "--stacks-dir", str(stacks)]
+        started = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=PROJECT_DIR, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        changed = Path(tmp) / "changed.txt"
+        # Every seventh stack file changed, named as the matrix names files outside the project: by path.
+        changed.write_text("".join(f"{stacks / f'Pulumi.{n}.yaml'}\n" for n in names[::7]))
+        started = time.perf_counter()
+        touched = subprocess.run(
+            [*cmd, "--changed-files", str(changed)], cwd=PROJECT_DIR, capture_output=True, text=True
+        )
+        touched_total = json.loads(touched.stdout)["total"] if touched.returncode == 0 else None
+        wall_touched = time.perf_counter() - started
+    if proc.returncode != 0:
+        print(proc.stderr, file=sys.stderr)
+        return proc.returncode
+    out = json.loads(proc.stdout)
+    result: dict[str, Any] = {
+        "stacks": len(names),
+        "touchedByChange": touched_total,
+        "writeSeconds": round(written, 2),
+        "matrixWallSeconds": round(wall, 2),
+        "matrixChangedFilesWallSeconds": round(wall_touched, 2),
+        "waves": {w: {"stacks": v["size"], "jobs": v["jobs"]} for w, v in out["waves"].items()},
+        "peakRssMiB": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+    }
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(
+            f"fleet matrix: {result['stacks']} stacks planned into waves in {result['matrixWallSeconds']} s wall "
+            f"(one process, every stack file read); with --changed-files touching {result['touchedByChange']}: "
+            f"{result['matrixChangedFilesWallSeconds']} s; "
+            f"peak RSS {result['peakRssMiB']} MiB"
+        )
+        for wave, v in result["waves"].items():
+            print(f"  {wave:<7} {v['stacks']:>4} stacks in {v['jobs']:>3} jobs")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plan", type=int, metavar="N", help="plan N synthetic stacks into waves and stop")
     parser.add_argument("--generated", type=int, default=20)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--command", default="check", choices=("check", "forecast", "render"))
@@ -89,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.plan:
+        return plan(args.plan, args.json)
     with tempfile.TemporaryDirectory(prefix="nodefleet-fleet-") as tmp:
         names = write_fleet(Path(tmp) / "stacks", args.generated, args.broken)
         cmd = [
@@ -99,15 +170,18 @@ def main(argv: list[str] | None = None) -> int:
             cmd += ["--out", str(Path(tmp) / "rendered")]
         proc = subprocess.run(cmd, cwd=PROJECT_DIR, capture_output=True, text=True)
     summary = json.loads(proc.stdout)
+    summary["peakRssMiB"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
     times = sorted(s["seconds"] for s in summary["stacks"])
+    median = statistics.median(times)
     print(
         f"fleet {args.command}: {len(names)} stacks, --parallel {args.parallel}: wall {summary['wallSeconds']} s, "
-        f"per stack min {times[0]} / median {times[len(times) // 2]} / max {times[-1]} s, "
-        f"sum {sum(times):.1f} s; fleet exit {proc.returncode}"
+        f"per stack min {times[0]} / median {median:.2f} / max {times[-1]} s, "
+        f"sum {sum(times):.1f} s; peak RSS of one process {summary['peakRssMiB']} MiB; fleet exit {proc.returncode}"
     )
+    print("  waves: " + ", ".join(f"{w['wave']} {len(w['stacks'])}" for w in summary["waves"]))
     for s in summary["stacks"]:
         print(f"  {s['stack']:<22} exit {s['exit']}  {s['seconds']:6.2f} s  {s['summary'] or s['error']}")
     return 0

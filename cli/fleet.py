@@ -1,4 +1,12 @@
-"""``fleet``: one command over many stacks, one process per stack, a bounded number at a time.
+"""``fleet``: one command over many stacks, one process per stack, a bounded number at a time, wave by wave.
+
+Stacks run in the order of their waves (``nodefleet:fleet.wave``, :mod:`nodefleet.waves`): every stack of a
+wave finishes before the next wave starts. Between waves a health gate decides whether the rollout goes
+on: the wave's stacks all exited 0 and, with ``--health-command``, that command (given the wave's name and
+stacks in ``NODEFLEET_WAVE`` and ``NODEFLEET_WAVE_STACKS``) exited 0 too. The gate is on for the commands
+that change clusters or what a GitOps tool applies (``up``, ``render``) and off for the read-only ones
+unless ``--gate`` asks for it; when it stops the rollout, the later waves' stacks are listed as not run.
+``fleet matrix`` runs nothing: it prints the same waves as GitHub Actions matrices (:func:`matrix_run`).
 
 Each stack runs as its own ``python -m nodefleet <command> --stack <name>`` process: Python programs share
 global state (the Pulumi runtime, the event loop, module-level caches), so two stacks never run in one
@@ -12,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -22,9 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from cli.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_VIOLATIONS, InputError
+from nodefleet.waves import DEFAULT_WAVE, WAVES, StackWave, WaveError, label_value, normalize_wave, plan_waves
 
 PROJECT = Path(__file__).resolve().parent.parent
-COMMANDS = ("check", "preview", "up", "render", "forecast", "report")
+COMMANDS = ("check", "preview", "up", "render", "forecast", "report", "matrix")
+#: Commands whose waves are gated by default: they change clusters, or the tree a GitOps tool applies.
+GATED = ("up", "render")
 _CONTRACT = (EXIT_OK, EXIT_VIOLATIONS, EXIT_INVALID, EXIT_INTERNAL)
 
 
@@ -121,6 +133,180 @@ def _run_one(args: argparse.Namespace, stack: str, path: Path) -> tuple[StackRes
     return StackResult(stack, code, seconds, _summary(args.fleet_command, code, out), error), out
 
 
+def add_wave_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``fleet`` that are about waves (the gate) and ``fleet matrix``."""
+    gate = p.add_mutually_exclusive_group()
+    gate.add_argument(
+        "--gate",
+        dest="gate",
+        action="store_true",
+        default=None,
+        help="stop before the next wave when a stack of this wave exits non-zero (default for up and render)",
+    )
+    gate.add_argument(
+        "--no-gate", dest="gate", action="store_false", help="run every wave whatever the earlier ones did"
+    )
+    p.add_argument(
+        "--health-command",
+        help="gate: a shell command run after each wave with NODEFLEET_WAVE and NODEFLEET_WAVE_STACKS set; "
+        "non-zero stops the rollout (e.g. a script that waits for the wave's nodes to be Ready)",
+    )
+    p.add_argument(
+        "--changed-files",
+        help="matrix: a file listing the changed paths (`git diff --name-only BASE`), `-` for stdin; only "
+        "the stacks they touch are kept (default: every stack)",
+    )
+    p.add_argument(
+        "--mode", choices=("apply", "render"), help="matrix: keep only stacks with this output.mode"
+    )
+    p.add_argument("--stacks-per-job", type=int, default=1, help="matrix: stacks per job (default 1)")
+    p.add_argument(
+        "--max-jobs-per-wave",
+        type=int,
+        default=256,
+        help="matrix: more stacks per job when a wave would need more jobs (default 256, GitHub's limit)",
+    )
+    p.add_argument("--pretty", action="store_true", help="matrix: indented JSON instead of one line")
+
+
+def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list[StackWave]:
+    """Each stack's wave and output mode, read from its stack file without running anything.
+
+    ``strict`` (``fleet matrix``): an unreadable file or an invalid wave is an error naming the file and the
+    field. Otherwise the stack is put in the first wave, where its own run reports the problem (and, under
+    the gate, stops the rollout before any other stack changes).
+    """
+    from nodefleet.config import CONFIG_KEY
+    from nodefleet.yamlfile import YAMLFileError
+
+    out = []
+    for name in names:
+        path = known[name]
+        shown = _relative(path)
+        try:
+            fleet = _read_config(path, shown).get(CONFIG_KEY)
+            fleet = fleet if isinstance(fleet, dict) else {}
+            wave = normalize_wave(fleet.get("wave", DEFAULT_WAVE))
+            output = fleet.get("output")
+            mode = str(output.get("mode", "render")) if isinstance(output, dict) else "render"
+            clusters = fleet.get("clusters")
+            catalogs = tuple(
+                str(c["catalog"])
+                for c in (clusters if isinstance(clusters, list) else [])
+                if isinstance(c, dict) and isinstance(c.get("catalog"), str)
+            )
+        except YAMLFileError as e:
+            if strict:
+                raise InputError(str(e)) from None
+            wave, mode, catalogs = WAVES[0], "render", ()
+        except WaveError as e:
+            if strict:
+                raise InputError(f"{shown}: {CONFIG_KEY}.wave: {e}") from None
+            wave, mode, catalogs = WAVES[0], "render", ()
+        out.append(StackWave(name, wave, shown, mode, catalogs))
+    return out
+
+
+def _read_config(path: Path, shown: str) -> dict[str, Any]:
+    """A stack file's ``config:``, read as strictly as :func:`harness.mockrun.read_stack_config` reads it
+    (duplicate keys refused), with libyaml where PyYAML has it: planning 500 stacks reads 500 files, and the
+    pure-Python parser takes most of the time. Any problem is reported by the strict reader's own message."""
+    import yaml
+
+    from harness.mockrun import read_stack_config
+    from nodefleet import yamlfile
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        global _STRICT_C_LOADER
+        if _STRICT_C_LOADER is None:
+            _STRICT_C_LOADER = type("_StrictCLoader", (fast,), {})
+            _STRICT_C_LOADER.add_constructor(
+                yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                yamlfile._construct_mapping,
+            )
+        try:
+            document = yaml.load(path.read_bytes(), Loader=_STRICT_C_LOADER)
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            document = None
+        if isinstance(document, dict) and not yamlfile._too_many_values(document):
+            config = document.get("config")
+            if isinstance(config, dict):
+                return config
+    return read_stack_config(path, shown)
+
+
+_STRICT_C_LOADER: Any = None
+
+
+def _relative(path: Path) -> str:
+    """A stack file as `git diff --name-only` names it: relative to the project when inside it."""
+    try:
+        return path.resolve().relative_to(PROJECT.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def matrix_run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> int:
+    """``fleet matrix``: the stacks (a change touches) in wave order, as one GitHub Actions matrix per wave."""
+    from nodefleet.waves import matrix, touched_stacks
+
+    stacks = _stack_waves(known, names, strict=True)
+    if args.mode:
+        stacks = [s for s in stacks if s.mode == args.mode]
+    touched = None
+    if args.changed_files:
+        if args.changed_files == "-":
+            text = sys.stdin.read()
+        else:
+            try:
+                text = Path(args.changed_files).read_text(encoding="utf-8")
+            except OSError as e:
+                raise InputError(
+                    f"--changed-files {args.changed_files}: cannot read it ({e.strerror}); write the output "
+                    "of `git diff --name-only BASE` to a file, or pass - to read it from stdin"
+                ) from None
+        touched = touched_stacks(text.splitlines(), stacks)
+    try:
+        out = matrix(
+            stacks,
+            touched=touched,
+            stacks_per_job=args.stacks_per_job,
+            max_jobs_per_wave=args.max_jobs_per_wave,
+        )
+    except ValueError as e:
+        raise InputError(f"--stacks-per-job/--max-jobs-per-wave: {e}") from None
+    print(json.dumps(out, indent=2 if args.pretty else None, separators=None if args.pretty else (",", ":")))
+    return EXIT_OK
+
+
+def _engine_incomplete(args: argparse.Namespace) -> int | None:
+    """``fleet preview|up`` on an engine ``engine/bootstrap`` did not complete: one message, no stack run.
+
+    Exit 3 as ``preview`` and ``engine/run`` exit, so a pipeline never takes it for a verdict; but the
+    message says what it is (an incomplete engine here), not a defect in nodefleet.
+    """
+    from cli import engine
+
+    status = engine.engine_status()
+    if status.complete:
+        return None
+    message = (
+        f"nodefleet fleet {args.fleet_command}: engine incomplete ({status.reason}); no stack was run. "
+        "`python -m nodefleet fleet check` runs the same program and policies under the mock runtime; "
+        "`make setup` completes the engine (README, 'The engine')."
+    )
+    print(message, file=sys.stderr)
+    if args.json:
+        print(
+            json.dumps(
+                {"command": args.fleet_command, "exit": EXIT_INTERNAL, "error": message, "stacks": []},
+                indent=2,
+            )
+        )
+    return EXIT_INTERNAL
+
+
 def run(args: argparse.Namespace) -> int:
     known = discover(args.stacks_dir)
     if not known:
@@ -134,6 +320,8 @@ def run(args: argparse.Namespace) -> int:
             )
     else:
         names = list(known)
+    if args.fleet_command == "matrix":
+        return matrix_run(args, known, names)
     if args.parallel < 1:
         raise InputError(f"--parallel {args.parallel}: must be at least 1")
     if args.fleet_command == "report" and not args.base:
@@ -142,25 +330,61 @@ def run(args: argparse.Namespace) -> int:
         problems = tree_problems(args, [(name, known[name]) for name in names])
         if problems:
             raise InputError("\n".join(problems))
+    if args.fleet_command in ("preview", "up") and (code := _engine_incomplete(args)) is not None:
+        return code
+    gate = args.gate if getattr(args, "gate", None) is not None else args.fleet_command in GATED
+    health = getattr(args, "health_command", None)
     started = time.perf_counter()
     results: list[StackResult] = []
     outputs: dict[str, str] = {}
+    not_run: list[str] = []
+    stopped = ""
     lock = threading.Lock()
-    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        futures = {pool.submit(_run_one, args, name, known[name]): name for name in names}
-        for future in as_completed(futures):
-            result, out = future.result()
-            with lock:
-                results.append(result)
-                outputs[result.stack] = out
-                line = (
-                    f"[{len(results)}/{len(names)}] {result.stack:<24} exit {result.exit}  "
-                    f"{result.seconds:6.2f}s  {result.summary}"
-                )
-                print(line + (f"  -- {result.error}" if result.error else ""), file=sys.stderr, flush=True)
+    waves = [(w, members) for w, members in plan_waves(_stack_waves(known, names, strict=False)) if members]
+    for number, (wave, members) in enumerate(waves, 1):
+        if stopped:
+            not_run += [m.stack for m in members]
+            continue
+        print(
+            f"wave {number}/{len(waves)} {label_value(wave)}: {len(members)} stack{'s' if len(members) != 1 else ''} "
+            f"({', '.join(m.stack for m in members)})",
+            file=sys.stderr,
+            flush=True,
+        )
+        wave_results: list[StackResult] = []
+        with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+            futures = {pool.submit(_run_one, args, m.stack, known[m.stack]): m.stack for m in members}
+            for future in as_completed(futures):
+                result, out = future.result()
+                with lock:
+                    results.append(result)
+                    wave_results.append(result)
+                    outputs[result.stack] = out
+                    line = (
+                        f"[{len(results)}/{len(names)}] {result.stack:<24} exit {result.exit}  "
+                        f"{result.seconds:6.2f}s  {result.summary}"
+                    )
+                    print(
+                        line + (f"  -- {result.error}" if result.error else ""), file=sys.stderr, flush=True
+                    )
+        if not gate or number == len(waves):
+            continue
+        failed = sorted(r.stack for r in wave_results if r.exit != EXIT_OK)
+        if failed:
+            stopped = f"wave {label_value(wave)} failed ({', '.join(failed)})"
+        elif health:
+            stopped = _health_gate(health, wave, [m.stack for m in members])
+        print(
+            f"gate after wave {label_value(wave)}: "
+            + (f"stop: {stopped}; later waves not run" if stopped else "healthy, next wave"),
+            file=sys.stderr,
+            flush=True,
+        )
     wall = round(time.perf_counter() - started, 2)
     results.sort(key=lambda r: names.index(r.stack))
     worst = max((r.exit for r in results), default=EXIT_OK)
+    if stopped and worst == EXIT_OK:
+        worst = EXIT_VIOLATIONS  # only the health command failed: the rollout did not complete
     if args.json:
         print(
             json.dumps(
@@ -169,6 +393,10 @@ def run(args: argparse.Namespace) -> int:
                     "parallel": args.parallel,
                     "wallSeconds": wall,
                     "exit": worst,
+                    "gate": gate,
+                    "waves": [{"wave": w, "stacks": [m.stack for m in members]} for w, members in waves],
+                    "stopped": stopped or None,
+                    "notRun": not_run,
                     "stacks": [asdict(r) for r in results],
                 },
                 indent=2,
@@ -176,6 +404,8 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(_table(args.fleet_command, results, wall, args.parallel, worst))
+        if stopped:
+            print(f"rollout stopped: {stopped}; not run: {', '.join(not_run)}")
     if args.fleet_command == "report" and args.out_dir:
         _write_reports(args.out_dir, names, outputs)
     return worst
@@ -215,6 +445,21 @@ def _shown(path: Path) -> str:
         return str(path.resolve().relative_to(PROJECT))
     except ValueError:
         return str(path)
+
+
+def _health_gate(command: str, wave: str, stacks: list[str]) -> str:
+    """Run the user's health command after a wave; the reason to stop, or "" when it passed."""
+    env = {**os.environ, "NODEFLEET_WAVE": wave, "NODEFLEET_WAVE_STACKS": ",".join(stacks)}
+    try:
+        proc = subprocess.run(command, shell=True, cwd=PROJECT, env=env, capture_output=True, text=True)
+    except OSError as e:
+        return f"--health-command could not start ({e.strerror})"
+    if proc.returncode == 0:
+        return ""
+    tail = " ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:])
+    return f"--health-command exited {proc.returncode} after wave {label_value(wave)}" + (
+        f": {tail}" if tail else ""
+    )
 
 
 def _table(command: str, results: list[StackResult], wall: float, parallel: int, worst: int) -> str:

@@ -78,6 +78,7 @@ def register(sub: Any) -> None:
     s.add_argument("--out-dir", type=Path, help="report: write <out-dir>/<stack>.md")
     s.add_argument("--base", help="report: the git ref the change is compared with")
     _policy_config(s)
+    fleet.add_wave_arguments(s)
     s.set_defaults(run=fleet.run)
 
     s = sub.add_parser(

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         )
         check.print_violations(mandatory)
         return EXIT_VIOLATIONS
-    plan = plan_render(mock, fleet.render_directory)
+    plan = plan_render(mock, fleet.render_directory, fleet.config.wave)
     if args.out is not None:
         try:
             out = contain(

@@ -26,6 +26,7 @@ from nodefleet.gitops import (
 )
 from nodefleet.provider_yaml import dump_manifest
 from nodefleet.render_layout import manifest_path
+from nodefleet.waves import DEFAULT_WAVE
 
 
 class RenderPlanError(Exception):
@@ -126,8 +127,10 @@ def _target_of(run: MockRun, reg: Registration, render_dir: str) -> str:
     return path.name
 
 
-def plan_render(run: MockRun, render_dir: str) -> RenderPlan:
+def plan_render(run: MockRun, render_dir: str, wave: str = DEFAULT_WAVE) -> RenderPlan:
     """Every Kubernetes object ``run`` registered, as the file the provider's render mode would write.
+
+    ``wave`` is the stack's rollout wave (``nodefleet:fleet.wave``), written into every folder's Argo CD file.
 
     Raises :class:`RenderPlanError` when two objects would be written to the same file: the provider
     would silently keep only the last, so a render that reports N objects always has N files.
@@ -166,7 +169,9 @@ def plan_render(run: MockRun, render_dir: str) -> RenderPlan:
     )
     target_files = [
         TargetFile(
-            t, ARGOCD_IGNORE_DIFFERENCES_FILE, argocd_ignore_differences_file(ignore_differences.get(t, []))
+            t,
+            ARGOCD_IGNORE_DIFFERENCES_FILE,
+            argocd_ignore_differences_file(ignore_differences.get(t, []), wave),
         )
         for t in sorted({f.target for f in files})
     ]

@@ -58,6 +58,7 @@ from nodefleet.render_layout import render_targets
 from nodefleet.skew import stream_finding
 from nodefleet.stack_secrets import CA_BUNDLE
 from nodefleet.versions import OCPVersion, VersionError, default_stream, parse_ocp
+from nodefleet.waves import DEFAULT_WAVE, WAVES, WaveSetting
 
 CONFIG_KEY = "nodefleet:fleet"
 
@@ -405,6 +406,11 @@ class FleetConfig(ConfigModel):
     """The whole ``nodefleet:fleet`` value of one stack."""
 
     output: OutputSettings = OutputSettings()
+    wave: WaveSetting = Field(
+        DEFAULT_WAVE,
+        description=f"Rollout wave of the stack's clusters: one of {', '.join(WAVES)} (or 0-{len(WAVES) - 1}), "
+        "in that order (docs/fleet-waves.md).",
+    )
     clusters: list[ClusterSpec] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -7,7 +7,8 @@ MCO-managed MachineSet's AMI (the boot image controller patches it back, and aft
 manifest still carries nodefleet's initial value, and a GitOps tool would apply it on every sync. So every
 such object is rendered with :data:`ANNOTATION_CONTROLLER_OWNED`, the RFC 6901 JSON pointers of its
 ``ignore_changes`` paths, and every render folder gets :data:`ARGOCD_IGNORE_DIFFERENCES_FILE`, Argo CD's
-``ignoreDifferences`` for the objects in it (README, "Fields controllers own").
+``ignoreDifferences`` for the objects in it (README, "Fields controllers own"), and the folder's rollout wave
+as the label :data:`nodefleet.waves.WAVE_LABEL` (docs/fleet-waves.md).
 
 The pointers are derived from the paths Pulumi is given, with Pulumi's own property-path grammar
 (pulumi/pulumi ``sdk/go/common/resource/properties_path.go``, ``ParsePropertyPath``): one declaration, read
@@ -21,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import yaml
+
+from nodefleet.waves import DEFAULT_WAVE, WAVE_LABEL, label_value
 
 __all__ = [
     "ANNOTATION_CONTROLLER_OWNED",
@@ -47,7 +50,8 @@ ARGOCD_IGNORE_DIFFERENCES_FILE = "argocd-ignore-differences"
 _FILE_HEADER = (
     "# Fields of the objects in this folder that a controller owns: nodefleet's Pulumi program leaves them\n"
     "# alone after creation (ignore_changes), and Argo CD must too (ignoreDifferences with the sync option\n"
-    "# RespectIgnoreDifferences=true). Written by `nodefleet render`; read by the ApplicationSet in\n"
+    "# RespectIgnoreDifferences=true). labels: the folder's rollout wave (the stack's `wave`), put on its\n"
+    "# Application for progressive syncs. Written by `nodefleet render`; read by the ApplicationSet in\n"
     "# examples/argocd. Not a manifest.\n"
 )
 
@@ -172,12 +176,17 @@ def argocd_ignore_difference(manifest: Mapping[str, Any], paths: Sequence[str]) 
     return entry
 
 
-def argocd_ignore_differences_file(entries: Iterable[Mapping[str, Any]]) -> bytes:
+def argocd_ignore_differences_file(entries: Iterable[Mapping[str, Any]], wave: str = DEFAULT_WAVE) -> bytes:
     """The folder's :data:`ARGOCD_IGNORE_DIFFERENCES_FILE`: always an ``ignoreDifferences`` list, possibly
-    empty, so every folder yields one Argo CD Application."""
+    empty, so every folder yields one Argo CD Application, and the folder's ``labels``: the stack's
+    :data:`nodefleet.waves.WAVE_LABEL`, which the Application carries and progressive syncs select on."""
     ordered = sorted(
         (dict(e) for e in entries),
         key=lambda e: (e.get("group", ""), e["kind"], e.get("namespace", ""), e["name"]),
     )
-    body = yaml.safe_dump({"ignoreDifferences": ordered}, sort_keys=True, default_flow_style=False)
+    body = yaml.safe_dump(
+        {"ignoreDifferences": ordered, "labels": {WAVE_LABEL: label_value(wave)}},
+        sort_keys=True,
+        default_flow_style=False,
+    )
     return (_FILE_HEADER + body).encode("utf-8")

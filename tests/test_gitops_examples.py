@@ -26,12 +26,15 @@ import yaml
 
 from harness.mockrun import MockRun, run_program
 from harness.render_tree import write_tree
-from harness.rendering import RenderPlanError
-from harness.snapshots import plan_of
+from harness.rendering import RenderPlanError, plan_render
+from harness.snapshots import default_target, plan_of
 from nodefleet import kinds as k
+from nodefleet.crd_schema import validate_object
+from nodefleet.crdstore import CrdVersion, ShippedCrd
 from nodefleet.gitops import ANNOTATION_CONTROLLER_OWNED, ARGOCD_IGNORE_DIFFERENCES_FILE, json_pointer
 from nodefleet.hosted import LEGACY_CONTROLLER_OWNED
-from tests.conftest import PROJECT
+from nodefleet.waves import DEFAULT_WAVE, WAVE_LABEL, WAVES, label_value, normalize_wave
+from tests.conftest import PROJECT, stack_fleet
 from tests.crdschema import _strip
 from tests.shipped import SHIPPED_STACKS
 from tests.variants import hosted_legacy_fleet, karpenter_operator_fleet
@@ -40,6 +43,33 @@ CRDS = PROJECT / "tests" / "data" / "gitops-crds"
 EXAMPLES = PROJECT / "examples"
 #: The example stacks the Argo CD and Flux examples are written for (users' own stacks in stacks/ are not).
 STACKS = sorted(SHIPPED_STACKS)
+
+
+@cache
+def _crd_versions() -> dict[tuple[str, str], CrdVersion]:
+    """The upstream CRDs as nodefleet's own validator (nodefleet.crd_schema) reads them."""
+    found = {}
+    for path in sorted(CRDS.glob("*.yaml.gz")):
+        crd = yaml.safe_load(gzip.decompress(path.read_bytes()))
+        spec = crd["spec"]
+        shipped = ShippedCrd(
+            file=path.name,
+            name=crd["metadata"]["name"],
+            group=spec["group"],
+            kind=spec["names"]["kind"],
+            scope=spec["scope"],
+            versions=tuple(v["name"] for v in spec["versions"]),
+            sources=(),
+            sha256="",
+        )
+        for version in spec["versions"]:
+            found[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = CrdVersion(
+                crd=shipped,
+                version=version["name"],
+                schema=version["schema"]["openAPIV3Schema"],
+                status_subresource="status" in (version.get("subresources") or {}),
+            )
+    return found
 
 
 @cache
@@ -84,12 +114,17 @@ RUNS: dict[str, Callable[[], MockRun]] = {
 }
 
 
+def _stack_wave(stack: str) -> str:
+    return normalize_wave(stack_fleet(stack).get("wave", DEFAULT_WAVE))
+
+
 @cache
 def _published(name: str, root: Path) -> Path:
-    """The tree `scripts/pipeline publish` commits for one run: rendered/<stack>/<cluster>/…"""
+    """The tree `scripts/pipeline publish` commits for one run: rendered/<stack>/<cluster>/…, each folder
+    labelled with the stack's wave as `nodefleet render` labels it."""
     run = RUNS[name]()
     tree = root / "rendered" / run.stack
-    write_tree(tree, run.stack, plan_of(run))
+    write_tree(tree, run.stack, plan_render(run, default_target(run.stack), _stack_wave(run.stack)))
     return tree
 
 
@@ -119,6 +154,24 @@ def test_examples_are_valid_against_the_upstream_crds(path: Path) -> None:
     for doc in _documents(path):
         schema = _schemas()[(doc["apiVersion"], doc["kind"])]
         jsonschema.Draft202012Validator(schema).validate(doc)
+
+
+@pytest.mark.parametrize(
+    "path", sorted(EXAMPLES.rglob("*.yaml")), ids=lambda p: p.relative_to(EXAMPLES).as_posix()
+)
+def test_examples_pass_nodefleet_crd_validator(path: Path) -> None:
+    """The same documents through nodefleet.crd_schema, which also reports fields the API server would prune
+    (a misspelt `rollingSync` or `dependsOn` would be dropped silently, and the waves with it)."""
+    for doc in _documents(path):
+        findings = validate_object(doc, _crd_versions()[(doc["apiVersion"], doc["kind"])])
+        assert [str(f) for f in findings] == []
+
+
+def test_nodefleet_crd_validator_catches_a_pruned_strategy_field() -> None:
+    appset = _appset()
+    appset["spec"]["strategy"]["rollingSteps"] = appset["spec"]["strategy"].pop("rollingSync")
+    findings = validate_object(appset, _crd_versions()[("argoproj.io/v1alpha1", "ApplicationSet")])
+    assert any("rollingSteps" in str(f) for f in findings), findings
 
 
 def test_a_schema_violation_is_caught() -> None:
@@ -176,6 +229,8 @@ def _render(text: str, params: Mapping[str, Any]) -> str:
             return str(params["path"]["path"])
         if expr == ".path.basename":
             return str(params["path"]["basename"])
+        if expr == f'index .labels "{WAVE_LABEL}"':
+            return str(params["labels"][WAVE_LABEL])  # missingkey=error: a folder without it fails
         raise AssertionError(f"the example uses a template action this test does not evaluate: {expr}")
 
     return _ACTION.sub(action, text)
@@ -461,3 +516,118 @@ def test_both_examples_follow_the_branch_the_pipeline_publishes() -> None:
         d for d in _documents(EXAMPLES / "flux" / "kustomizations.yaml") if d["kind"] == "GitRepository"
     )
     assert repo["spec"]["ref"]["branch"] == branch
+
+
+# --- waves: Argo CD progressive syncs and Flux dependsOn roll the stacks out in the order of their waves ------
+
+
+def _rolling_sync_gaps(appset: Mapping[str, Any]) -> list[str]:
+    """Where the ApplicationSet's RollingSync would not sync the waves one after the other, each once.
+
+    argo-cd applicationset controller: an Application is in the first step whose every matchExpression
+    selects its labels (In / NotIn); an Application no step selects is never synced by the rollout.
+    """
+    strategy = appset["spec"].get("strategy") or {}
+    if strategy.get("type") != "RollingSync":
+        return [f"strategy.type is {strategy.get('type')!r}, not RollingSync"]
+    steps = strategy["rollingSync"]["steps"]
+
+    def step_of(value: str) -> int | None:
+        for i, step in enumerate(steps):
+            ok = True
+            for e in step["matchExpressions"]:
+                assert e["operator"] in ("In", "NotIn"), e
+                if e["key"] != WAVE_LABEL or (value in e["values"]) != (e["operator"] == "In"):
+                    ok = False
+            if ok:
+                return i
+        return None
+
+    gaps = []
+    order = [step_of(label_value(w)) for w in WAVES]
+    for wave, step in zip(WAVES, order, strict=True):
+        if step is None:
+            gaps.append(f"no step selects wave {label_value(wave)}: its Applications would never sync")
+    placed = [s for s in order if s is not None]
+    if placed != sorted(placed) or len(set(placed)) != len(placed):
+        gaps.append(f"waves {list(WAVES)} fall in steps {order}: not one step per wave, in wave order")
+    return gaps
+
+
+def test_argo_cd_rolls_the_waves_out_one_step_each_in_order() -> None:
+    assert _rolling_sync_gaps(_appset()) == []
+
+
+def test_a_missing_wave_step_is_caught() -> None:
+    appset = _appset()
+    del appset["spec"]["strategy"]["rollingSync"]["steps"][3]
+    assert _rolling_sync_gaps(appset) == ["no step selects wave 3-last: its Applications would never sync"]
+    appset = _appset()
+    steps = appset["spec"]["strategy"]["rollingSync"]["steps"]
+    steps[0], steps[1] = steps[1], steps[0]
+    assert _rolling_sync_gaps(appset) and "in wave order" in _rolling_sync_gaps(appset)[0]
+
+
+def test_every_application_carries_its_stacks_wave(published_root: Path) -> None:
+    apps = _applications(published_root)
+    for folder, app in apps.items():
+        stack = folder.split("/")[1]
+        assert app["metadata"]["labels"][WAVE_LABEL] == label_value(_stack_wave(stack)), folder
+    # The example stacks span more than one wave, so the rollout order is exercised.
+    assert len({app["metadata"]["labels"][WAVE_LABEL] for app in apps.values()}) >= 3
+
+
+def _folder_wave(root: Path, folder: str) -> str:
+    labels = yaml.safe_load((root / folder / ARGOCD_IGNORE_DIFFERENCES_FILE).read_text())["labels"]
+    return str(labels[WAVE_LABEL])
+
+
+def _flux_wave_gaps(root: Path, kustomizations: list[dict[str, Any]]) -> list[str]:
+    """Where Flux would not apply the waves in order: a Kustomization whose label is not its folder's wave,
+    that is not health-gated (wait), or that may start before every Kustomization of an earlier wave is Ready
+    (Flux reconciles a Kustomization only once all of its dependsOn are Ready)."""
+    gaps = []
+    wave = {}
+    for kz in kustomizations:
+        name = kz["metadata"]["name"]
+        folder = kz["spec"]["path"].removeprefix("./")
+        wave[name] = (kz["metadata"].get("labels") or {}).get(WAVE_LABEL)
+        if wave[name] != _folder_wave(root, folder):
+            gaps.append(f"{name}: label {wave[name]!r}, its folder's wave is {_folder_wave(root, folder)!r}")
+        if kz["spec"].get("wait") is not True:
+            gaps.append(f"{name}: no `wait: true`, so it is Ready before what it applied is healthy")
+    deps = {
+        kz["metadata"]["name"]: [d["name"] for d in kz["spec"].get("dependsOn", [])] for kz in kustomizations
+    }
+
+    def after(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        out: set[str] = set()
+        for d in deps[name]:
+            if d not in seen:
+                out |= {d} | after(d, seen | {name})
+        return out
+
+    for name in deps:
+        earlier = {other for other in deps if str(wave[other]) < str(wave[name])}
+        if missing := sorted(earlier - after(name)):
+            gaps.append(f"{name} ({wave[name]}) may start before {missing} are Ready")
+        if later := sorted(d for d in after(name) if str(wave[d]) > str(wave[name])):
+            gaps.append(f"{name} ({wave[name]}) waits for a later wave: {later}")
+    return gaps
+
+
+def test_flux_applies_the_waves_in_order_behind_health(published_root: Path) -> None:
+    assert _flux_wave_gaps(published_root, _kustomizations()) == []
+
+
+def test_a_missing_flux_wave_dependency_is_caught(published_root: Path) -> None:
+    kustomizations = _kustomizations()
+    edge = next(kz for kz in kustomizations if kz["metadata"]["name"] == "nodefleet-karpenter-edge")
+    del edge["spec"]["dependsOn"]
+    gaps = _flux_wave_gaps(published_root, kustomizations)
+    # The early wave, and through it every main one, no longer waits for the canary.
+    assert "nodefleet-karpenter-edge (1-early) may start before ['nodefleet-dev-dev'] are Ready" in gaps
+    assert len(gaps) == 4 and all("['nodefleet-dev-dev'] are Ready" in g for g in gaps)
+    edge["spec"]["dependsOn"] = [{"name": "nodefleet-dev-dev"}]
+    edge["metadata"]["labels"][WAVE_LABEL] = "0-canary"
+    assert any("its folder's wave is '1-early'" in g for g in _flux_wave_gaps(published_root, kustomizations))

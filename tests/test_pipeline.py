@@ -89,7 +89,7 @@ def test_the_workflow_calls_the_pipeline_script() -> None:
         for line in run.splitlines()
         if line.strip().startswith("scripts/pipeline")
     }
-    assert called == {"check", "preview", "report", "publish"}
+    assert called == {"check", "preview", "report", "publish", "matrix", "wave"}
     # on: is parsed by PyYAML as True (YAML 1.1); the triggers are the PR and pushes to main.
     triggers = workflow[True]
     assert set(triggers) == {"pull_request", "push"} and triggers["push"]["branches"] == ["main"]
@@ -165,3 +165,55 @@ def test_preview_step_is_skipped_without_a_complete_engine(repo: Path) -> None:
     result = _run(["scripts/pipeline", "preview"], repo)
     assert result.returncode == 0
     assert result.stdout.startswith("preview skipped: the Pulumi engine is not complete here")
+
+
+def test_matrix_step_lists_the_apply_mode_stacks_a_push_touches_by_wave(repo: Path) -> None:
+    dev = repo / "stacks" / "Pulumi.dev.yaml"
+    dev.write_text(
+        dev.read_text().replace(
+            "      mode: render\n      directory: rendered/{stack}\n", "      mode: apply\n"
+        )
+    )
+    rhel10 = repo / "stacks" / "Pulumi.rhel10.yaml"
+    rhel10.write_text(rhel10.read_text().replace("      mode: render\n", "      mode: apply\n"))
+    _git(repo, "commit", "-qam", "apply dev and rhel10 from CI")
+    result = _run(["scripts/pipeline", "matrix", "HEAD~1"], repo)
+    assert result.returncode == 0, result.stderr
+    key, _, value = result.stdout.strip().partition("=")
+    assert key == "matrix" and "\n" not in value, "one line of $GITHUB_OUTPUT"
+    matrix = json.loads(value)
+    assert [(s["stack"], s["wave"]) for s in matrix["stacks"]] == [("dev", "canary"), ("rhel10", "main")]
+    assert matrix["waves"]["canary"]["matrix"]["include"][0]["stacks"] == "dev"
+    # Only the render-mode hosted stack changes: no apply-mode stack is touched, every wave is empty.
+    hosted = repo / "stacks" / "Pulumi.hosted.yaml"
+    hosted.write_text(hosted.read_text() + "\n")
+    _git(repo, "commit", "-qam", "touch hosted")
+    nothing = json.loads(_run(["scripts/pipeline", "matrix", "HEAD~1"], repo).stdout.partition("=")[2])
+    assert nothing["total"] == 0
+    # The first push of a branch has no previous commit: every apply-mode stack.
+    first = json.loads(_run(["scripts/pipeline", "matrix", "0" * 40], repo).stdout.partition("=")[2])
+    assert [s["stack"] for s in first["stacks"]] == ["dev", "rhel10"]
+
+
+def test_wave_step_stops_at_the_check(repo: Path) -> None:
+    shutil.copy(PROJECT / "tests" / "stacks" / "Pulumi.stale-boot-images.yaml", repo / "stacks")
+    result = _run(["scripts/pipeline", "wave", "stale-boot-images"], repo)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 with mandatory violations" in result.stdout
+    assert "preview" not in result.stdout + result.stderr, "a failed check gates the preview and the up"
+
+
+def test_the_workflow_has_a_job_per_wave_each_after_every_earlier_wave() -> None:
+    from nodefleet.waves import WAVES
+
+    jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
+    for i, wave in enumerate(WAVES):
+        job = jobs[f"wave-{wave}"]
+        assert set(job["needs"]) == {"waves", *(f"wave-{w}" for w in WAVES[:i])}, wave
+        assert (
+            job["strategy"]["matrix"]
+            == f"${{{{ fromJSON(needs.waves.outputs.matrix).waves.{wave}.matrix }}}}"
+        )
+        assert f".waves.{wave}.size > 0" in job["if"] and "!contains(needs.*.result, 'failure')" in job["if"]
+        assert job["steps"][-1]["run"] == 'scripts/pipeline wave "$STACKS"'
+    assert not [name for name in jobs if name.startswith("wave-") and name[5:] not in WAVES]

@@ -84,5 +84,15 @@ def test_argo_cd_entries_name_one_object_and_the_file_always_has_a_list() -> Non
     }, "the core group is left out, as Argo CD spells it"
     entry = argocd_ignore_difference(ms, ["spec.template.spec.providerSpec.value.ami"])
     assert entry["group"] == "machine.openshift.io" and entry["namespace"] == "openshift-machine-api"
-    assert yaml.safe_load(argocd_ignore_differences_file([])) == {"ignoreDifferences": []}
+    assert yaml.safe_load(argocd_ignore_differences_file([])) == {
+        "ignoreDifferences": [],
+        "labels": {"nodefleet.io/wave": "2-main"},
+    }, "a stack without `wave` is in the main wave"
     assert yaml.safe_load(argocd_ignore_differences_file([entry]))["ignoreDifferences"] == [entry]
+
+
+def test_the_folder_file_carries_the_stacks_wave_as_a_label() -> None:
+    for wave, label in (("canary", "0-canary"), ("early", "1-early"), ("last", "3-last")):
+        assert yaml.safe_load(argocd_ignore_differences_file([], wave))["labels"] == {
+            "nodefleet.io/wave": label
+        }
