@@ -7,7 +7,7 @@ MCO-managed MachineSet's AMI (the boot image controller patches it back, and aft
 manifest still carries nodefleet's initial value, and a GitOps tool would apply it on every sync. So every
 such object is rendered with :data:`ANNOTATION_CONTROLLER_OWNED`, the RFC 6901 JSON pointers of its
 ``ignore_changes`` paths, and every render folder gets :data:`ARGOCD_IGNORE_DIFFERENCES_FILE`, Argo CD's
-``ignoreDifferences`` for the objects in it (README, "Fields controllers own").
+``ignoreDifferences`` for the objects in it (docs/gitops.md, "Fields controllers own").
 
 The pointers are derived from the paths Pulumi is given, with Pulumi's own property-path grammar
 (pulumi/pulumi ``sdk/go/common/resource/properties_path.go``, ``ParsePropertyPath``): one declaration, read

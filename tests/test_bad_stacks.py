@@ -34,7 +34,7 @@ from tests.conftest import PROJECT, copy_project
 CORPUS = PROJECT / "tests" / "bad_stacks"
 FILES = sorted(CORPUS.glob("*.yaml"))
 COMMANDS = ("check", "check --json", "render")
-#: The config's sections and the classes of bad input the corpus must cover (README, "Bad input").
+#: The config's sections and the classes of bad input the corpus must cover (docs/policies.md, "Bad input").
 SECTIONS = {
     "yaml", "output", "clusters", "standalone", "pools", "machineSets", "bootImageManagement", "skewEnforcement",
     "karpenter", "karpenterOperator", "hosted", "autoNode", "policy-config",
