@@ -5,13 +5,15 @@ Links are checked as GitHub renders them: a path relative to the page, and an ``
 target page's headings produces. Commands are read from ```sh, ```bash and ```console blocks; a line whose
 first word (after ``VAR=value`` assignments) is ``make``, ``nodefleet``, ``python -m nodefleet`` or
 ``venv/bin/python -m nodefleet`` is parsed by the real argument parser of ``cli/main.py`` (or, for ``make``,
-looked up in the Makefile's targets), so a doc that names a removed command, subcommand or flag fails here.
+looked up in the Makefile's targets), so a doc that names a removed command, subcommand or flag fails here;
+in running text, inline code naming a command is checked for the targets, subcommand and flags it names.
 The walkthrough (the README's "A 5-minute walkthrough") is run command by command in a fresh copy of the
 project, and each ```text block after a command block is an excerpt of that block's output.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib.util
 import io
@@ -220,6 +222,43 @@ def command_problem(command: str) -> str | None:
     return None
 
 
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def inline_commands(text: str) -> list[str]:
+    """Commands named in running text: inline code spans (joined across line breaks) that start like one."""
+    prose = re.sub(r"\n(?!\n)", " ", "\n".join(_outside_fences(text)))
+    return re.findall(r"`((?:(?:venv/bin/)?python3? -m nodefleet|nodefleet|make)(?: [^`]*)?)`", prose)
+
+
+def inline_problem(span: str) -> str | None:
+    """Why a command named in running text names something that does not exist, or None. Such a span is often
+    a fragment (``python -m nodefleet check --json``, ``make preview/up``), so only what it names is checked:
+    the make targets, the subcommand (``a|b`` for either) and each ``--flag``; ``<placeholders>`` pass."""
+    try:
+        words = _words(span)
+    except ValueError:
+        return None
+    if words[:1] == ["make"]:
+        targets = [t for w in words[1:] if "=" not in w and not w.startswith("-") for t in w.split("/")]
+        unknown = [t for t in targets if t not in _make_targets()]
+        return f"make has no target {', '.join(unknown)}" if unknown else None
+    args = _nodefleet_args(words)
+    if not args or args[0].startswith(("<", "-")):
+        return None
+    parser = _parser()
+    commands = _subcommands(parser)
+    for name in args[0].split("|"):
+        if name not in commands:
+            return f"no command {name!r}"
+    sub = commands[args[0].split("|")[0]]
+    known = set(sub._option_string_actions) | set(parser._option_string_actions)
+    unknown = [w.split("=")[0] for w in args[1:] if w.startswith("--") and w.split("=")[0] not in known]
+    return f"{args[0]} has no option {', '.join(unknown)}" if unknown else None
+
+
 # --- The checks on the shipped pages --------------------------------------------------------------------------
 
 
@@ -280,6 +319,17 @@ def test_every_command_shown_exists() -> None:
     assert problems == []
 
 
+def test_every_command_named_in_the_text_exists() -> None:
+    named = [
+        (page.name, span)
+        for page in doc_pages()
+        for span in inline_commands(page.read_text(encoding="utf-8"))
+    ]
+    assert len(named) >= 20
+    problems = [f"{page}: `{span}`: {why}" for page, span in named if (why := inline_problem(span))]
+    assert problems == []
+
+
 # --- The checks can fail ---------------------------------------------------------------------------------------
 
 
@@ -296,6 +346,17 @@ def test_a_removed_flag_or_subcommand_is_caught() -> None:
         is None
     )
     assert command_problem("python -m nodefleet check --help") is None
+    # Named in running text: fragments pass, names that do not exist do not.
+    assert inline_problem("python -m nodefleet check --json") is None
+    assert inline_problem("python -m nodefleet preview|up --stack X") is None
+    assert inline_problem("make preview/up") is None
+    assert inline_problem("python -m nodefleet check --jsn") is not None
+    assert inline_problem("python -m nodefleet preview|upp --stack X") is not None
+    assert inline_problem("make preview/upp") is not None
+    assert inline_commands("run `python -m nodefleet\ncheck --json` or `make lint`; `pulumi up`") == [
+        "python -m nodefleet check --json",
+        "make lint",
+    ]
 
 
 def test_a_broken_link_or_anchor_is_caught(tmp_path: Path) -> None:
