@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"error: the Pulumi engine on this machine is incomplete, so `{operation}` cannot run "
             f"({status.reason}). `python -m nodefleet check {source}` runs the same program and "
-            "policies under the mock runtime; see README, 'The engine'.",
+            "policies under the mock runtime; see docs/engine.md.",
             file=sys.stderr,
         )
         return EXIT_INTERNAL

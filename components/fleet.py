@@ -37,7 +37,7 @@ def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
         # A scalar where the structured value belongs: the SDK's message names neither the file nor the fix.
         raise pulumi.RunError(
             f"{source}: nodefleet:fleet: is a plain value, not the structured fleet; write it as a mapping with "
-            "output and clusters (see README, 'Stack configuration')"
+            "output and clusters (see docs/configuration.md)"
         ) from None
     try:
         fleet = load_fleet(raw, stack, project_dir, source)

@@ -58,5 +58,5 @@ def fleet_size_warning(providers: int, limit: int) -> str | None:
         f"{providers} Kubernetes providers (one per target cluster): the engine runs each as its own process, "
         f"about {PROVIDER_RSS_MB} MB (~{gb:.1f} GB at preview), above the limit of {limit} "
         f"(--max-providers or {MAX_PROVIDERS_ENV}). Split the fleet into smaller stacks, one per cluster or "
-        "per group of clusters rolled out together (README, 'Fleet size')."
+        "per group of clusters rolled out together (docs/engine.md, 'Fleet size')."
     )

@@ -296,7 +296,7 @@ def read_stack_config(path: Path, source: str | None = None) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise YAMLFileError(
             f"{name}: the top level is a {type(document).__name__}; a stack file is a mapping: put `config:` "
-            "on the first line and nodefleet:fleet under it (see README, 'Stack configuration')"
+            "on the first line and nodefleet:fleet under it (see docs/configuration.md)"
         )
     config = document.get("config") or {}
     if not isinstance(config, dict):

@@ -620,7 +620,7 @@ def load_fleet(
         raise ConfigError(f"{where}: {e}") from None
     if raw is None:
         raise ConfigError(
-            f"{where}: no '{CONFIG_KEY}' value. Add one under `config:` (see README, 'Stack configuration')."
+            f"{where}: no '{CONFIG_KEY}' value. Add one under `config:` (see docs/configuration.md)."
         )
     problems = list(_bad_strings(raw, CONFIG_KEY))
     if problems:
@@ -811,7 +811,7 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
         fix = f"did you mean '{hint[0]}'?" if hint else f"known keys here: {', '.join(known)}"
         return f"{where}: {path}: unknown key '{bad}'; {fix}"
     if kind == "missing":
-        return f"{where}: {path}: required but missing; add it (see README, 'Stack configuration')"
+        return f"{where}: {path}: required but missing; add it (see docs/configuration.md)"
     msg = _with_fix(err)
     # Cross-field checks name their own sub-path first ("machineSets[1].pool: ..."): join it to the path.
     sub = re.match(r"^([a-z][A-Za-z]*(?:\[\d+\])?(?:\.[a-z][A-Za-z]*(?:\[\d+\])?)*): (.*)$", msg, re.S)
@@ -840,8 +840,8 @@ def _with_fix(err: Mapping[str, Any]) -> str:
         "string_type": "use a string (quote it if YAML reads it as a number or boolean)",
         "dict_type": "use a mapping of keys to values",
         "list_type": "use a list ([a, b] or one '- item' per line)",
-        "model_type": "use a mapping with the keys listed in the README",
-        "model_attributes_type": "use a mapping with the keys listed in the README",
+        "model_type": "use a mapping with the keys listed in docs/configuration.md",
+        "model_attributes_type": "use a mapping with the keys listed in docs/configuration.md",
         "too_short": "add at least one",
     }
     fix = fixes.get(kind)

@@ -227,7 +227,7 @@ class HostedCluster(ConfigModel):
     region: Annotated[str, Field(pattern=REGION)]
     release: OCPRelease = Field(
         description="Control-plane release, e.g. 4.22.3; node releases may trail it as far as the version-skew "
-        "policy's profile allows (README, 'Skew profiles')."
+        "policy's profile allows (docs/policies.md, 'Skew profiles')."
     )
     release_image: str | None = Field(
         None,

@@ -2,7 +2,7 @@
 
 The engine is ``cel-expr-python``, the Python binding of Google's C++ CEL implementation: it parses every
 rule of the shipped CRDs (optional field selection ``self.?x`` included), its regular expressions are RE2 as
-in the API server, and it evaluates a rule in microseconds. The README records the comparison with
+in the API server, and it evaluates a rule in microseconds. docs/crd-validation.md records the comparison with
 ``cel-python`` and ``common-expression-language`` that chose it.
 
 Kubernetes adds libraries on top of standard CEL (``k8s.io/apiserver/pkg/cel/library``). Exactly the

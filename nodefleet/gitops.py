@@ -7,8 +7,8 @@ MCO-managed MachineSet's AMI (the boot image controller patches it back, and aft
 manifest still carries nodefleet's initial value, and a GitOps tool would apply it on every sync. So every
 such object is rendered with :data:`ANNOTATION_CONTROLLER_OWNED`, the RFC 6901 JSON pointers of its
 ``ignore_changes`` paths, and every render folder gets :data:`ARGOCD_IGNORE_DIFFERENCES_FILE`, Argo CD's
-``ignoreDifferences`` for the objects in it (README, "Fields controllers own"), and the folder's rollout wave
-as the label :data:`nodefleet.waves.WAVE_LABEL` (docs/fleet-waves.md).
+``ignoreDifferences`` for the objects in it (docs/gitops.md, "Fields controllers own"), and the folder's rollout
+wave as the label :data:`nodefleet.waves.WAVE_LABEL` (docs/fleet-waves.md).
 
 The pointers are derived from the paths Pulumi is given, with Pulumi's own property-path grammar
 (pulumi/pulumi ``sdk/go/common/resource/properties_path.go``, ``ParsePropertyPath``): one declaration, read

@@ -221,7 +221,7 @@ def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
 
     Field for field what ``hypershift create cluster aws --render`` prints for the same choices (see
     ``tests/test_hypershift_cli_parity.py`` for the comparison and the remaining differences), with
-    production defaults where the CLI's are not (README, "HostedCluster reference").
+    production defaults where the CLI's are not (docs/configuration.md, "HostedCluster reference").
     """
     dns: dict[str, Any] = {"baseDomain": hc.dns.base_domain}
     if hc.dns.base_domain_prefix is not None:

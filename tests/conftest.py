@@ -123,8 +123,7 @@ def _engine_banner(terminalreporter: Any, config: pytest.Config) -> None:
     for nodeid in report["not_run"]:
         tr.write_line(f"  {nodeid}", red=True)
     tr.write_line(
-        "They run wherever `make setup` completes the engine (README, 'The engine'); "
-        "everything else above ran.",
+        "They run wherever `make setup` completes the engine (docs/engine.md); everything else above ran.",
         red=True,
     )
     tr.write_sep("!", f"{n} engine tests did not run", red=True, bold=True)

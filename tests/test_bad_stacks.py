@@ -46,7 +46,7 @@ OPS = {
     "forecast --json": ["forecast", "--json"],
     "upgrade": ["upgrade", "--release", "4.22.9", "--dry-run"],
 }
-#: The config's sections and the classes of bad input the corpus must cover (README, "Bad input").
+#: The config's sections and the classes of bad input the corpus must cover (docs/policies.md, "Bad input").
 SECTIONS = {
     "yaml", "output", "clusters", "standalone", "pools", "machineSets", "bootImageManagement", "skewEnforcement",
     "karpenter", "karpenterOperator", "hosted", "autoNode", "policy-config",

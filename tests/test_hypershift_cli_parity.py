@@ -257,8 +257,8 @@ def test_node_pool_matches_the_cli_when_the_user_makes_the_clis_choices(case: st
     validate_manifest(ours)
 
 
-#: What nodefleet's own defaults change against the CLI's, each a production choice (README, "HostedCluster
-#: reference").
+#: What nodefleet's own defaults change against the CLI's, each a production choice (docs/configuration.md,
+#: "HostedCluster reference").
 NODEFLEET_DEFAULTS = {
     "spec.controllerAvailabilityPolicy": ("SingleReplica", "HighlyAvailable"),
     "spec.infrastructureAvailabilityPolicy": (..., "HighlyAvailable"),

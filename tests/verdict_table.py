@@ -3,8 +3,8 @@
 Each cell is one small stack file run through ``python -m nodefleet check --json`` (in process): one
 standalone cluster in us-east-1 whose default OS stream is left to its release, with one MachineSet in the
 worker pool or in a custom pool with ``osImageStream: rhel-10``. ``python -m tests.verdict_table`` prints
-the Markdown table the README shows (``--json``: the cells); ``tests/test_verdict_table.py`` checks cells
-of it and that the README's copy is current.
+the Markdown table docs/boot-image-catalogs.md shows (``--json``: the cells); ``tests/test_verdict_table.py``
+checks cells of it and that the copy in the docs is current.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ the error itself and exits with 32, the exit code the language host turns into `
 (so the engine adds no "an unhandled error occurred" line). A bare ``pulumi.RunError`` (the upstream path,
 reproduced) leaves the process with exit code 1, which the language host reports as "program exited with
 non-zero exit code: 1" and the engine prints as a second error. The language host and the engine
-themselves cannot run here; their side is read from their sources (README, "When the engine stops a
-program").
+themselves cannot run here; their side is read from their sources (docs/engine.md, "When the engine
+stops a program").
 """
 
 from __future__ import annotations

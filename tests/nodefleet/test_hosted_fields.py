@@ -233,8 +233,8 @@ def _immutable_paths(crd_file: str) -> set[str]:
     return found
 
 
-def test_readme_lists_every_immutable_field_nodefleet_renders() -> None:
-    """The README's immutable fields are the CRD's ``self == oldSelf`` rules on the paths nodefleet renders."""
+def test_docs_list_every_immutable_field_nodefleet_renders() -> None:
+    """The immutable fields docs/configuration.md lists are the CRD's ``self == oldSelf`` rules on the paths nodefleet renders."""
     hc = _hc(
         secretEncryption={"kms": {"activeKeyARN": KMS_KEY, "roleARN": KMS_ROLE}},
         operatorConfiguration={"ovnKubernetes": {"mtu": 1400}},
@@ -256,7 +256,7 @@ def test_readme_lists_every_immutable_field_nodefleet_renders() -> None:
         "spec.etcd.managed.storage.persistentVolume.storageClassName",
         "spec.operatorConfiguration.clusterNetworkOperator.ovnKubernetesConfig.mtu",
     } <= immutable
-    readme = (PROJECT / "README.md").read_text()
-    section = readme.split("Immutable once the cluster exists", 1)[1].split("\n\n", 1)[0]
+    docs = (PROJECT / "docs" / "configuration.md").read_text()
+    section = docs.split("Immutable once the cluster exists", 1)[1].split("\n\n", 1)[0]
     for path in immutable:
-        assert f"`{path}`" in section, f"README does not list immutable {path}"
+        assert f"`{path}`" in section, f"docs/configuration.md does not list immutable {path}"

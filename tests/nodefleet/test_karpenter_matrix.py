@@ -337,6 +337,6 @@ def _ca() -> str:
 
 
 def test_the_matrix_the_readme_quotes() -> None:
-    """1,512 combinations, 246 accepted (README, "Which Karpenter CRDs a cluster serves")."""
+    """1,512 combinations, 246 accepted (docs/crd-validation.md, "Which Karpenter CRDs a cluster serves")."""
     outcomes = [_expected_accepted(f, v, GATES[g], feature) for f, v, g, feature in COMBINATIONS]
     assert (len(outcomes), sum(outcomes)) == (1512, 246)
