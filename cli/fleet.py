@@ -294,7 +294,7 @@ def _engine_incomplete(args: argparse.Namespace) -> int | None:
     message = (
         f"nodefleet fleet {args.fleet_command}: engine incomplete ({status.reason}); no stack was run. "
         "`python -m nodefleet fleet check` runs the same program and policies under the mock runtime; "
-        "`make setup` completes the engine (README, 'The engine')."
+        "`make setup` completes the engine (docs/engine.md)."
     )
     print(message, file=sys.stderr)
     if args.json:
