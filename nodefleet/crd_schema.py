@@ -38,7 +38,7 @@ from nodefleet import crd_cel, crd_formats
 from nodefleet import crd_rule_log as rule_log
 from nodefleet.crdstore import CrdVersion
 
-__all__ = ["UNKNOWN", "Finding", "escape_property", "rejects_field", "validate_object"]
+__all__ = ["NOT_CHECKED", "UNKNOWN", "Finding", "escape_property", "rejects_field", "validate_object"]
 
 
 class _Unknown:
@@ -52,6 +52,12 @@ class _Unknown:
 
 
 UNKNOWN = _Unknown()
+
+#: The API server's note, at the root, when blocking errors kept the CEL rules from running.
+NOT_CHECKED = (
+    "Invalid value: null: some validation rules were not checked because the object was invalid; correct the "
+    "existing errors to complete validation"
+)
 _ABSENT: Any = crd_cel._ABSENT
 
 
@@ -626,7 +632,15 @@ class _Walk:
                     for k in keys
                     if k not in item and "default" not in (items_schema.get("properties") or {}).get(k, {})
                 ]
-                # A missing key is the item schema's Required error; duplicates compare the keys present.
+                # A missing key is the item schema's Required error; duplicates compare the keys present. A
+                # server-side-apply patch skips Required, but the merge itself refuses an item without its keys.
+                if self.patch:
+                    for k in missing:
+                        self.fail(
+                            _child(item_path, k),
+                            "Required value: a key of this map list (x-kubernetes-list-map-keys); server-side "
+                            "apply refuses an item without it",
+                        )
                 if not any(item.get(k) is UNKNOWN for k in keys):
                     key = _list_key(item, keys)
                     if key in seen and key not in reported and self.check_lists:
@@ -716,7 +730,7 @@ def _scale_replicas(body: Mapping[str, Any], replicas_path: str, walk: _Walk) ->
         value = value[part]
     if value is UNKNOWN:
         return
-    if not _is_integral(value) or isinstance(value, float):
+    if not _is_integral(value):  # the engine carries 2 as 2.0; JSON decoding makes it int64 again
         walk.findings.append(
             Finding(
                 replicas_path,
@@ -924,14 +938,9 @@ def validate_object(
     if walk.type_errors:
         if not _has_rules(crd.crd.file, crd.version, crd.schema):
             return walk.findings  # no CEL validator, so nothing was left unchecked
-        walk.findings.append(
-            Finding(
-                "",
-                "Invalid value: null: some validation rules were not checked because the object was invalid; "
-                "correct the existing errors to complete validation",
-                True,
-            )
-        )
+        # The API server lists this among the errors; the object is refused for the others already, so here it
+        # is a note on what was not judged (the crd-schema-unchecked advisory), not a second rejection.
+        walk.findings.append(Finding("", NOT_CHECKED, False))
         return walk.findings
     for site in walk.sites:
         _evaluate_site(site, walk, patch, crd)

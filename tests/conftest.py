@@ -168,3 +168,19 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for nodeid in report["not_run"]:
         tr.write_line(f"  {nodeid}", red=True)
     tr.write_sep("!", f"{n} Go reference tests did not run", red=True, bold=True)
+
+
+# --- Rule log ----------------------------------------------------------------------------------------------
+# A test run records which CRD rules it evaluated, passing and failing (nodefleet/crd_rule_log.py), in this
+# process and in the command-line processes the tests start; `python -m nodefleet crds coverage --exercised
+# .tools/rule-log` turns it into the per-CRD figure. Each run starts a fresh log unless the variable is set.
+RULE_LOG = PROJECT / ".tools" / "rule-log"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from nodefleet.crd_rule_log import ENV
+
+    if os.environ.get(ENV):
+        return
+    shutil.rmtree(RULE_LOG, ignore_errors=True)
+    os.environ[ENV] = str(RULE_LOG)

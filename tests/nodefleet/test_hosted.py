@@ -520,7 +520,8 @@ def test_karpenter_sh_requirement_domain_is_rejected_by_the_crds_own_rule() -> N
     assert found is not None
     messages = [str(f) for f in validate_object(sneaked, found) if f.blocking]
     assert messages == [
-        'spec.template.spec.requirements[3].key: Invalid value: label domain "karpenter.sh" is restricted'
+        'spec.template.spec.requirements[3].key: Invalid value: "karpenter.sh/instance-family": label domain '
+        '"karpenter.sh" is restricted'
     ]
     # capacity-type is the one allowed key of the domain.
     ok = KarpenterNodePoolSpec.model_validate(
