@@ -28,17 +28,18 @@ def run(args: argparse.Namespace) -> int:
     mock = run_loaded(stack, config, source)
     plan = plan_of(mock)
     before: Snapshot | None
-    # Without --rendered or --state: the stack's last render, where `render` (no --out) wrote it.
-    root = args.rendered if args.rendered is not None else last_render_root(fleet_of(stack, config, source))
+    root: Path | None = None
     try:
         if args.state:
             before = snapshot_from_state_file(args.state)
         else:
+            # Without --rendered: the stack's last render, where `render` without --out wrote it.
+            root = args.rendered or last_render_root(fleet_of(stack, config, source))
             before = snapshot_from_render_dir(plan, root, stack=stack)
     except SnapshotError as exc:
         raise InputError(str(exc)) from None
     result = forecast(before, snapshot_from_plan(plan, "the program now (mock runtime)"))
-    if before is None and not args.json:
+    if before is None and root is not None and not args.json:
         hint = (
             "--rendered DIR (where `render --out DIR` wrote)"
             if args.rendered is None

@@ -24,7 +24,12 @@ def register(sub: Any) -> None:
     from cli import engine, fleet, forecast, report, upgrade
 
     s = sub.add_parser(
-        "forecast", help="which nodes the stack's declaration would replace, against its last render"
+        "forecast",
+        help="which nodes the stack's declaration would replace, against its last render",
+        description="Which nodes the stack's current declaration would replace or reboot, why, how many and "
+        "how many at a time, compared with its last render: by default the stack's output.directory, where "
+        "`render` writes without --out (--rendered DIR for a render elsewhere, --state FILE for a `pulumi stack "
+        "export`). A first run, with nothing to compare with, says UNKNOWN.",
     )
     add_source(s)
     prev = s.add_mutually_exclusive_group()

@@ -172,7 +172,12 @@ def test_a_stack_file_cannot_send_output_outside(
     assert f"Pulumi.{case}.yaml: nodefleet:fleet.output.directory: " in line
     assert says in line
     assert "e.g. rendered/{stack}" in line or "--root" in line
-    assert result["stdout"] == ""
+    if command.endswith("--json"):  # the same line as a JSON error document (docs/cli-and-forecast.md)
+        (problem,) = json.loads(str(result["stdout"]))["problems"]
+        assert problem["message"] == line.removeprefix("error: ")
+        assert problem["field"] == "nodefleet:fleet.output.directory"
+    else:
+        assert result["stdout"] == ""
     assert result["wrote"] is False
 
 
