@@ -170,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
             cmd += ["--out", str(Path(tmp) / "rendered")]
         proc = subprocess.run(cmd, cwd=PROJECT_DIR, capture_output=True, text=True)
     summary = json.loads(proc.stdout)
-    summary["peakRssMiB"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    summary["peakRssMiB"] = round(usage.ru_maxrss / 1024, 1)
+    # CPU time of every process the fleet ran (the runner included): on a busy machine wall times stretch,
+    # CPU time per stack is what a runner of its own would spend.
+    summary["cpuSeconds"] = round(usage.ru_utime + usage.ru_stime, 1)
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -179,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"fleet {args.command}: {len(names)} stacks, --parallel {args.parallel}: wall {summary['wallSeconds']} s, "
         f"per stack min {times[0]} / median {median:.2f} / max {times[-1]} s, "
-        f"sum {sum(times):.1f} s; peak RSS of one process {summary['peakRssMiB']} MiB; fleet exit {proc.returncode}"
+        f"sum {sum(times):.1f} s; CPU {summary['cpuSeconds']} s in all ({summary['cpuSeconds'] / len(names):.2f} s "
+        f"a stack); peak RSS of one process {summary['peakRssMiB']} MiB; fleet exit {proc.returncode}"
     )
     print("  waves: " + ", ".join(f"{w['wave']} {len(w['stacks'])}" for w in summary["waves"]))
     for s in summary["stacks"]:

@@ -148,8 +148,8 @@ def add_wave_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--health-command",
-        help="gate: a shell command run after each wave with NODEFLEET_WAVE and NODEFLEET_WAVE_STACKS set; "
-        "non-zero stops the rollout (e.g. a script that waits for the wave's nodes to be Ready)",
+        help="a shell command run after each wave with NODEFLEET_WAVE and NODEFLEET_WAVE_STACKS set; non-zero "
+        "stops the rollout (e.g. a script that waits for the wave's nodes to be Ready); turns the gate on",
     )
     p.add_argument(
         "--changed-files",
@@ -332,8 +332,11 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("\n".join(problems))
     if args.fleet_command in ("preview", "up") and (code := _engine_incomplete(args)) is not None:
         return code
-    gate = args.gate if getattr(args, "gate", None) is not None else args.fleet_command in GATED
     health = getattr(args, "health_command", None)
+    # A health command asks for the gate; --no-gate still turns it off.
+    gate = (
+        args.gate if getattr(args, "gate", None) is not None else args.fleet_command in GATED or bool(health)
+    )
     started = time.perf_counter()
     results: list[StackResult] = []
     outputs: dict[str, str] = {}
@@ -367,16 +370,26 @@ def run(args: argparse.Namespace) -> int:
                     print(
                         line + (f"  -- {result.error}" if result.error else ""), file=sys.stderr, flush=True
                     )
-        if not gate or number == len(waves):
+        if not gate:
             continue
+        last = number == len(waves)
         failed = sorted(r.stack for r in wave_results if r.exit != EXIT_OK)
         if failed:
+            if last:
+                continue  # nothing left to hold back; the exit code says it
             stopped = f"wave {label_value(wave)} failed ({', '.join(failed)})"
         elif health:
+            # After the last wave too: the rollout is complete only when its last wave is healthy.
             stopped = _health_gate(health, wave, [m.stack for m in members])
+        elif last:
+            continue
         print(
             f"gate after wave {label_value(wave)}: "
-            + (f"stop: {stopped}; later waves not run" if stopped else "healthy, next wave"),
+            + (
+                f"stop: {stopped}" + ("" if last else "; later waves not run")
+                if stopped
+                else ("healthy" if last else "healthy, next wave")
+            ),
             file=sys.stderr,
             flush=True,
         )
@@ -405,7 +418,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_table(args.fleet_command, results, wall, args.parallel, worst))
         if stopped:
-            print(f"rollout stopped: {stopped}; not run: {', '.join(not_run)}")
+            print(f"rollout stopped: {stopped}" + (f"; not run: {', '.join(not_run)}" if not_run else ""))
     if args.fleet_command == "report" and args.out_dir:
         _write_reports(args.out_dir, names, outputs)
     return worst

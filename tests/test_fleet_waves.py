@@ -159,3 +159,18 @@ def test_fleet_preview_on_an_incomplete_engine_says_engine_incomplete(
     assert main(["fleet", "up", "--json"]) == 3
     out = json.loads(capsys.readouterr().out)
     assert out["exit"] == 3 and out["error"].startswith("nodefleet fleet up: engine incomplete")
+
+
+def test_the_health_command_also_judges_the_last_wave(tmp_path: Path) -> None:
+    """A health command given to a read-only command turns the gate on, and the last wave is judged too: the
+    rollout is complete only when it is healthy."""
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    shutil.copy(PROJECT / "stacks" / "Pulumi.rhel10.yaml", stacks)  # main, the only wave
+    result = nodefleet("fleet", "check", "--stacks-dir", str(stacks), "--health-command", "exit 5")
+    assert result.returncode == 1, result.stderr
+    assert "gate after wave 2-main: stop: --health-command exited 5 after wave 2-main" in result.stderr
+    assert "rollout stopped: --health-command exited 5 after wave 2-main" in result.stdout
+    assert (
+        nodefleet("fleet", "check", "--stacks-dir", str(stacks), "--health-command", "true").returncode == 0
+    )
