@@ -469,10 +469,6 @@ def test_the_walkthrough_output_is_what_the_readme_shows(walkthrough: list[Step]
     assert excerpt_problem(step.excerpt, step.output) is None, step.output
 
 
-# PENDING (issue 16, item 1): `forecast --stack dev` right after `render --stack dev` does not yet find the
-# render it just wrote ("no previous render or state", UNKNOWN). The README shows what it must say; when the
-# fix lands this test passes, strict xfail turns that into a failure, and this marker must go.
-@pytest.mark.xfail(strict=True, reason="forecast does not find the last render without --rendered yet")
 def test_the_walkthrough_forecast_is_what_the_readme_shows(walkthrough: list[Step]) -> None:
     step = _step(walkthrough, "forecast --stack dev")
     assert step.excerpt
