@@ -1,28 +1,40 @@
 """An object judged the way the API server judges a custom resource: structural schema, then CEL rules.
 
-The order and the semantics follow ``k8s.io/apiextensions-apiserver`` (customresource ``strategy.go``,
-``schema/defaulting``, ``schema/pruning``, ``schema/listtype``, ``schema/cel/validation.go``):
+The order and the semantics follow ``k8s.io/apiextensions-apiserver`` 1.35 (``customresource_handler.go``,
+customresource ``strategy.go`` and ``validator.go``, ``schema/pruning``, ``schema/defaulting``,
+``schema/listtype``, ``schema/cel/validation.go``, ``validation/ratcheting.go``), and are checked against it
+by tests/test_crd_apiserver.py (a Go reference built from those modules, on a generated corpus):
 
-1. ``status`` is dropped when the CRD has a status subresource (a create cannot set it; an update keeps the
+1. Decoding: a field the schema does not declare refuses the request before any validation (pruning under
+   ``fieldValidation=Strict``, kubectl's default; ``x-kubernetes-preserve-unknown-fields`` keeps them), named
+   ``spec.a.b`` as the API server names it. Then a ``null`` in a non-nullable field or map entry without a
+   default is removed (a ``null`` list item stays and fails its type check), and defaults are applied (not
+   for server-side-apply patches, whose missing fields the live object supplies).
+2. ``status`` is dropped when the CRD has a status subresource (a create cannot set it; an update keeps the
    stored status, so the previous object's ``status`` is carried over when it is known).
-2. ``null`` in a non-nullable field is pruned; ``default`` values are applied (not for server-side-apply
-   patches, whose missing fields the live object supplies).
-3. The OpenAPI value validations: ``type`` (``x-kubernetes-int-or-string``), ``enum``, ``pattern`` (RE2, as
-   Go's ``regexp``), lengths, bounds, item and property counts, ``required``, the string ``format``\\ s the
-   CRDs declare, ``anyOf``/``allOf``/``oneOf``/``not``; fields the schema does not declare are reported,
-   since pruning would silently drop them (``x-kubernetes-preserve-unknown-fields`` keeps them); set and map
-   lists are checked for duplicates and missing keys; ``metadata`` is checked as ObjectMeta (name, labels,
-   annotations).
-4. If no value had the wrong type (the API server skips CEL then), every ``x-kubernetes-validations`` rule
-   on a node present in the object is evaluated with ``self`` bound at that node. Transition rules (those
-   reading ``oldSelf``) run only where the previous object is known and the node correlates with it
-   (object fields, map values, ``list-type: map`` items by key; not items of atomic or set lists); without a
-   previous object they are skipped as on a create, unless the rule sets ``optionalOldSelf``.
+3. ObjectMeta: a name or generateName is required; name, namespace, labels and annotations are checked.
+4. The OpenAPI value validations: ``type`` (``x-kubernetes-int-or-string``), ``enum``, ``pattern`` (RE2, as
+   Go's ``regexp``), lengths (in characters, worded in "bytes" as the API server words them), bounds, item
+   and property counts, ``required``, the string ``format``\\ s the CRDs declare,
+   ``anyOf``/``allOf``/``oneOf``/``not``; duplicates in set and map lists (once per value); the scale
+   subresource's ``specReplicasPath``. Paths are the API server's: ``spec.tags.Name`` for a map value here,
+   ``spec.tags[Name]`` in CEL errors.
+5. Unless one of those errors is a Required, enum, too-long, too-many or type error (a bad ``format`` is a
+   type error to kube-openapi), in which case the API server skips CEL and notes it (:data:`NOT_CHECKED`),
+   every ``x-kubernetes-validations`` rule on a node present in the object is evaluated with ``self`` bound
+   at that node. Transition rules (those reading ``oldSelf``) run only where the previous object is known
+   and the node correlates with it (object fields, map values, ``list-type: map`` items by key; not items of
+   atomic or set lists); without a previous object they are skipped as on a create, unless the rule sets
+   ``optionalOldSelf``.
+6. Validation ratcheting (Kubernetes >= 1.30, locked on since 1.33): on an update, an error of a value whose
+   nearest node correlated with the previous object is unchanged is not a rejection; it is reported as a
+   note saying it was ratcheted. CEL runtime errors, transition rules and ObjectMeta are never ratcheted;
+   duplicate checks apply only if the previous object had none.
 
 Values unknown during a preview are represented by :data:`UNKNOWN`: checks on them are skipped, and a rule
 whose ``self`` or ``oldSelf`` contains one is reported as "cannot evaluate", never passed silently.
-What this does not reproduce: validation ratcheting (an unchanged invalid value is still reported, as a
-fresh install would refuse it), order-insensitive equality of set and map lists in CEL, and CEL cost limits.
+What this does not reproduce: order-insensitive equality of set and map lists inside CEL, CEL cost limits,
+admission webhooks and ValidatingAdmissionPolicies.
 """
 
 from __future__ import annotations
