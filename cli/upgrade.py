@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
-from cli.stacks import fleet_of, load
+from cli.stacks import load, run_loaded
 
 HOLD_MARK = "nodefleet upgrade: held"
 
@@ -229,10 +229,10 @@ def run(args: argparse.Namespace) -> int:
             raise VersionError("no patch level")
     except VersionError as exc:
         raise InputError(f"--release {args.release}: not an OCP release x.y.z ({exc})") from None
-    # The stack as it is must be valid before a step is staged in it: an invalid file is reported as every
-    # command reports it (file, field, fix), not half-edited.
+    # The stack as it is must be valid (configuration and stack secrets, as the program reads them) before a
+    # step is staged in it: an invalid file is reported as every command reports it (file, field, fix).
     stack, config, source = load(args)
-    fleet_of(stack, config, source)
+    run_loaded(stack, config, source)
     path = stack_path(stack) if args.stack else args.config_file
     original = path.read_text(encoding="utf-8")
     y = _yaml(original)

@@ -15,13 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT, copy_project, nodefleet
-from tests.shipped import SHIPPED_STACKS
+from tests.shipped import SHIPPED_STACKS, shipped_stack_files
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     copy = copy_project(tmp_path / "project")
-    shutil.copytree(PROJECT / "stacks", copy / "stacks")
+    (copy / "stacks").mkdir()
+    for path in shipped_stack_files(PROJECT):  # a user's own stacks in stacks/ stay out of the copy
+        shutil.copy2(path, copy / "stacks")
     return copy
 
 

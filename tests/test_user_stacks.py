@@ -23,7 +23,9 @@ USER_STACK = "team-a"
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     copy = copy_project(tmp_path_factory.mktemp("user-stacks") / "project")
-    shutil.copytree(PROJECT / "stacks", copy / "stacks")
+    (copy / "stacks").mkdir()
+    for path in shipped_stack_files(PROJECT):  # a user's own stacks in stacks/ stay out of the copy
+        shutil.copy2(path, copy / "stacks")
     text = (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text()
     assert "            replicas: 3\n" in text
     (copy / "stacks" / f"Pulumi.{USER_STACK}.yaml").write_text(
