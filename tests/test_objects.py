@@ -150,3 +150,18 @@ def test_render_refuses_an_object_another_stack_rendered_into_the_tree(tmp_path:
     assert "stack 'west'" in second.stderr and "stack 'east' (stacks/Pulumi.east.yaml)" in second.stderr
     assert "NodePool clusters/infra" in second.stderr
     assert not (project / "rendered" / "west").exists()
+
+
+def test_apply_mode_refuses_two_standalone_clusters_through_one_kubeconfig() -> None:
+    """In apply mode every standalone cluster goes through output.kubeconfig: two would share one cluster."""
+    raw = stack_fleet("dev")
+    other = copy.deepcopy(raw["clusters"][0])
+    other["name"], other["infraId"] = "dev-b", "dev-b-1a2b3"
+    raw["clusters"].append(other)
+    raw["output"] = {"mode": "apply", "kubeconfig": "/tmp/kubeconfig"}
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "dev", PROJECT)
+    assert "clusters[1]: in apply mode every standalone cluster is applied through output.kubeconfig" in str(
+        e.value
+    )
+    assert "one stack per standalone cluster" in str(e.value)
