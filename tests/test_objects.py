@@ -84,6 +84,16 @@ def test_apply_mode_shares_one_pull_secret_declared_identically() -> None:
         c["pullSecret"]["deleteWithCluster"] = False
     fleet = load_fleet(raw, "hosted", PROJECT)
     assert [o.cluster for o in stack_objects(fleet) if o.key.kind == "Secret"] == ["prod-east", "prod-west"]
+    run = run_program("hosted", {"nodefleet:fleet": raw, "nodefleet:pullSecret": '{"auths":{}}'})
+    (secret,) = run.of_type("kubernetes:core/v1:Secret")
+    (namespace,) = run.of_type("kubernetes:core/v1:NamespacePatch")
+    west = next(
+        r
+        for r in run.of_type("kubernetes:hypershift.openshift.io/v1beta1:HostedCluster")
+        if r.name.startswith("prod-west")
+    )
+    # The second cluster declares neither again, and still waits for both.
+    assert secret.urn in west.depends_on and namespace.urn in west.depends_on
 
 
 def test_two_standalone_clusters_with_one_pool_name_are_separate_clusters() -> None:
