@@ -77,6 +77,7 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
     output = fleet.config.output
     # Objects several clusters declare identically (the Namespace hosted clusters share) are declared once.
     plan = fleet_plan(fleet)
+    declared: dict[tuple[str, str, str], pulumi.Resource] = {}
     for resolved in fleet.clusters:
         name = resolved.config.name
         if isinstance(resolved, ResolvedCluster):
@@ -103,7 +104,7 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
         apply = output.mode == "apply"
         # One name for each folder everywhere: configuration refuses clusters whose folders coincide by it.
         management_target, hosted_target = render_targets(name, hosted=True)
-        built[name] = HostedClusterNodes(
+        built[name] = hosted = HostedClusterNodes(
             name,
             HostedClusterArgs(
                 cluster=hc,
@@ -115,7 +116,8 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
                     if apply and ref.from_config
                 },
                 render=not apply,
-                left_out=plan.left_out(name),
+                declared_elsewhere={key: declared[key] for key in plan.left_out(name)},
             ),
         )
+        declared.update(hosted.declared)
     return built

@@ -37,9 +37,10 @@ class HostedClusterArgs:
     #: Render mode: declare the namespace as a plain Namespace (the GitOps tool applies it). Apply mode: a
     #: NamespacePatch, which creates it when missing and is never deleted with the stack.
     render: bool = True
-    #: (kind, namespace, name) of objects another cluster of the stack declares identically (the shared
-    #: Namespace, a shared Secret): declared once, by the first (:mod:`nodefleet.objects`).
-    left_out: frozenset[tuple[str, str, str]] = frozenset()
+    #: Objects an earlier cluster of the stack declares identically (the shared Namespace, a shared Secret),
+    #: by (kind, namespace, name): this cluster does not declare them again (:mod:`nodefleet.objects`) but
+    #: waits for them like for its own.
+    declared_elsewhere: Mapping[tuple[str, str, str], pulumi.Resource] = field(default_factory=dict)
 
 
 class HostedClusterNodes(pulumi.ComponentResource):
@@ -55,17 +56,27 @@ class HostedClusterNodes(pulumi.ComponentResource):
         super().__init__("nodefleet:hosted:Cluster", name, None, opts)
         hc = args.cluster
         mgmt = pulumi.ResourceOptions(parent=self, provider=args.management)
+        elsewhere = args.declared_elsewhere
+        #: What this cluster declares that later clusters may share, by (kind, namespace, name).
+        self.declared: dict[tuple[str, str, str], pulumi.Resource] = {}
         first: list[pulumi.Resource] = []
-        if hc.create_namespace and ("Namespace", "", hc.namespace) not in args.left_out:
-            first.append(_namespace(name, hc, args.render, mgmt))
+        if hc.create_namespace:
+            key = ("Namespace", "", hc.namespace)
+            if key in elsewhere:
+                first.append(elsewhere[key])
+            else:
+                self.declared[key] = _namespace(name, hc, args.render, mgmt)
+                first.append(self.declared[key])
         in_namespace = pulumi.ResourceOptions.merge(mgmt, pulumi.ResourceOptions(depends_on=list(first)))
-        secrets: list[pulumi.Resource] = [
-            _secret(hc, ref, key, args.secret_values[ref.from_config], in_namespace)
-            for ref, key in hc.secret_refs()
-            if ref.from_config
-            and ref.from_config in args.secret_values
-            and ("Secret", hc.namespace, ref.name) not in args.left_out
-        ]
+        secrets: list[pulumi.Resource] = []
+        for ref, data_key in hc.secret_refs():
+            if not (ref.from_config and ref.from_config in args.secret_values):
+                continue
+            key = ("Secret", hc.namespace, ref.name)
+            if key not in elsewhere:
+                value = args.secret_values[ref.from_config]
+                self.declared[key] = _secret(hc, ref, data_key, value, in_namespace)
+            secrets.append(elsewhere.get(key) or self.declared[key])
         self.hosted_cluster = custom_resource(
             f"{name}-hostedcluster",
             render_hosted_cluster(hc),

@@ -431,6 +431,15 @@ class FleetConfig(ConfigModel):
                     "and node names, tags and IAM scope derive from it), so correct one of them"
                 )
             infra_ids[c.infra_id] = i
+        standalone = [(i, c) for i, c in enumerate(self.clusters) if isinstance(c, StandaloneCluster)]
+        if self.output.mode == "apply" and len(standalone) > 1:
+            (j, first), (i, second) = standalone[:2]
+            raise ValueError(
+                f"clusters[{i}]: in apply mode every standalone cluster is applied through output.kubeconfig, so "
+                f"'{second.name}' and clusters[{j}] '{first.name}' would write their MachineSets, pools and "
+                "MachineConfiguration into one cluster; use one stack per standalone cluster (each with its own "
+                "kubeconfig), or output.mode render"
+            )
         for i, c in enumerate(self.clusters):
             if (
                 isinstance(c, HostedCluster)

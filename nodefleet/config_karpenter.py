@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator,
 
 from nodefleet.crdstore import unshipped_karpenter
 from nodefleet.ignition import key_segment, prefix_segments
-from nodefleet.instance_types import family_architecture, family_finding
+from nodefleet.instance_types import family_architecture, family_finding, instance_type_finding
 from nodefleet.modelbase import (
     CONFIG_KEY_NAME,
     DNS_LABEL,
@@ -36,6 +36,11 @@ REASON_ORDER: tuple[DisruptionReason, ...] = ("Empty", "Underutilized", "Drifted
 KarpenterVersion = Annotated[str, Field(pattern=KARPENTER_MINOR)]
 #: Upstream Karpenter feature gates that change what a NodePool may declare (all alpha, off by default).
 FeatureGate = Literal["StaticCapacity", "NodeRepair"]
+
+
+#: Well-known node labels whose values are EC2 instance types and families (Kubernetes; Karpenter AWS).
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+INSTANCE_FAMILY_LABEL = "karpenter.k8s.aws/instance-family"
 
 
 class Requirement(ConfigModel):
@@ -171,6 +176,18 @@ class _NodePoolBase(ConfigModel):
                     f"[{', '.join(self.architectures)}], so Karpenter would never launch it; add {arch} to "
                     "architectures or remove the family"
                 )
+        for i, req in enumerate(self.requirements):
+            if req.operator not in ("In", "NotIn"):
+                continue
+            for j, value in enumerate(req.values):
+                if req.key == INSTANCE_TYPE_LABEL:
+                    finding = instance_type_finding(value, None)
+                elif req.key == INSTANCE_FAMILY_LABEL:
+                    finding = family_finding(value)
+                else:
+                    continue
+                if finding is not None and finding.level == "error":
+                    raise ValueError(f"requirements[{i}].values[{j}]: {finding.message}")
         return self
 
 

@@ -110,10 +110,12 @@ def _stale_advice(known: InstanceTypes, what: str) -> str:
     )
 
 
-def instance_type_finding(name: str, arch: str) -> Finding | None:
-    """Why ``name`` cannot boot an ``arch`` image (an error), a stale-list advisory, or None."""
+def instance_type_finding(name: str, arch: str | None) -> Finding | None:
+    """Why ``name`` cannot boot an ``arch`` image (an error), a stale-list advisory, or None.
+
+    ``arch`` None: any architecture (a Karpenter requirement; its ``architectures`` are checked apart).
+    """
     known = known_types()
-    arch = _normal_arch(arch)
     found = known.types.get(name)
     if found is None:
         family, _, size = name.partition(".")
@@ -144,6 +146,9 @@ def instance_type_finding(name: str, arch: str) -> Finding | None:
             f"'{name}' is a Mac instance ({found}): it runs macOS on a dedicated host, not RHCOS; choose "
             "another instance type",
         )
+    if arch is None:
+        return None
+    arch = _normal_arch(arch)
     if found != arch:
         other = _same_size_other_arch(known, name, arch)
         swap = f", or an {arch} type such as '{other}'" if other else f", or an {arch} type"

@@ -101,35 +101,45 @@ def stack_objects(fleet: Fleet, source: str = "") -> list[StackObject]:
     return list(_objects(fleet, source))
 
 
+@dataclass(frozen=True)
+class _Entries:
+    """Builds the :class:`StackObject`\\ s of one cluster's config entry."""
+
+    stack: str
+    source: str
+    cluster: str
+
+    def __call__(
+        self, target: str | None, place: str, manifest: dict[str, Any], extra: str = ""
+    ) -> StackObject:
+        """``target``: the render folder of the cluster the object lives in; None for the management cluster."""
+        destination = MANAGEMENT if target is None else f"cluster {target}"
+        return StackObject(
+            object_key(destination, manifest),
+            place,
+            self.cluster,
+            manifest,
+            self.stack,
+            self.source,
+            extra,
+            self.cluster if target is None else target,
+        )
+
+
 def _objects(fleet: Fleet, source: str) -> Iterator[StackObject]:
     apply = fleet.config.output.mode == "apply"
     for i, resolved in enumerate(fleet.clusters):
         base = f"{CONFIG_KEY}.clusters[{i}]"
-        name = resolved.config.name
-
-        def obj(destination: str, place: str, manifest: dict[str, Any], extra: str = "") -> StackObject:
-            target = destination.removeprefix("cluster ") if destination != MANAGEMENT else name  # noqa: B023
-            return StackObject(
-                object_key(destination, manifest),
-                place,
-                name,  # noqa: B023 - used within the iteration that defines it
-                manifest,
-                fleet.stack,
-                source,
-                extra,
-                target,
-            )
-
+        entries = _Entries(fleet.stack, source, resolved.config.name)
         if isinstance(resolved, ResolvedCluster):
-            yield from _standalone(resolved, base, obj)
+            yield from _standalone(resolved, base, entries)
         else:
-            yield from _hosted(resolved, base, apply, obj)
+            yield from _hosted(resolved, base, apply, entries)
 
 
-def _standalone(resolved: ResolvedCluster, base: str, obj: Any) -> Iterator[StackObject]:
+def _standalone(resolved: ResolvedCluster, base: str, obj: _Entries) -> Iterator[StackObject]:
     cfg = resolved.config
-    (target,) = render_targets(cfg.name, hosted=False)
-    here = f"cluster {target}"
+    (here,) = render_targets(cfg.name, hosted=False)
     for j, pool in enumerate(cfg.pools):
         yield obj(here, f"{base}.pools[{j}]", render_machine_config_pool(cfg, pool.name))
     for j, ms in enumerate(resolved.machine_sets):
@@ -152,23 +162,22 @@ def _standalone(resolved: ResolvedCluster, base: str, obj: Any) -> Iterator[Stac
             yield obj(here, f"{base}.karpenterOperator.nodePools[{j}]", manifest)
 
 
-def _hosted(resolved: ResolvedHostedCluster, base: str, apply: bool, obj: Any) -> Iterator[StackObject]:
+def _hosted(resolved: ResolvedHostedCluster, base: str, apply: bool, obj: _Entries) -> Iterator[StackObject]:
     hc = resolved.config
-    _, hosted_target = render_targets(hc.name, hosted=True)
+    _, here = render_targets(hc.name, hosted=True)
     if hc.create_namespace:
-        yield obj(MANAGEMENT, f"{base}.namespace", render_namespace(hc))
+        yield obj(None, f"{base}.namespace", render_namespace(hc))
     if apply:
         for ref, key in hc.secret_refs():
             if ref.from_config:
                 extra = f"{key}=nodefleet:{ref.from_config}"
-                yield obj(MANAGEMENT, f"{base}.{_secret_field(hc, ref)}", render_secret(hc, ref, key), extra)
-    yield obj(MANAGEMENT, base, render_hosted_cluster(hc))
+                yield obj(None, f"{base}.{_secret_field(hc, ref)}", render_secret(hc, ref, key), extra)
+    yield obj(None, base, render_hosted_cluster(hc))
     for j, np in enumerate(hc.node_pools):
-        yield obj(MANAGEMENT, f"{base}.nodePools[{j}]", render_hypershift_node_pool(hc, np))
+        yield obj(None, f"{base}.nodePools[{j}]", render_hypershift_node_pool(hc, np))
     auto = hc.auto_node
     if auto is None:
         return
-    here = f"cluster {hosted_target}"
     for j, nc in enumerate(auto.node_classes):
         render = render_openshift_ec2_node_class if auto.mode == "autonode" else render_legacy_ec2_node_class
         yield obj(here, f"{base}.autoNode.nodeClasses[{j}]", render(hc, nc))

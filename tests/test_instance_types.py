@@ -121,3 +121,27 @@ def test_the_architecture_rule_agrees_with_karpenters_generated_instance_data() 
     for name, arch in pairs:
         assert architecture_of(name) == {"x86_64": "amd64"}.get(arch, arch), name
         assert known_types().types.get(name) == architecture_of(name), name
+
+
+def test_karpenter_requirements_on_instance_types_and_families_are_checked() -> None:
+    raw = copy.deepcopy(stack_fleet("hosted"))
+    pool = raw["clusters"][0]["autoNode"]["nodePools"][0]
+    pool["requirements"] = [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m6i.xlarge", "r6i.xxlarge"]}
+    ]
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT)
+    assert (
+        "autoNode.nodePools[0].requirements[0].values[1]: 'r6i.xxlarge' is not an EC2 instance type"
+        in str(e.value)
+    )
+    pool["requirements"] = [
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "NotIn", "values": ["t3a", "c5z"]}
+    ]
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT)
+    assert "requirements[0].values[1]: 'c5z' is not an EC2 instance family" in str(e.value)
+    pool["requirements"] = [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m6i.xlarge"]}
+    ]
+    load_fleet(raw, "hosted", PROJECT)

@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from nodefleet.config import ConfigError, ResolvedCluster, load_fleet
+from nodefleet.crd_schema import validate_object
 from nodefleet.manifests import render_machine_set
 from tests.conftest import PROJECT, nodefleet, stack_fleet
-from tests.crdschema import validate_manifest
+from tests.crdschema import crd_of, validate_manifest
 
 INFRA_TAINT = {"key": "node-role.kubernetes.io/infra", "effect": "NoSchedule"}
 
@@ -52,6 +53,15 @@ def test_the_crd_judges_the_taints_nodefleet_writes() -> None:
     del ms["spec"]["template"]["spec"]["taints"][0]["effect"]
     with pytest.raises(jsonschema.ValidationError):
         validate_manifest(ms)
+
+
+def test_the_crd_schema_policy_judges_the_taints_too() -> None:
+    """The check's own CRD validation (nodefleet.crd_schema, what the crd-schema policy runs)."""
+    ms = _machine_set(_infra(taints=[INFRA_TAINT], labels={"team": "platform"}))
+    assert validate_object(ms, crd_of(ms)) == []
+    del ms["spec"]["template"]["spec"]["taints"][0]["key"]
+    (finding,) = validate_object(ms, crd_of(ms))
+    assert "spec.template.spec.taints[0].key" in finding.path
 
 
 def test_subnet_and_security_groups_override_the_installer_names() -> None:

@@ -84,6 +84,16 @@ def test_apply_mode_shares_one_pull_secret_declared_identically() -> None:
         c["pullSecret"]["deleteWithCluster"] = False
     fleet = load_fleet(raw, "hosted", PROJECT)
     assert [o.cluster for o in stack_objects(fleet) if o.key.kind == "Secret"] == ["prod-east", "prod-west"]
+    run = run_program("hosted", {"nodefleet:fleet": raw, "nodefleet:pullSecret": '{"auths":{}}'})
+    (secret,) = run.of_type("kubernetes:core/v1:Secret")
+    (namespace,) = run.of_type("kubernetes:core/v1:NamespacePatch")
+    west = next(
+        r
+        for r in run.of_type("kubernetes:hypershift.openshift.io/v1beta1:HostedCluster")
+        if r.name.startswith("prod-west")
+    )
+    # The second cluster declares neither again, and still waits for both.
+    assert secret.urn in west.depends_on and namespace.urn in west.depends_on
 
 
 def test_two_standalone_clusters_with_one_pool_name_are_separate_clusters() -> None:
@@ -150,3 +160,18 @@ def test_render_refuses_an_object_another_stack_rendered_into_the_tree(tmp_path:
     assert "stack 'west'" in second.stderr and "stack 'east' (stacks/Pulumi.east.yaml)" in second.stderr
     assert "NodePool clusters/infra" in second.stderr
     assert not (project / "rendered" / "west").exists()
+
+
+def test_apply_mode_refuses_two_standalone_clusters_through_one_kubeconfig() -> None:
+    """In apply mode every standalone cluster goes through output.kubeconfig: two would share one cluster."""
+    raw = stack_fleet("dev")
+    other = copy.deepcopy(raw["clusters"][0])
+    other["name"], other["infraId"] = "dev-b", "dev-b-1a2b3"
+    raw["clusters"].append(other)
+    raw["output"] = {"mode": "apply", "kubeconfig": "/tmp/kubeconfig"}
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "dev", PROJECT)
+    assert "clusters[1]: in apply mode every standalone cluster is applied through output.kubeconfig" in str(
+        e.value
+    )
+    assert "one stack per standalone cluster" in str(e.value)
