@@ -11,6 +11,8 @@ from harness.mockrun import DuplicateURNError, run_program
 from tests.conftest import PROJECT
 
 DEV = (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text()
+#: The line of the dev cluster's region in the dev stack file (1-based).
+REGION_LINE = DEV.splitlines().index("        region: us-east-1") + 1
 
 
 def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -26,7 +28,8 @@ def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, st
             DEV.replace(
                 "        region: us-east-1\n", "        region: us-east-1\n        region: us-west-2\n"
             ),
-            "line 11, column 9: key 'region' appears twice in one mapping (first on line 10)",
+            f"line {REGION_LINE + 1}, column 9: key 'region' appears twice in one mapping (first on line "
+            f"{REGION_LINE})",
             id="duplicate-key",
         ),
         pytest.param(
