@@ -16,7 +16,8 @@ import pytest
 from tests.conftest import PROJECT, copy_project, nodefleet
 from tests.shipped import SHIPPED_STACKS, shipped_stack_files
 
-#: A user's stack: the dev example under another name, with one more MachineSet.
+#: A user's stack: the dev example copied for another cluster (its own name and infrastructure ID, as two
+#: stacks rendered into one tree must not declare one object twice), with more replicas.
 USER_STACK = "team-a"
 
 
@@ -27,10 +28,12 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for path in shipped_stack_files(PROJECT):  # a user's own stacks in stacks/ stay out of the copy
         shutil.copy2(path, copy / "stacks")
     text = (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text()
-    assert "            replicas: 3\n" in text
-    (copy / "stacks" / f"Pulumi.{USER_STACK}.yaml").write_text(
-        text.replace("            replicas: 3\n", "            replicas: 5\n", 1)
-    )
+    for line in ("            replicas: 3\n", "      - name: dev\n", "        infraId: dev-7xk2p\n"):
+        assert line in text
+    text = text.replace("            replicas: 3\n", "            replicas: 5\n", 1)
+    text = text.replace("      - name: dev\n", "      - name: team-a\n", 1)
+    text = text.replace("        infraId: dev-7xk2p\n", "        infraId: team-a-4mq8r\n", 1)
+    (copy / "stacks" / f"Pulumi.{USER_STACK}.yaml").write_text(text)
     return copy
 
 
