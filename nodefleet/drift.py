@@ -94,11 +94,14 @@ def _kind(manifest: Mapping[str, Any]) -> str:
 
 def karpenter_minor(manifest: Mapping[str, Any], default: str | None = None) -> str:
     """The Karpenter minor judging ``manifest``: its ``nodefleet.io/karpenter`` set (``aws/1.13`` → ``1.13``),
-    else ``default``, else :data:`nodefleet.karpenter_hash.DEFAULT_KARPENTER`."""
+    else ``default``, else :data:`nodefleet.karpenter_hash.DEFAULT_KARPENTER`.
+
+    A set of a minor with no verified hash model (one added with ``crds refresh``) is judged as the default.
+    """
     annotations = (manifest.get("metadata") or {}).get("annotations") or {}
     named = annotations.get(k.ANNOTATION_KARPENTER) if isinstance(annotations, Mapping) else None
-    if isinstance(named, str) and "/" in named:
-        return named.split("/", 1)[1]
+    if isinstance(named, str) and named.split("/", 1)[-1] in kh.SUPPORTED_KARPENTER:
+        return named.split("/", 1)[-1]
     return default or kh.DEFAULT_KARPENTER
 
 

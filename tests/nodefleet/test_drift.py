@@ -138,6 +138,8 @@ def test_karpenter_minor_comes_from_the_set_annotation() -> None:
     annotated["metadata"]["annotations"] = {"nodefleet.io/karpenter": "hypershift/1.13"}
     assert karpenter_minor(annotated) == "1.13"
     assert karpenter_minor(_CLASS) == "1.15"
+    annotated["metadata"]["annotations"]["nodefleet.io/karpenter"] = "aws/1.16"
+    assert karpenter_minor(annotated) == "1.15"  # no verified model: judged as the default
     with pytest.raises(ValueError, match=r"supported: 1\.12, 1\.13, 1\.14, 1\.15"):
         static_hash(_CLASS, karpenter="1.11")
 
