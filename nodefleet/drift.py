@@ -52,6 +52,7 @@ __all__ = [
     "is_restricted_tag_key",
     "karpenter_minor",
     "node_pool_static_view",
+    "node_requirements_drifted",
     "static_drift",
     "static_hash",
 ]
@@ -214,36 +215,137 @@ def _ami_ids(spec: Mapping[str, Any]) -> frozenset[str] | None:
     return frozenset(str(i) for i in ids)
 
 
-def _requirements(spec: Mapping[str, Any]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
-    template = spec.get("template") or {}
-    out: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+# Karpenter's scheduling.Requirement: a value set or its complement, with integer bounds (gte, lte).
+_Req = tuple[bool, frozenset[str], int | None, int | None]
+_UNIVERSAL: _Req = (True, frozenset(), None, None)
+_MAX_INT = 2**63 - 1
+
+
+def _atoi(text: str) -> int | None:
+    try:
+        return int(text, 10)
+    except ValueError:
+        return None
+
+
+def _within(value: str, gte: int | None, lte: int | None) -> bool:
+    if gte is None and lte is None:
+        return True
+    number = _atoi(value)
+    return number is not None and (gte is None or number >= gte) and (lte is None or number <= lte)
+
+
+def _requirement(req: Mapping[str, Any]) -> _Req:
+    """``NewRequirement(key, operator, values...)``, Gt/Lt canonicalised to bounds as Karpenter does."""
+    op = str(req.get("operator"))
+    values = [str(v) for v in req.get("values") or []]
+    first = (_atoi(values[0]) or 0) if values else 0
+    if op == "In":
+        return (False, frozenset(values), None, None)
+    if op == "NotIn":
+        return (True, frozenset(values), None, None)
+    if op == "DoesNotExist":
+        return (False, frozenset(), None, None)
+    if op == "Gt":
+        return (False, frozenset(), None, None) if first == _MAX_INT else (True, frozenset(), first + 1, None)
+    if op == "Lt":
+        return (True, frozenset(), None, first - 1)
+    if op == "Gte":
+        return (True, frozenset(), first, None)
+    if op == "Lte":
+        return (True, frozenset(), None, first)
+    return _UNIVERSAL  # Exists
+
+
+def _intersection(a: _Req, b: _Req) -> _Req:
+    """``Requirement.Intersection``: what several requirements on one key allow together."""
+    complement = a[0] and b[0]
+    gte = max((x for x in (a[2], b[2]) if x is not None), default=None)
+    lte = min((x for x in (a[3], b[3]) if x is not None), default=None)
+    if gte is not None and lte is not None and gte > lte:
+        return (False, frozenset(), None, None)
+    if a[0] and b[0]:
+        values = a[1] | b[1]
+    elif a[0]:
+        values = b[1] - a[1]
+    elif b[0]:
+        values = a[1] - b[1]
+    else:
+        values = a[1] & b[1]
+    values = frozenset(v for v in values if _within(v, gte, lte))
+    return (complement, values, gte, lte) if complement else (False, values, None, None)
+
+
+def _pool_requirements(pool: Mapping[str, Any]) -> dict[str, _Req]:
+    template = (pool.get("spec") or {}).get("template") or {}
+    out: dict[str, _Req] = {}
     for req in (template.get("spec") or {}).get("requirements") or []:
-        out.setdefault((str(req["key"]), str(req["operator"])), []).append(req)
+        if isinstance(req, Mapping) and req.get("key"):
+            key = str(req["key"])
+            out[key] = _intersection(out.get(key, _UNIVERSAL), _requirement(req))
     return out
 
 
-def _narrowed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-    """Whether ``after``'s requirements may exclude nodes ``before``'s allowed (conservative).
+def _allows(req: _Req | None, value: str | None) -> bool:
+    """Whether a node whose label is ``value`` (None: no such label) passes requirement ``req`` on its key."""
+    if req is None:
+        return True
+    complement, values, gte, lte = req
+    if value is None:
+        # Compatible(): a key the node lacks passes only a NotIn or DoesNotExist requirement.
+        return (complement and bool(values)) or (not complement and not values)
+    allowed = (value not in values) if complement else (value in values)
+    return allowed and _within(value, gte, lte)
 
-    Karpenter checks each NodeClaim's labels against the new requirements, so only the affected nodes drift;
-    statically, any narrowing counts: a new key/operator, an ``In`` value removed, a ``NotIn`` value added,
-    a changed ``Gt``/``Lt``/``Gte``/``Lte`` bound. Widening (values added to ``In``, a requirement removed)
-    never drifts.
+
+def node_requirements_drifted(pool: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether Karpenter marks a node with ``labels`` ``RequirementsDrifted`` under NodePool ``pool``.
+
+    ``areRequirementsDrifted``: the node's labels must be ``Compatible`` with the pool's requirements. A key
+    the node has no label for is allowed only if the pool's requirements on it come to ``NotIn`` or
+    ``DoesNotExist``; a labelled key must allow the label's value (bounds of Gt/Lt/Gte/Lte need an integer).
+    Karpenter's key normalisation of deprecated labels (``beta.kubernetes.io/arch``…) is not modelled.
     """
-    old, new = _requirements(before), _requirements(after)
-    for key_op, reqs in new.items():
-        if key_op not in old:
-            return True
-        _, op = key_op
-        old_values = {v for r in old[key_op] for v in r.get("values") or []}
-        new_values = {v for r in reqs for v in r.get("values") or []}
-        if op == "In" and old_values - new_values:
-            return True
-        if op == "NotIn" and new_values - old_values:
-            return True
-        if op in ("Gt", "Lt", "Gte", "Lte") and old_values != new_values:
-            return True
-    return False
+    return not all(
+        _allows(req, None if key not in labels else str(labels[key]))
+        for key, req in _pool_requirements(pool).items()
+    )
+
+
+def _label_options(pools: tuple[Mapping[str, Any], Mapping[str, Any]], key: str) -> list[str | None]:
+    """The values of ``key`` that can tell the pools' requirements apart: every value and bound they
+    mention, its neighbours, one value none mentions, and no label at all (None)."""
+    out: set[str] = {"nodefleet-other-value"}
+    for pool in pools:
+        template = (pool.get("spec") or {}).get("template") or {}
+        for req in (template.get("spec") or {}).get("requirements") or []:
+            if isinstance(req, Mapping) and req.get("key") == key:
+                for value in req.get("values") or []:
+                    out.add(str(value))
+                    number = _atoi(str(value))
+                    if number is not None:
+                        out.update({str(number - 1), str(number + 1)})
+    return [None, *sorted(out)]
+
+
+def _narrowed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether some node ``before``'s requirements allow is no longer allowed by ``after``'s.
+
+    Decided with Karpenter's per-node check (:func:`node_requirements_drifted`) over every label value
+    that can tell the two apart (:func:`_label_options`). Requirements are per key, so this holds exactly
+    when ``before`` admits some node at all and, on some key, admits a value ``after`` does not; only the
+    nodes with such a value drift. Widening (values added to ``In``, a bound relaxed, a requirement
+    removed) never drifts.
+    """
+    old, new = _pool_requirements(before), _pool_requirements(after)
+    pools = (before, after)
+    keys = sorted(set(old) | set(new))
+    options = {key: _label_options(pools, key) for key in keys}
+    if not all(any(_allows(old.get(key), v) for v in options[key]) for key in keys):
+        return False  # no node matches before's requirements: none can drift from them
+    return any(
+        _allows(old.get(key), v) and not _allows(new.get(key), v) for key in keys for v in options[key]
+    )
 
 
 def drift_reasons(
@@ -281,7 +383,7 @@ def drift_reasons(
         if old_ids is not None and new_ids is not None and old_ids != new_ids:
             reasons.append(AMI_DRIFT)
         return reasons
-    if _narrowed(old, new):
+    if _narrowed(before, after):
         reasons.append(REQUIREMENTS_DRIFTED)
     return reasons
 

@@ -21,9 +21,16 @@ from typing import Any
 import pytest
 
 from nodefleet import karpenter_hash as kh
-from nodefleet.drift import NODE_CLASS_DRIFT, NODE_POOL_DRIFTED, static_drift
+from nodefleet.drift import (
+    NODE_CLASS_DRIFT,
+    NODE_POOL_DRIFTED,
+    REQUIREMENTS_DRIFTED,
+    drift_reasons,
+    node_requirements_drifted,
+    static_drift,
+)
 from tests.karpenter_hash import reference
-from tests.karpenter_hash.pairs import Pair, pairs
+from tests.karpenter_hash.pairs import Pair, RequirementCase, pairs, requirement_cases
 
 MINORS = kh.SUPPORTED_KARPENTER
 #: The issue's floor: generated pairs per Karpenter minor.
@@ -211,3 +218,76 @@ def test_a_model_blind_to_go_zero_values_fails(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(kh._Walker, "is_zero", json_zero)
     wrong = _disagreements(minor, _answers(minor))
     assert len(wrong) > 20
+
+
+@cache
+def _requirement_answers(minor: str) -> list[tuple[RequirementCase, list[tuple[str, str]]]]:
+    """Per case, per claim: Karpenter's reason under the old pool and under the new one."""
+    cases = requirement_cases()
+    requests = []
+    for case in cases:
+        for labels in case.claims:
+            for pool in (case.old, case.new):
+                requests.append({"op": "drift", "old": case.old, "new": pool, "claimLabels": labels})
+    answers = iter(_ref(minor).ask_many(requests))
+    out = []
+    for case in cases:
+        per_claim = []
+        for _ in case.claims:
+            under_old, under_new = next(answers), next(answers)
+            assert not under_old.get("error") and not under_new.get("error"), (under_old, under_new)
+            per_claim.append((under_old["reason"], under_new["reason"]))
+        out.append((case, per_claim))
+    return out
+
+
+@pytest.mark.goref
+@pytest.mark.parametrize("minor", MINORS)
+def test_requirements_drift_per_node_equals_karpenters(minor: str) -> None:
+    """Each node (label set) judged under a changed pool: nodefleet's per-node check against Karpenter's
+    areRequirementsDrifted (scheduling.Requirements.Compatible), the static check passing first."""
+    wrong = []
+    claims = 0
+    for case, per_claim in _requirement_answers(minor):
+        for labels, (_, under_new) in zip(case.claims, per_claim, strict=True):
+            claims += 1
+            ours = REQUIREMENTS_DRIFTED if node_requirements_drifted(case.new, labels) else ""
+            if ours != under_new:
+                wrong.append(
+                    f"{case.id} {labels}: Karpenter {under_new or 'no drift'}, nodefleet {ours or 'no drift'}"
+                )
+    assert claims >= MIN_PAIRS
+    assert not wrong, f"{len(wrong)} of {claims} nodes differ:\n" + "\n".join(wrong[:20])
+
+
+@pytest.mark.goref
+@pytest.mark.parametrize("minor", MINORS)
+def test_requirements_drift_per_pool_equals_karpenters(minor: str) -> None:
+    """A pool drifts (some nodes) when some node the old requirements admit fails the new ones."""
+    wrong = []
+    drifted = 0
+    for case, per_claim in _requirement_answers(minor):
+        karpenter = any(old == "" and new == REQUIREMENTS_DRIFTED for old, new in per_claim)
+        drifted += karpenter
+        ours = REQUIREMENTS_DRIFTED in drift_reasons(case.old, case.new, karpenter=minor)
+        if ours != karpenter:
+            wrong.append(f"{case.id}: Karpenter {karpenter}, nodefleet {ours}")
+    cases = len(_requirement_answers(minor))
+    assert cases // 5 < drifted < cases - cases // 5
+    assert not wrong, f"{len(wrong)} of {cases} pools differ:\n" + "\n".join(wrong[:20])
+
+
+@pytest.mark.goref
+def test_a_requirements_model_ignoring_unlabelled_keys_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The requirements comparison can fail: let a node without the key's label pass any requirement."""
+    from nodefleet import drift
+
+    real = drift._allows
+    monkeypatch.setattr(drift, "_allows", lambda req, value: value is None or real(req, value))
+    minor = kh.DEFAULT_KARPENTER
+    wrong = sum(
+        (REQUIREMENTS_DRIFTED if node_requirements_drifted(case.new, labels) else "") != new
+        for case, per_claim in _requirement_answers(minor)
+        for labels, (_, new) in zip(case.claims, per_claim, strict=True)
+    )
+    assert wrong > 50

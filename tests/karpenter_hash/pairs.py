@@ -320,3 +320,85 @@ def pairs(minor: str) -> list[Pair]:
     out += _field_pairs("NodePool", copy.deepcopy(NODE_POOL), types, minor)
     out += _scenario_pairs(minor)
     return out
+
+
+# --- requirements: per-node drift -----------------------------------------------------------------------
+
+_REQ_KEYS = {
+    "kubernetes.io/arch": ["amd64", "arm64"],
+    "karpenter.k8s.aws/instance-cpu": ["4", "8"],
+    "team": ["a", "b"],
+}
+
+
+def _requirement_choices() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for key, (v1, v2) in _REQ_KEYS.items():
+        out += [
+            {"key": key, "operator": "In", "values": [v1]},
+            {"key": key, "operator": "In", "values": [v1, v2]},
+            {"key": key, "operator": "NotIn", "values": [v1]},
+            {"key": key, "operator": "Exists"},
+            {"key": key, "operator": "DoesNotExist"},
+        ]
+        if key.endswith("instance-cpu"):
+            out += [
+                {"key": key, "operator": op, "values": [v]}
+                for op in ("Gt", "Lt", "Gte", "Lte")
+                for v in (v1, v2)
+            ]
+    return out
+
+
+def _pool_with(requirements: list[dict[str, Any]]) -> dict[str, Any]:
+    return _set(copy.deepcopy(NODE_POOL), ("spec", "template", "spec", "requirements"), requirements)
+
+
+@dataclass(frozen=True)
+class RequirementCase:
+    """Requirements changed alone, and nodes (label sets) to judge under both."""
+
+    id: str
+    old: Mapping[str, Any]
+    new: Mapping[str, Any]
+    claims: tuple[Mapping[str, str], ...]
+
+
+def _claims(requirements: list[dict[str, Any]]) -> tuple[dict[str, str], ...]:
+    keys = sorted({r["key"] for r in requirements})
+    options: list[list[str | None]] = []
+    for key in keys:
+        mentioned = {str(v) for r in requirements if r["key"] == key for v in r.get("values") or []}
+        numbers = {str(int(v) + d) for v in mentioned if v.isdigit() for d in (-1, 1)}
+        options.append([None, "zz-other", *sorted(mentioned | numbers)])
+    return tuple(
+        {k: v for k, v in zip(keys, combo, strict=True) if v is not None}
+        for combo in itertools.product(*options)
+    )
+
+
+def requirement_cases(count: int = 160, seed: int = 18) -> list[RequirementCase]:
+    """Deterministic requirement changes: one added, removed, replaced, or a second one on a key."""
+    import random
+
+    rng = random.Random(seed)
+    choices = _requirement_choices()
+    out: list[RequirementCase] = []
+    for i in range(count):
+        old = [copy.deepcopy(rng.choice(choices)) for _ in range(rng.randint(0, 2))]
+        new = copy.deepcopy(old)
+        move = i % 4
+        if move == 0 or not new:
+            new.append(copy.deepcopy(rng.choice(choices)))
+        elif move == 1:
+            new.pop(rng.randrange(len(new)))
+        elif move == 2:
+            j = rng.randrange(len(new))
+            same_key = [c for c in choices if c["key"] == new[j]["key"]]
+            new[j] = copy.deepcopy(rng.choice(same_key))
+        else:
+            j = rng.randrange(len(new))
+            same_key = [c for c in choices if c["key"] == new[j]["key"]]
+            new.append(copy.deepcopy(rng.choice(same_key)))
+        out.append(RequirementCase(f"requirements#{i}", _pool_with(old), _pool_with(new), _claims(old + new)))
+    return out
