@@ -15,16 +15,16 @@ the claim ``Drifted`` when the object's current hash differs (aws/karpenter-prov
   upgrade that bumps the hash version (EC2NodeClass v5 → v6 at v1.15) re-stamps NodeClaims instead of
   drifting them, so a change applied across that upgrade does not drift nodes.
 
-The verdicts come from :mod:`nodefleet.karpenter_hash`, which follows the Go types Karpenter hashes and is
-checked against Karpenter's own ``Hash()`` and drift checks for v1.12-v1.15 on generated pairs
+The verdicts come from :mod:`nodefleet.karpenter_hash`, which follows the Go types Karpenter hashes, and
+from a model of Karpenter's ``scheduling.Requirement`` for ``RequirementsDrifted``; both are checked
+against Karpenter's own ``Hash()`` and drift checks for v1.12-v1.15 on generated pairs and nodes
 (``tests/test_drift_reference.py``; docs/drift-reference.md). Not verified against Go, and said so where
 used: the OpenShift fork carry (openshift/aws-karpenter-provider-aws ``882c0766c``, 4.22+ branches; the
 fork is not on the Go module proxy), which hashes only the ``TargetConfigVersionHash`` header of an
-Ignition userData so a rotated bearer token does not drift nodes (``carry=True``); ``AMIDrift``, decided
-here only when both classes select AMIs by id (Karpenter decides it from the AMIs it resolved into status,
-as it does subnets, security groups, capacity reservations and placement groups, none of which a manifest
-pair decides); and ``RequirementsDrifted``, here "some node the old requirements allowed may no longer
-match", where Karpenter checks each node's labels.
+Ignition userData so a rotated bearer token does not drift nodes (``carry=True``); and ``AMIDrift``,
+decided here only when both classes select AMIs by id (Karpenter decides it from the AMIs it resolved
+into status, as it does subnets, security groups, capacity reservations and placement groups, none of
+which a manifest pair decides).
 """
 
 from __future__ import annotations
