@@ -52,12 +52,11 @@ def sync_sources() -> list[Path]:
 
 
 class Reference:
-    """One running reference binary, answering requests line by line."""
+    """One reference binary: each batch of requests is answered by one run of it, line by line."""
 
     def __init__(self, minor: str) -> None:
         self.minor = minor
         self.binary = goref.build(folder(minor))
-        self._proc: subprocess.Popen[str] | None = None
 
     def ask_many(self, requests: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Answers to ``requests``, in order (one process for the batch)."""
