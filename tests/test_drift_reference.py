@@ -143,7 +143,8 @@ def test_verdicts_equal_karpenters_on_generated_pairs(minor: str) -> None:
 @pytest.mark.parametrize("minor", MINORS)
 def test_every_scenario_is_judged_as_karpenter_judges_it(minor: str) -> None:
     """The fleet's own events, by name: token rotations and CA bundle rotations drift upstream nodes,
-    a userData byte drifts, an alias's family spelt out does not."""
+    a userData byte drifts, an alias's family spelt out does not, nodefleet's S3 pointer moves only on a
+    release."""
     by_id = {p.id: a["reason"] for p, a in _answers(minor)}
     assert by_id["token-rotation#0"] == NODE_CLASS_DRIFT
     assert by_id["release-bump#0"] == NODE_CLASS_DRIFT
@@ -153,6 +154,8 @@ def test_every_scenario_is_judged_as_karpenter_judges_it(minor: str) -> None:
     assert by_id["ca-bundle#2"] == ""  # no CA bundle hashes as ""
     assert by_id["ami-family#0"] == ""
     assert by_id["ami-family#1"] == NODE_CLASS_DRIFT
+    assert by_id["s3-pointer#0"] == ""  # a rotation leaves nodefleet's S3 pointer as it is
+    assert by_id["s3-pointer#1"] == NODE_CLASS_DRIFT
     categories = {p.category for p, _ in _answers(minor)}
     assert {"field", "token-rotation", "release-bump", "userdata-bytes", "ca-bundle"} <= categories
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodefleet.ignition import hypershift_stub, user_data
+from nodefleet.ignition import hypershift_stub, pointer_key, s3_pointer, user_data
 from nodefleet.karpenter_hash import HashTypes, _spec_schema, hash_types
 
 MISSING: Any = object()
@@ -305,6 +305,14 @@ def _scenario_pairs(minor: str) -> Iterator[Pair]:
         alias,
         _set(alias, ("spec", "amiSelectorTerms"), [{"alias": "bottlerocket@latest"}]),
     )
+    # nodefleet's stable indirection: userData points at an S3 object keyed by release and rendered config;
+    # a token or CA rotation rewrites the object, not the pointer; a release bump moves the key.
+    def pointer(release: str) -> dict[str, Any]:
+        key = pointer_key("nodefleet", "prod", "general", release=release, config_version="rendered-worker-1")
+        return _set(nc, ("spec", "userData"), user_data(s3_pointer("fleet-ignition", key)))
+
+    yield Pair("s3-pointer#0", "token-rotation", pointer("4.22.3"), pointer("4.22.3"))
+    yield Pair("s3-pointer#1", "release-bump", pointer("4.22.3"), pointer("4.22.4"))
     yield Pair("unchanged#0", "unchanged", nc, copy.deepcopy(nc))
     yield Pair("unchanged#1", "unchanged", copy.deepcopy(NODE_POOL), copy.deepcopy(NODE_POOL))
     # Metadata and status are not hashed.
