@@ -305,6 +305,7 @@ def _scenario_pairs(minor: str) -> Iterator[Pair]:
         alias,
         _set(alias, ("spec", "amiSelectorTerms"), [{"alias": "bottlerocket@latest"}]),
     )
+
     # nodefleet's stable indirection: userData points at an S3 object keyed by release and rendered config;
     # a token or CA rotation rewrites the object, not the pointer; a release bump moves the key.
     def pointer(release: str) -> dict[str, Any]:
