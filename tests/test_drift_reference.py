@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import subprocess
 from collections import Counter
@@ -114,7 +115,7 @@ def test_copied_node_class_drift_check_is_the_providers(minor: str) -> None:
         capture_output=True,
         text=True,
         check=True,
-        env={**__import__("os").environ, "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "auto"},
+        env={**os.environ, "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "auto"},
     )
     upstream = (Path(json.loads(found.stdout)["Dir"]) / "pkg/cloudprovider/drift.go").read_text()
     ours = reference.SOURCE.read_text()
