@@ -1,9 +1,12 @@
 """Drift benchmark: a simulated month of Ignition token rotations, a CA rotation and two release bumps.
 
-At every event the real program runs under Pulumi's mock runtime for each nodefleet mode; what Karpenter
-would hash is then computed with nodefleet's drift model (``nodefleet/drift.py``), and every change of a
-node class's or NodePool's static hash (or its AMI) is counted as one drift event: one rolling replacement
-of every node of that class. The controller side is modelled where nodefleet leaves a field to it:
+At every event the real program runs under Pulumi's mock runtime for each nodefleet mode; whether
+Karpenter's hash of each node class and NodePool changed is then decided with nodefleet's drift model
+(``nodefleet/drift.py``, verified against Karpenter's own ``Hash()`` of v1.12-v1.15 by
+tests/test_drift_reference.py; the fork carry is modelled, not verified), and every change of a node
+class's or NodePool's static hash (or its AMI) is counted as one drift event: one rolling replacement of
+every node of that class. The cluster CA bundle Karpenter hashes (v1.12+) is held; a rotation of it is
+counted apart (``cluster_ca_rotation``): it drifts every node class once, in every mode. The controller side is modelled where nodefleet leaves a field to it:
 HyperShift writes the Ignition stub (bearer token, CA, ``TargetConfigVersionHash``) into the EC2NodeClass it
 generates (AutoNode) or rewrites (legacy) on every rotation.
 
@@ -33,10 +36,10 @@ from typing import Any
 from harness.mockrun import MockRun, run_program, stack_fleet
 from nodefleet import kinds as k
 from nodefleet.drift import (
-    ec2_node_class_static_view,
+    NODE_CLASS_DRIFT,
     hypershift_config_hash,
     hypershift_generated_ec2_node_class,
-    node_pool_static_view,
+    static_drift,
     static_hash,
 )
 from nodefleet.ignition import hypershift_stub, user_data
@@ -45,6 +48,9 @@ HOURS = 30 * 24
 ROTATION_EVERY_H = 5.5
 CA_ROTATION_AT_H = 240.0
 RELEASES = [(0.0, "4.22.3", "5.0.0-ec.2"), (192.0, "4.22.4", "5.0.0-ec.3"), (528.0, "4.22.5", "5.0.0")]
+#: The cluster CA bundle Karpenter runs with (hashed into every EC2NodeClass hash since v1.12).
+CLUSTER_CA = "-----BEGIN CERTIFICATE-----\nkube-apiserver-root-ca-0\n-----END CERTIFICATE-----\n"
+CLUSTER_CA_NEXT = CLUSTER_CA.replace("ca-0", "ca-1")
 #: The AMI HyperShift stamps for the payload: the same RHCOS for z-stream bumps.
 PAYLOAD_AMI = "ami-06a6b025350ff1e23"
 
@@ -128,7 +134,13 @@ def node_classes(mode: str, state: State) -> tuple[dict[str, dict[str, Any]], di
             "amiSelectorTerms": [{"id": PAYLOAD_AMI}],
             "userData": _stub(state, "general"),
         }
-        return {"general": {"spec": spec}}, {}, 0
+        manifest = {
+            "apiVersion": k.EC2_NODE_CLASS.api_version,
+            "kind": k.EC2_NODE_CLASS.kind,
+            "metadata": {"name": "general"},
+            "spec": spec,
+        }
+        return {"general": manifest}, {}, 0
     if mode == "s3-pointer":
         run = _standalone(state)
         return _named(run, k.EC2_NODE_CLASS.token), _named(run, k.KARPENTER_NODE_POOL.token), 1
@@ -163,6 +175,8 @@ class Count:
     node_class_drift: dict[str, int] = field(default_factory=dict)
     node_pool_drift: dict[str, int] = field(default_factory=dict)
     by_event: dict[str, int] = field(default_factory=dict)
+    #: Node classes a rotation of the cluster CA bundle alone drifts (held constant in the month).
+    cluster_ca_rotation: int = 0
 
 
 def simulate(states: list[State]) -> tuple[list[Count], dict[str, Any]]:
@@ -181,11 +195,11 @@ def simulate(states: list[State]) -> tuple[list[Count], dict[str, Any]]:
             prev_p: dict[str, str] = {}
             for state, classes, pools in snapshots:
                 hashes_c = {
-                    n: static_hash(ec2_node_class_static_view(o["spec"], carry=carry))
+                    n: static_hash(o, carry=carry, ca_bundle=CLUSTER_CA)
                     + json.dumps(o["spec"].get("amiSelectorTerms"), sort_keys=True)
                     for n, o in classes.items()
                 }
-                hashes_p = {n: static_hash(node_pool_static_view(o["spec"])) for n, o in pools.items()}
+                hashes_p = {n: static_hash(o) for n, o in pools.items()}
                 for name, h in hashes_c.items():
                     if name in prev_c and prev_c[name] != h:
                         count.node_class_drift[name] = count.node_class_drift.get(name, 0) + 1
@@ -194,6 +208,12 @@ def simulate(states: list[State]) -> tuple[list[Count], dict[str, Any]]:
                     if name in prev_p and prev_p[name] != h:
                         count.node_pool_drift[name] = count.node_pool_drift.get(name, 0) + 1
                 prev_c, prev_p = hashes_c, hashes_p
+            _, classes, _ = snapshots[-1]
+            count.cluster_ca_rotation = sum(
+                static_drift(o, o, carry=carry, ca_bundle_before=CLUSTER_CA, ca_bundle_after=CLUSTER_CA_NEXT)
+                == NODE_CLASS_DRIFT
+                for o in classes.values()
+            )
             counts.append(count)
     meta = {
         "events": {
@@ -220,14 +240,18 @@ def main(argv: list[str] | None = None) -> int:
         f"{ev['release']} release bumps ({meta['real_changes']} real changes); "
         f"{meta['program_runs']} program runs under the mock runtime, {meta['seconds']} s"
     )
-    print(f"{'mode':<11} {'karpenter':<16} {'drift events per node class':<30} {'per NodePool':<14} by event")
+    print(
+        f"{'mode':<11} {'karpenter':<16} {'drift events per node class':<30} {'per NodePool':<14} "
+        f"{'cluster CA rotation':<20} by event"
+    )
     for c in counts:
         per_class = max(c.node_class_drift.values(), default=0)
         per_pool = max(c.node_pool_drift.values(), default=0)
         events = ", ".join(
             f"{e}: {n // max(len(c.node_class_drift), 1)}" for e, n in sorted(c.by_event.items())
         )
-        print(f"{c.mode:<11} {c.karpenter:<16} {per_class:<30} {per_pool:<14} {events or '-'}")
+        ca = f"{c.cluster_ca_rotation} of {len(c.node_class_drift) or c.cluster_ca_rotation} classes"
+        print(f"{c.mode:<11} {c.karpenter:<16} {per_class:<30} {per_pool:<14} {ca:<20} {events or '-'}")
     return 0
 
 

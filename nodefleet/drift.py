@@ -1,33 +1,40 @@
-"""Karpenter's static drift model: which rendered fields replace nodes when they change.
+"""Karpenter's static drift: which changes of an EC2NodeClass or NodePool mark its nodes Drifted, and why.
 
-Karpenter (aws/karpenter-provider-aws ``pkg/apis/v1/ec2nodeclass.go`` ``Hash()``, kubernetes-sigs/karpenter
-``pkg/apis/v1/nodepool.go`` ``Hash()``) stamps a hash of the static fields on each NodeClaim at launch and
-marks the claim ``Drifted`` when the class's or pool's current hash differs:
+Karpenter stamps a hash of each node class and NodePool template on every NodeClaim at launch and marks
+the claim ``Drifted`` when the object's current hash differs (aws/karpenter-provider-aws
+``pkg/cloudprovider/drift.go``, kubernetes-sigs/karpenter ``pkg/controllers/nodeclaim/disruption/drift.go``):
 
-* EC2NodeClass: ``spec`` minus the ``hash:"ignore"`` fields (selector terms, ``ipPrefixCount``), plus the
-  resolved AMI family. ``userData`` is hashed, byte for byte. Reason ``NodeClassDrift``.
-* NodePool: ``spec.template`` minus ``requirements`` (checked dynamically, reason ``RequirementsDrifted``).
-  ``disruption``, ``limits`` and ``weight`` are outside the template and never drift. Reason
-  ``NodePoolDrifted``.
+* EC2NodeClass: ``EC2NodeClass.Hash(caBundle)``: the spec minus its ``hash:"ignore"`` fields (selector
+  terms, ``ipPrefixCount``, ``amiFamily`` which is hashed as the *resolved* family), the cluster CA bundle
+  Karpenter runs with (v1.12+) and, from v1.15, the kubelet map. ``userData`` is hashed byte for byte.
+  Reason ``NodeClassDrift``.
+* NodePool: ``NodePool.Hash()`` of ``spec.template`` minus ``requirements`` (checked per node, reason
+  ``RequirementsDrifted``). ``disruption``, ``limits``, ``weight`` and ``replicas`` are outside the
+  template and never drift. Reason ``NodePoolDrifted``.
+* Static drift is only evaluated when the NodeClaim's ``*-hash-version`` equals the object's: a Karpenter
+  upgrade that bumps the hash version (EC2NodeClass v5 → v6 at v1.15) re-stamps NodeClaims instead of
+  drifting them, so a change applied across that upgrade does not drift nodes.
 
-The OpenShift fork carry (openshift/aws-karpenter-provider-aws ``882c0766c``, present in the 4.22+ branches)
-hashes only the ``TargetConfigVersionHash`` header of an Ignition userData instead of the whole string, so
-a rotated bearer token no longer drifts nodes. ``carry=True`` models it.
-
-This is a model for tests and benchmarks, not a byte-compatible reimplementation of ``hashstructure``:
-equal views give equal digests and different views different ones, under the same normalisation
-(``SlicesAsSets``, ``IgnoreZeroValue``, ``ZeroNil``). The cluster CA bundle that v1.12+ also hashes, and
-dynamic drift through selector resolution (subnets, security groups), are not modelled.
+The verdicts come from :mod:`nodefleet.karpenter_hash`, which follows the Go types Karpenter hashes, and
+from a model of Karpenter's ``scheduling.Requirement`` for ``RequirementsDrifted``; both are checked
+against Karpenter's own ``Hash()`` and drift checks for v1.12-v1.15 on generated pairs and nodes
+(``tests/test_drift_reference.py``; docs/drift-reference.md). Not verified against Go, and said so where
+used: the OpenShift fork carry (openshift/aws-karpenter-provider-aws ``882c0766c``, 4.22+ branches; the
+fork is not on the Go module proxy), which hashes only the ``TargetConfigVersionHash`` header of an
+Ignition userData so a rotated bearer token does not drift nodes (``carry=True``); and ``AMIDrift``,
+decided here only when both classes select AMIs by id (Karpenter decides it from the AMIs it resolved
+into status, as it does subnets, security groups, capacity reservations and placement groups, none of
+which a manifest pair decides).
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from nodefleet import karpenter_hash as kh
 from nodefleet import kinds as k
 from nodefleet.ignition import TARGET_CONFIG_VERSION_HASH, merge_headers
 
@@ -43,11 +50,15 @@ __all__ = [
     "hypershift_config_hash",
     "hypershift_generated_ec2_node_class",
     "is_restricted_tag_key",
+    "karpenter_minor",
     "node_pool_static_view",
+    "node_requirements_drifted",
+    "static_drift",
     "static_hash",
 ]
 
-#: EC2NodeClass spec fields tagged ``hash:"ignore"`` (they drift through resolution, if at all).
+#: EC2NodeClass spec fields tagged ``hash:"ignore"`` in every supported Karpenter (``amiFamily`` too, but
+#: its resolved value is hashed beside the spec, so it stays in :func:`ec2_node_class_static_view`).
 EC2_NODE_CLASS_HASH_IGNORED = (
     "subnetSelectorTerms",
     "securityGroupSelectorTerms",
@@ -63,70 +74,39 @@ RESTRICTED_TAG_KEYS = (
     "karpenter.k8s.aws/ec2nodeclass",
     "eks:eks-cluster-name",
 )
-# Keys whose value is a Go map, not a struct: IgnoreZeroValue applies to struct fields only, so a map entry
-# with an empty value (a label "node-role.kubernetes.io/infra": "") is still hashed.
-_MAP_FIELDS = frozenset(
-    {
-        "labels",
-        "annotations",
-        "tags",
-        "systemReserved",
-        "kubeReserved",
-        "evictionHard",
-        "evictionSoft",
-        "evictionSoftGracePeriod",
-    }
-)
 
 NODE_CLASS_DRIFT = "NodeClassDrift"
 AMI_DRIFT = "AMIDrift"
 NODE_POOL_DRIFTED = "NodePoolDrifted"
 REQUIREMENTS_DRIFTED = "RequirementsDrifted"
 
-
-# --- normalisation and hashing ------------------------------------------------------------------------
-
-
-def _is_zero(value: Any) -> bool:
-    return (
-        value is None
-        or value == ""
-        or value is False
-        or (type(value) in (int, float) and value == 0)
-        or (isinstance(value, Mapping | list | tuple) and len(value) == 0)
-    )
+_KINDS = {
+    (k.EC2_NODE_CLASS.api_version, k.EC2_NODE_CLASS.kind): "EC2NodeClass",
+    (k.KARPENTER_NODE_POOL.api_version, k.KARPENTER_NODE_POOL.kind): "NodePool",
+}
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+def _kind(manifest: Mapping[str, Any]) -> str:
+    key = (str(manifest.get("apiVersion")), str(manifest.get("kind")))
+    if key not in _KINDS:
+        raise ValueError(f"no drift model for {key[0]} {key[1]}")
+    return _KINDS[key]
 
 
-def _normalise(value: Any, *, is_map: bool = False) -> Any:
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            norm = _normalise(item, is_map=str(key) in _MAP_FIELDS)
-            if (is_map and isinstance(norm, str)) or not _is_zero(norm):
-                out[str(key)] = norm  # a map entry is kept even when its value is ""
-        return out
-    if isinstance(value, list | tuple):
-        # SlicesAsSets: order does not matter.
-        items = [_normalise(v) for v in value if v is not None]
-        return sorted(items, key=_canonical)
-    return value
+def karpenter_minor(manifest: Mapping[str, Any], default: str | None = None) -> str:
+    """The Karpenter minor judging ``manifest``: its ``nodefleet.io/karpenter`` set (``aws/1.13`` → ``1.13``),
+    else ``default``, else :data:`nodefleet.karpenter_hash.DEFAULT_KARPENTER`.
 
-
-def static_hash(view: Mapping[str, Any]) -> str:
-    """A stable digest of ``view`` under hashstructure's ``SlicesAsSets, IgnoreZeroValue, ZeroNil``.
-
-    Struct fields that are ``None``, ``""``, ``0``, ``False`` or empty are dropped (recursively), lists are
-    compared as (multi)sets, map entries (labels, annotations, tags, kubelet maps) keep empty values. The
-    result is the hex SHA-256 of the canonical JSON of what is left.
+    A set of a minor with no verified hash model (one added with ``crds refresh``) is judged as the default.
     """
-    return hashlib.sha256(_canonical(_normalise(view)).encode()).hexdigest()
+    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+    named = annotations.get(k.ANNOTATION_KARPENTER) if isinstance(annotations, Mapping) else None
+    if isinstance(named, str) and named.split("/", 1)[-1] in kh.SUPPORTED_KARPENTER:
+        return named.split("/", 1)[-1]
+    return default or kh.DEFAULT_KARPENTER
 
 
-# --- static views ---------------------------------------------------------------------------------------
+# --- the hashed views -----------------------------------------------------------------------------------
 
 
 def _carry_user_data(user_data: str) -> str:
@@ -135,12 +115,76 @@ def _carry_user_data(user_data: str) -> str:
     return user_data if value is None else value
 
 
-def ec2_node_class_static_view(spec: Mapping[str, Any], *, carry: bool = False) -> dict[str, Any]:
-    """What Karpenter hashes of an EC2NodeClass ``spec``: everything except the ``hash:"ignore"`` fields.
+def _hashed(manifest: Mapping[str, Any], minor: str, ca_bundle: str | None, carry: bool) -> Any:
+    if _kind(manifest) == "NodePool":
+        return kh.node_pool_view(manifest, minor)
+    if carry and isinstance((manifest.get("spec") or {}).get("userData"), str):
+        manifest = copy.deepcopy(dict(manifest))
+        manifest["spec"]["userData"] = _carry_user_data(manifest["spec"]["userData"])
+    return kh.node_class_view(manifest, minor, ca_bundle=ca_bundle)
 
-    ``amiFamily`` stays (upstream hashes the resolved ``AMIFamily()``). With ``carry=True`` (OpenShift fork),
-    ``userData`` is replaced by its ``TargetConfigVersionHash`` header value when it is an Ignition config
-    carrying that header in ``ignition.config.merge[0].httpHeaders``.
+
+def static_hash(
+    manifest: Mapping[str, Any],
+    *,
+    karpenter: str | None = None,
+    ca_bundle: str | None = None,
+    carry: bool = False,
+) -> str:
+    """A digest equal for two manifests exactly when Karpenter's static hash of them is equal.
+
+    ``karpenter`` is the minor hashing it (default: :func:`karpenter_minor`), ``ca_bundle`` the cluster CA
+    bundle it runs with (EC2NodeClass, v1.12+), ``carry`` the OpenShift fork's userData hashing (modelled).
+    The digest is nodefleet's (SHA-256 of the canonical view), not Karpenter's decimal FNV-64 value.
+    """
+    minor = karpenter or karpenter_minor(manifest)
+    view = _hashed(manifest, minor, ca_bundle, carry)
+    return hashlib.sha256(f"{_kind(manifest)}/{minor}/{view!r}".encode()).hexdigest()
+
+
+def static_drift(
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    *,
+    karpenter: str | None = None,
+    launched_by: str | None = None,
+    ca_bundle_before: str | None = None,
+    ca_bundle_after: str | None = None,
+    carry: bool = False,
+) -> str:
+    """Karpenter's static drift reason for nodes launched from ``before`` once ``after`` is applied, or "".
+
+    ``karpenter`` is the minor running after the change (default: ``after``'s :func:`karpenter_minor`),
+    ``launched_by`` the one that stamped the nodes (default: the same). Between minors of different hash
+    versions the answer is "" (Karpenter re-stamps instead of comparing). ``NodeClassDrift`` for an
+    EC2NodeClass, ``NodePoolDrifted`` for a NodePool; ``ValueError`` for other or mismatched kinds.
+    """
+    kind = _kind(before)
+    if _kind(after) != kind:
+        raise ValueError(f"cannot compare a {before.get('kind')} with a {after.get('kind')}")
+    now = karpenter or karpenter_minor(after)
+    then = launched_by or now
+    if kh.hash_version(kind, now) != kh.hash_version(kind, then):
+        return ""
+    old = _hashed(before, then, ca_bundle_before, carry)
+    new = _hashed(after, now, ca_bundle_after, carry)
+    # Views of one hash version compare across minors: a field a later minor added is zero, so not hashed.
+    if old == new:
+        return ""
+    return NODE_CLASS_DRIFT if kind == "EC2NodeClass" else NODE_POOL_DRIFTED
+
+
+# --- views naming the fields behind a verdict -----------------------------------------------------------
+
+
+def ec2_node_class_static_view(spec: Mapping[str, Any], *, carry: bool = False) -> dict[str, Any]:
+    """The EC2NodeClass ``spec`` fields Karpenter hashes, as written: for naming what changed.
+
+    Everything except the ``hash:"ignore"`` selector terms and ``ipPrefixCount``; ``amiFamily`` stays
+    (its resolved value is hashed). With ``carry=True`` (OpenShift fork), ``userData`` is replaced by its
+    ``TargetConfigVersionHash`` header value when it is an Ignition config carrying that header in
+    ``ignition.config.merge[0].httpHeaders``. Verdicts come from :func:`static_drift`, not from comparing
+    these views (they do not apply defaults or Go's decoding).
     """
     view = {
         key: copy.deepcopy(value) for key, value in spec.items() if key not in EC2_NODE_CLASS_HASH_IGNORED
@@ -151,7 +195,7 @@ def ec2_node_class_static_view(spec: Mapping[str, Any], *, carry: bool = False) 
 
 
 def node_pool_static_view(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """What Karpenter hashes of a NodePool ``spec``: ``spec.template`` without ``spec.requirements``."""
+    """The NodePool ``spec.template`` without ``requirements``, as written: for naming what changed."""
     template = copy.deepcopy(dict(spec.get("template") or {}))
     inner = template.get("spec")
     if isinstance(inner, dict):
@@ -171,68 +215,177 @@ def _ami_ids(spec: Mapping[str, Any]) -> frozenset[str] | None:
     return frozenset(str(i) for i in ids)
 
 
-def _requirements(spec: Mapping[str, Any]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
-    template = spec.get("template") or {}
-    out: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+# Karpenter's scheduling.Requirement: a value set or its complement, with integer bounds (gte, lte).
+_Req = tuple[bool, frozenset[str], int | None, int | None]
+_UNIVERSAL: _Req = (True, frozenset(), None, None)
+_MAX_INT = 2**63 - 1
+
+
+def _atoi(text: str) -> int | None:
+    try:
+        return int(text, 10)
+    except ValueError:
+        return None
+
+
+def _within(value: str, gte: int | None, lte: int | None) -> bool:
+    if gte is None and lte is None:
+        return True
+    number = _atoi(value)
+    return number is not None and (gte is None or number >= gte) and (lte is None or number <= lte)
+
+
+def _requirement(req: Mapping[str, Any]) -> _Req:
+    """``NewRequirement(key, operator, values...)``, Gt/Lt canonicalised to bounds as Karpenter does."""
+    op = str(req.get("operator"))
+    values = [str(v) for v in req.get("values") or []]
+    first = (_atoi(values[0]) or 0) if values else 0
+    if op == "In":
+        return (False, frozenset(values), None, None)
+    if op == "NotIn":
+        return (True, frozenset(values), None, None)
+    if op == "DoesNotExist":
+        return (False, frozenset(), None, None)
+    if op == "Gt":
+        return (False, frozenset(), None, None) if first == _MAX_INT else (True, frozenset(), first + 1, None)
+    if op == "Lt":
+        return (True, frozenset(), None, first - 1)
+    if op == "Gte":
+        return (True, frozenset(), first, None)
+    if op == "Lte":
+        return (True, frozenset(), None, first)
+    return _UNIVERSAL  # Exists
+
+
+def _intersection(a: _Req, b: _Req) -> _Req:
+    """``Requirement.Intersection``: what several requirements on one key allow together."""
+    complement = a[0] and b[0]
+    gte = max((x for x in (a[2], b[2]) if x is not None), default=None)
+    lte = min((x for x in (a[3], b[3]) if x is not None), default=None)
+    if gte is not None and lte is not None and gte > lte:
+        return (False, frozenset(), None, None)
+    if a[0] and b[0]:
+        values = a[1] | b[1]
+    elif a[0]:
+        values = b[1] - a[1]
+    elif b[0]:
+        values = a[1] - b[1]
+    else:
+        values = a[1] & b[1]
+    values = frozenset(v for v in values if _within(v, gte, lte))
+    return (complement, values, gte, lte) if complement else (False, values, None, None)
+
+
+def _pool_requirements(pool: Mapping[str, Any]) -> dict[str, _Req]:
+    template = (pool.get("spec") or {}).get("template") or {}
+    out: dict[str, _Req] = {}
     for req in (template.get("spec") or {}).get("requirements") or []:
-        out.setdefault((str(req["key"]), str(req["operator"])), []).append(req)
+        if isinstance(req, Mapping) and req.get("key"):
+            key = str(req["key"])
+            out[key] = _intersection(out.get(key, _UNIVERSAL), _requirement(req))
     return out
 
 
-def _narrowed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-    """Whether ``after``'s requirements may exclude nodes ``before``'s allowed (conservative).
+def _allows(req: _Req | None, value: str | None) -> bool:
+    """Whether a node whose label is ``value`` (None: no such label) passes requirement ``req`` on its key."""
+    if req is None:
+        return True
+    complement, values, gte, lte = req
+    if value is None:
+        # Compatible(): a key the node lacks passes only a NotIn or DoesNotExist requirement.
+        return (complement and bool(values)) or (not complement and not values)
+    allowed = (value not in values) if complement else (value in values)
+    return allowed and _within(value, gte, lte)
 
-    Karpenter checks each NodeClaim's labels against the new requirements, so only the affected nodes drift;
-    statically, any narrowing counts: a new key/operator, an ``In`` value removed, a ``NotIn`` value added,
-    a changed ``Gt``/``Lt``/``Gte``/``Lte`` bound. Widening (values added to ``In``, a requirement removed)
-    never drifts.
+
+def node_requirements_drifted(pool: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether Karpenter marks a node with ``labels`` ``RequirementsDrifted`` under NodePool ``pool``.
+
+    ``areRequirementsDrifted``: the node's labels must be ``Compatible`` with the pool's requirements. A key
+    the node has no label for is allowed only if the pool's requirements on it come to ``NotIn`` or
+    ``DoesNotExist``; a labelled key must allow the label's value (bounds of Gt/Lt/Gte/Lte need an integer).
+    Karpenter's key normalisation of deprecated labels (``beta.kubernetes.io/arch``…) is not modelled.
     """
-    old, new = _requirements(before), _requirements(after)
-    for key_op, reqs in new.items():
-        if key_op not in old:
-            return True
-        _, op = key_op
-        old_values = {v for r in old[key_op] for v in r.get("values") or []}
-        new_values = {v for r in reqs for v in r.get("values") or []}
-        if op == "In" and old_values - new_values:
-            return True
-        if op == "NotIn" and new_values - old_values:
-            return True
-        if op in ("Gt", "Lt", "Gte", "Lte") and old_values != new_values:
-            return True
-    return False
+    return not all(
+        _allows(req, None if key not in labels else str(labels[key]))
+        for key, req in _pool_requirements(pool).items()
+    )
 
 
-def drift_reasons(before: Mapping[str, Any], after: Mapping[str, Any], *, carry: bool = False) -> list[str]:
+def _label_options(pools: tuple[Mapping[str, Any], Mapping[str, Any]], key: str) -> list[str | None]:
+    """The values of ``key`` that can tell the pools' requirements apart: every value and bound they
+    mention, its neighbours, one value none mentions, and no label at all (None)."""
+    out: set[str] = {"nodefleet-other-value"}
+    for pool in pools:
+        template = (pool.get("spec") or {}).get("template") or {}
+        for req in (template.get("spec") or {}).get("requirements") or []:
+            if isinstance(req, Mapping) and req.get("key") == key:
+                for value in req.get("values") or []:
+                    out.add(str(value))
+                    number = _atoi(str(value))
+                    if number is not None:
+                        out.update({str(number - 1), str(number + 1)})
+    return [None, *sorted(out)]
+
+
+def _narrowed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether some node ``before``'s requirements allow is no longer allowed by ``after``'s.
+
+    Decided with Karpenter's per-node check (:func:`node_requirements_drifted`) over every label value
+    that can tell the two apart (:func:`_label_options`). Requirements are per key, so this holds exactly
+    when ``before`` admits some node at all and, on some key, admits a value ``after`` does not; only the
+    nodes with such a value drift. Widening (values added to ``In``, a bound relaxed, a requirement
+    removed) never drifts.
+    """
+    old, new = _pool_requirements(before), _pool_requirements(after)
+    pools = (before, after)
+    keys = sorted(set(old) | set(new))
+    options = {key: _label_options(pools, key) for key in keys}
+    if not all(any(_allows(old.get(key), v) for v in options[key]) for key in keys):
+        return False  # no node matches before's requirements: none can drift from them
+    return any(
+        _allows(old.get(key), v) and not _allows(new.get(key), v) for key in keys for v in options[key]
+    )
+
+
+def drift_reasons(
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    *,
+    carry: bool = False,
+    karpenter: str | None = None,
+    launched_by: str | None = None,
+    ca_bundle_before: str | None = None,
+    ca_bundle_after: str | None = None,
+) -> list[str]:
     """Why nodes launched from ``before`` would be marked Drifted once ``after`` is applied; [] = no drift.
 
-    Both are manifests of the same kind. EC2NodeClass: ``NodeClassDrift`` when the static hash differs
-    (``carry`` selects the OpenShift fork's userData hashing), and ``AMIDrift`` when both classes select
-    AMIs by id only and the set of ids changed (resolution drift, decidable statically in that case).
-    Karpenter NodePool: ``NodePoolDrifted`` when the template hash differs, ``RequirementsDrifted`` when a
-    requirement narrowed (see ``_narrowed``). Raises ``ValueError`` for other or mismatched kinds.
+    Both are manifests of the same kind. The static reason first (:func:`static_drift`, same keywords),
+    then for an EC2NodeClass ``AMIDrift`` when both classes select AMIs by id only and the set of ids
+    changed, for a NodePool ``RequirementsDrifted`` when a requirement narrowed (see ``_narrowed``).
+    Raises ``ValueError`` for other or mismatched kinds.
     """
-    kind = (str(before.get("apiVersion")), str(before.get("kind")))
-    if kind != (str(after.get("apiVersion")), str(after.get("kind"))):
-        raise ValueError(f"cannot compare a {kind[1]} with a {after.get('kind')}")
-    old, new = before.get("spec") or {}, after.get("spec") or {}
     reasons: list[str] = []
-    if kind == (k.EC2_NODE_CLASS.api_version, k.EC2_NODE_CLASS.kind):
-        if static_hash(ec2_node_class_static_view(old, carry=carry)) != static_hash(
-            ec2_node_class_static_view(new, carry=carry)
-        ):
-            reasons.append(NODE_CLASS_DRIFT)
+    static = static_drift(
+        before,
+        after,
+        karpenter=karpenter,
+        launched_by=launched_by,
+        ca_bundle_before=ca_bundle_before,
+        ca_bundle_after=ca_bundle_after,
+        carry=carry,
+    )
+    if static:
+        reasons.append(static)
+    old, new = before.get("spec") or {}, after.get("spec") or {}
+    if static == NODE_CLASS_DRIFT or _kind(after) == "EC2NodeClass":
         old_ids, new_ids = _ami_ids(old), _ami_ids(new)
         if old_ids is not None and new_ids is not None and old_ids != new_ids:
             reasons.append(AMI_DRIFT)
         return reasons
-    if kind == (k.KARPENTER_NODE_POOL.api_version, k.KARPENTER_NODE_POOL.kind):
-        if static_hash(node_pool_static_view(old)) != static_hash(node_pool_static_view(new)):
-            reasons.append(NODE_POOL_DRIFTED)
-        if _narrowed(old, new):
-            reasons.append(REQUIREMENTS_DRIFTED)
-        return reasons
-    raise ValueError(f"no drift model for {kind[0]} {kind[1]}")
+    if _narrowed(before, after):
+        reasons.append(REQUIREMENTS_DRIFTED)
+    return reasons
 
 
 # --- HyperShift AutoNode model --------------------------------------------------------------------------

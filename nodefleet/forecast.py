@@ -8,7 +8,8 @@ whether nodes are replaced, why, how many nodes are at stake where that is known
 What each controller does with a change, and where it comes from:
 
 * **Karpenter** (EC2NodeClass, NodePool): static drift, decided with :mod:`nodefleet.drift` (the same
-  model of Karpenter's ``Hash()`` the drift benchmark uses). Where nodefleet leaves a field to HyperShift,
+  model of Karpenter's ``Hash()`` the drift benchmark uses, verified against Karpenter 1.12-1.15's own code;
+  the object's ``nodefleet.io/karpenter`` set names the minor). Where nodefleet leaves a field to HyperShift,
   the object Karpenter actually hashes is rebuilt with that module's HyperShift model: AutoNode's
   generated EC2NodeClass (:func:`nodefleet.drift.hypershift_generated_ec2_node_class`) and the legacy
   class whose ``userData``/AMI HyperShift rewrites. The Ignition stub then carries the
@@ -55,6 +56,7 @@ from nodefleet.drift import (
     ec2_node_class_static_view,
     hypershift_config_hash,
     hypershift_generated_ec2_node_class,
+    karpenter_minor,
     node_pool_static_view,
 )
 from nodefleet.gitops import ControllerOwnedError, controller_owned, json_pointer
@@ -591,8 +593,14 @@ def _node_class_item(before: Obj, after: Obj, old: Snapshot, new: Snapshot, labe
     eff_old = _effective_class(before, old)
     eff_new = _effective_class(after, new)
     nodes, count, pace = _class_nodes_and_pace(after, new)
-    # The Karpenter running after the change decides how userData is hashed.
-    reasons_raw = drift_reasons(eff_old.manifest, eff_new.manifest, carry=eff_new.carry)
+    # The Karpenter running after the change decides how userData is hashed; the one before stamped the nodes.
+    reasons_raw = drift_reasons(
+        eff_old.manifest,
+        eff_new.manifest,
+        carry=eff_new.carry,
+        karpenter=karpenter_minor(after.manifest),
+        launched_by=karpenter_minor(before.manifest),
+    )
     reasons: list[str] = []
     if NODE_CLASS_DRIFT in reasons_raw:
         view_old = ec2_node_class_static_view(eff_old.manifest["spec"], carry=eff_new.carry)
@@ -643,7 +651,12 @@ def _quiet_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple
 
 
 def _karpenter_pool_item(before: Obj, after: Obj, new: Snapshot) -> Item:
-    reasons_raw = drift_reasons(before.manifest, after.manifest)
+    reasons_raw = drift_reasons(
+        before.manifest,
+        after.manifest,
+        karpenter=karpenter_minor(after.manifest),
+        launched_by=karpenter_minor(before.manifest),
+    )
     nodes, count = _pool_nodes(after.manifest)
     pace = ", ".join(_drift_budgets(after.manifest, count, _pool_bound(after.manifest)))
     reasons: list[str] = []

@@ -49,7 +49,9 @@ def build(source: Path) -> Path:
         capture_output=True,
         text=True,
         timeout=BUILD_TIMEOUT,
-        env={**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"},
+        # GOTOOLCHAIN=auto: a reference whose modules need a newer Go (Karpenter 1.14+ needs go >= 1.26.10)
+        # gets that toolchain from the module proxy (golang.org/toolchain); older ones build with the local go.
+        env={**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0", "GOTOOLCHAIN": "auto"},
     )
     if result.returncode != 0:
         raise RuntimeError(f"go build in {source} failed:\n{result.stderr[-4000:]}")

@@ -14,7 +14,9 @@ from nodefleet.drift import (
     ec2_node_class_static_view,
     hypershift_config_hash,
     hypershift_generated_ec2_node_class,
+    karpenter_minor,
     node_pool_static_view,
+    static_drift,
     static_hash,
 )
 from nodefleet.hosted import render_karpenter_node_pool, render_openshift_ec2_node_class
@@ -27,38 +29,119 @@ AMI_4_22 = "ami-0422aaaaaaaaaaaaa"
 AMI_4_23 = "ami-0423bbbbbbbbbbbbb"
 
 
-# --- static_hash ----------------------------------------------------------------------------------------
+# --- static_hash / static_drift -------------------------------------------------------------------------
 
-
-def test_static_hash_ignores_order_and_zero_values() -> None:
-    a = {
+_CLASS: dict[str, Any] = {
+    "apiVersion": "karpenter.k8s.aws/v1",
+    "kind": "EC2NodeClass",
+    "metadata": {"name": "general"},
+    "spec": {
+        "amiFamily": "Custom",
+        "amiSelectorTerms": [{"id": "ami-1"}],
+        "role": "r",
+        "subnetSelectorTerms": [{"id": "subnet-1"}],
+        "securityGroupSelectorTerms": [{"id": "sg-1"}],
         "tags": {"a": "1", "b": "2"},
         "blockDeviceMappings": [{"deviceName": "/dev/xvda"}, {"deviceName": "/dev/xvdb"}],
-    }
-    b = {
-        "blockDeviceMappings": [{"deviceName": "/dev/xvdb"}, {"deviceName": "/dev/xvda"}],
-        "tags": {"b": "2", "a": "1"},
-    }
-    assert static_hash(a) == static_hash(b)
-    zeros = {
-        **a,
-        "detailedMonitoring": False,
-        "instanceStorePolicy": None,
-        "context": "",
-        "kubelet": {},
-        "x": 0,
-        "l": [],
-    }
-    assert static_hash(zeros) == static_hash(a)
-    assert static_hash({**a, "detailedMonitoring": True}) != static_hash(a)
-    assert re.fullmatch(r"[0-9a-f]{64}", static_hash(a))
+    },
+}
+_POOL: dict[str, Any] = {
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodePool",
+    "metadata": {"name": "general"},
+    "spec": {
+        "template": {
+            "metadata": {"labels": {"team": "a"}},
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "general"},
+                "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
+            },
+        }
+    },
+}
+
+
+def _with(base: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in spec.items():
+        if value is None:
+            out["spec"].pop(key, None)
+        else:
+            out["spec"][key] = value
+    return out
+
+
+def _template(**template_spec: Any) -> dict[str, Any]:
+    out = copy.deepcopy(_POOL)
+    out["spec"]["template"]["spec"].update(template_spec)
+    return out
+
+
+def test_static_hash_ignores_order_but_not_go_zero_values() -> None:
+    reordered = _with(
+        _CLASS,
+        tags={"b": "2", "a": "1"},
+        blockDeviceMappings=[{"deviceName": "/dev/xvdb"}, {"deviceName": "/dev/xvda"}],
+    )
+    assert static_hash(reordered) == static_hash(_CLASS)
+    assert re.fullmatch(r"[0-9a-f]{64}", static_hash(_CLASS))
+    # A pointer to false, an empty list or map is not absent to hashstructure (IgnoreZeroValue skips nil only).
+    assert static_hash(_with(_CLASS, detailedMonitoring=False)) != static_hash(_CLASS)
+    assert static_hash(_with(_CLASS, tags={})) != static_hash(_with(_CLASS, tags=None))
+    # A value (non-pointer) field at its zero value is absent: role "" hashes like no role.
+    assert static_hash(_with(_CLASS, role="")) == static_hash(_with(_CLASS, role=None))
+    # SlicesAsSets XORs items: an item listed twice cancels out.
+    twice = [{"deviceName": "/dev/xvda"}, {"deviceName": "/dev/xvda"}, {"deviceName": "/dev/xvdb"}]
+    assert static_hash(_with(_CLASS, blockDeviceMappings=twice)) == static_hash(
+        _with(_CLASS, blockDeviceMappings=[{"deviceName": "/dev/xvdb"}])
+    )
+
+
+def test_static_hash_applies_crd_defaults_and_go_decoding() -> None:
+    defaults = {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled"}
+    defaults |= {"httpPutResponseHopLimit": 1, "httpTokens": "required"}
+    assert static_hash(_with(_CLASS, metadataOptions=defaults)) == static_hash(_CLASS)
+    assert static_hash(_template(expireAfter="720h")) == static_hash(_POOL)
+    assert static_hash(_template(expireAfter="43200m")) == static_hash(_POOL)
+    assert static_hash(_template(expireAfter="Never")) != static_hash(_POOL)
+    size = {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "1024Gi"}}
+    assert static_hash(_with(_CLASS, blockDeviceMappings=[size])) == static_hash(
+        _with(_CLASS, blockDeviceMappings=[{**size, "ebs": {"volumeSize": "1Ti"}}])
+    )
 
 
 def test_static_hash_keeps_empty_map_values() -> None:
     """A label with an empty value is a map entry, not a zero struct field: adding it must change the hash."""
-    plain = {"metadata": {"labels": {"team": "a"}}}
-    infra = {"metadata": {"labels": {"team": "a", "node-role.kubernetes.io/infra": ""}}}
-    assert static_hash(plain) != static_hash(infra)
+    infra = copy.deepcopy(_POOL)
+    infra["spec"]["template"]["metadata"]["labels"]["node-role.kubernetes.io/infra"] = ""
+    assert static_hash(_POOL) != static_hash(infra)
+
+
+def test_ca_bundle_drifts_node_classes_from_karpenter_1_12() -> None:
+    assert static_drift(_CLASS, _CLASS, ca_bundle_before="ca-1", ca_bundle_after="ca-2") == "NodeClassDrift"
+    assert static_drift(_CLASS, _CLASS, ca_bundle_before=None, ca_bundle_after="") == ""
+
+
+def test_a_hash_version_bump_restamps_instead_of_drifting() -> None:
+    """EC2NodeClass hash v5 (1.12-1.14) → v6 (1.15): Karpenter re-stamps, so even a change does not drift."""
+    changed = _with(_CLASS, userData="new")
+    assert static_drift(_CLASS, changed, karpenter="1.14", launched_by="1.12") == "NodeClassDrift"
+    assert static_drift(_CLASS, changed, karpenter="1.15", launched_by="1.14") == ""
+    assert static_drift(_CLASS, _CLASS, karpenter="1.14", launched_by="1.12") == ""
+    assert static_drift(_POOL, _template(expireAfter="1h"), karpenter="1.15", launched_by="1.12") == (
+        "NodePoolDrifted"
+    )
+
+
+def test_karpenter_minor_comes_from_the_set_annotation() -> None:
+    annotated = copy.deepcopy(_CLASS)
+    annotated["metadata"]["annotations"] = {"nodefleet.io/karpenter": "hypershift/1.13"}
+    assert karpenter_minor(annotated) == "1.13"
+    assert karpenter_minor(_CLASS) == "1.15"
+    annotated["metadata"]["annotations"]["nodefleet.io/karpenter"] = "aws/1.16"
+    assert karpenter_minor(annotated) == "1.15"  # no verified model: judged as the default
+    with pytest.raises(ValueError, match=r"supported: 1\.12, 1\.13, 1\.14, 1\.15"):
+        static_hash(_CLASS, karpenter="1.11")
 
 
 def test_ec2_node_class_view_drops_exactly_the_ignored_fields() -> None:
@@ -129,14 +212,10 @@ def test_token_rotation_drifts_without_the_carry_only() -> None:
     before, after = _generated(token=TOKEN_A), _generated(token=TOKEN_B)
     assert before["spec"]["userData"] != after["spec"]["userData"]
     # Upstream Karpenter hashes userData byte for byte: every rotation (each 5.5 h) drifts every node.
-    assert static_hash(ec2_node_class_static_view(before["spec"])) != static_hash(
-        ec2_node_class_static_view(after["spec"])
-    )
+    assert static_hash(before) != static_hash(after)
     assert drift_reasons(before, after) == ["NodeClassDrift"]
     # The OpenShift fork hashes only TargetConfigVersionHash, which a rotation does not touch.
-    assert static_hash(ec2_node_class_static_view(before["spec"], carry=True)) == static_hash(
-        ec2_node_class_static_view(after["spec"], carry=True)
-    )
+    assert static_hash(before, carry=True) == static_hash(after, carry=True)
     assert drift_reasons(before, after, carry=True) == []
 
 

@@ -349,8 +349,9 @@ def test_example_stacks_name_and_fit_the_crds_their_clusters_run(stack: str, kar
 def test_replicas_and_budgets_do_not_drift_nodes() -> None:
     """Karpenter v1.15.0 still hashes spec.template only (NodePoolHashVersion v3): a pool's kind, limits and
     budgets never drift its nodes (a switch replaces the pool anyway)."""
-    from nodefleet.drift import node_pool_static_view, static_hash
+    from nodefleet.drift import static_drift, static_hash
 
     a = _render(disruption={"consolidationPolicy": "Balanced"})
     b = _render(replicas=3, disruption={"budgets": {"Drifted": "1"}})
-    assert static_hash(node_pool_static_view(a["spec"])) == static_hash(node_pool_static_view(b["spec"]))
+    assert static_hash(a) == static_hash(b)
+    assert static_drift(a, b) == ""
