@@ -34,18 +34,6 @@ README = PROJECT / "README.md"
 DOCS = PROJECT / "docs"
 WALKTHROUGH = "A 5-minute walkthrough"
 
-#: Pages the docs index links to that other changes of the same issue add (docs/README.md lists them).
-#: A link to one of these passes while the page is absent; once the page exists its anchors are checked.
-#: Remove each name once its page has landed.
-PAGES_LANDING_ELSEWHERE = frozenset(
-    {
-        "cli-and-forecast.md",
-        "machinesets-and-objects.md",
-        "crd-validation-apiserver.md",
-        "drift-reference.md",
-        "fleet-waves.md",
-    }
-)
 
 
 def doc_pages() -> list[Path]:
@@ -138,8 +126,6 @@ def broken_links(page: Path, text: str | None = None) -> list[str]:
             continue
         dest = (page.parent / path).resolve()
         if not dest.exists():
-            if dest.name in PAGES_LANDING_ELSEWHERE and dest.parent == DOCS:
-                continue
             problems.append(f"{page.name}: ({target}): no file {path}")
             continue
         if anchor:
@@ -303,7 +289,6 @@ def test_the_index_links_every_page() -> None:
     linked = {t.partition("#")[0] for t in links(index)}
     pages = {p.name for p in DOCS.glob("*.md")} - {"README.md"}
     assert pages - linked == set()
-    assert PAGES_LANDING_ELSEWHERE - linked == set()
 
 
 def test_every_command_shown_exists() -> None:
