@@ -311,7 +311,9 @@ _FLEET_CRD_EXIT = {"check": 1, "render": 1, "forecast": 0, "report": 1}
 def test_fleet_over_bad_stacks(fleet_project: Path, command: str) -> None:
     names = ",".join(p.stem for p in SAMPLE)
     extra = ["--base", "HEAD"] if command == "report" else []
-    result = _run_cli(fleet_project, "fleet", command, "--stacks", names, "--json", *extra)
+    # Every stack must answer for itself here, so the gate that stops later waves after a failing one
+    # (tests/test_fleet_waves.py) is off: a stack file that cannot be read is put in the first wave.
+    result = _run_cli(fleet_project, "fleet", command, "--stacks", names, "--json", "--no-gate", *extra)
     assert "Traceback" not in result.stdout + result.stderr, result.stderr[-3000:]
     by = {s["stack"]: s for s in json.loads(result.stdout)["stacks"]}
     assert result.returncode == max(s["exit"] for s in by.values()) == 2
