@@ -23,8 +23,6 @@ from typing import Any
 from cli.exits import EXIT_INVALID, EXIT_OK, EXIT_VIOLATIONS, InputError
 
 PROJECT = Path(__file__).resolve().parent.parent
-#: Changes here can change what every stack renders.
-PROGRAM_PATHS = ("__main__.py", "Pulumi.yaml", "requirements.txt", "nodefleet/", "components/", "policies/")
 
 
 def _git(*args: str, cwd: Path = PROJECT) -> str:
@@ -42,28 +40,41 @@ def all_stacks(project: Path = PROJECT) -> list[str]:
 
 
 def touched_stacks(changed: list[str], project: Path = PROJECT) -> tuple[list[str], str]:
-    """The stacks a change touches, and why: their stack file, a catalog they use, or the program itself."""
+    """The stacks a change touches, and why: their stack file, a catalog they use, or the program itself.
+
+    The rules are ``fleet matrix``'s (:func:`nodefleet.waves.touched_stacks`), so the report covers exactly the
+    stacks the rollout would run.
+    """
     import yaml
 
+    from nodefleet.waves import DEFAULT_WAVE, StackWave, is_shared
+    from nodefleet.waves import touched_stacks as touching
+
     stacks = all_stacks(project)
-    if any(f == p or f.startswith(p) for f in changed for p in PROGRAM_PATHS):
+    if any(is_shared(f) for f in changed):
         return stacks, "the program or the policy pack changed: every stack"
-    touched = {
-        f.removeprefix("stacks/Pulumi.").removesuffix(".yaml")
-        for f in changed
-        if f.startswith("stacks/Pulumi.")
-    }
-    catalogs = {f for f in changed if f.startswith("catalogs/")}
+    fleet = []
     for stack in stacks:
-        if not catalogs or stack in touched:
-            continue
         text = (project / "stacks" / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")
-        fleet = ((yaml.safe_load(text) or {}).get("config") or {}).get("nodefleet:fleet") or {}
-        if any(c.get("catalog") in catalogs for c in fleet.get("clusters") or [] if isinstance(c, dict)):
-            touched.add(stack)
-    removed = sorted(touched - set(stacks))
+        config = ((yaml.safe_load(text) or {}).get("config") or {}).get("nodefleet:fleet") or {}
+        clusters = config.get("clusters") if isinstance(config, dict) else None
+        catalogs = tuple(
+            str(c["catalog"])
+            for c in clusters or []
+            if isinstance(c, dict) and isinstance(c.get("catalog"), str)
+        )
+        fleet.append(StackWave(stack, DEFAULT_WAVE, f"stacks/Pulumi.{stack}.yaml", catalogs=catalogs))
+    touched = touching(changed, fleet)
+    removed = sorted(
+        {
+            f.removeprefix("stacks/Pulumi.").removesuffix(".yaml")
+            for f in changed
+            if f.startswith("stacks/Pulumi.")
+        }
+        - set(stacks)
+    )
     why = "stack files and catalogs changed" + (f" (removed: {', '.join(removed)})" if removed else "")
-    return sorted(touched & set(stacks)), why
+    return sorted(touched), why
 
 
 @dataclass

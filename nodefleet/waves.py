@@ -34,6 +34,7 @@ __all__ = [
     "StackWave",
     "WaveError",
     "WaveSetting",
+    "is_shared",
     "label_value",
     "matrix",
     "normalize_wave",
@@ -124,6 +125,12 @@ def plan_waves(stacks: Iterable[StackWave]) -> list[tuple[str, list[StackWave]]]
     return [(w, sorted(by_wave[w], key=lambda s: s.stack)) for w in WAVES]
 
 
+def is_shared(path: str) -> bool:
+    """Whether a changed path (as `git diff --name-only` names it) is one every stack is built from."""
+    path = path.strip().removeprefix("./")
+    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in SHARED_PATHS)
+
+
 def touched_stacks(changed: Iterable[str], stacks: Sequence[StackWave]) -> dict[str, str]:
     """Stack name -> the first changed path that touches it, for the files of a change.
 
@@ -139,7 +146,7 @@ def touched_stacks(changed: Iterable[str], stacks: Sequence[StackWave]) -> dict[
             continue
         if path in by_file:
             out.setdefault(by_file[path], path)
-        elif any(path == p or (p.endswith("/") and path.startswith(p)) for p in SHARED_PATHS):
+        elif is_shared(path):
             for s in stacks:
                 out.setdefault(s.stack, path)
         else:

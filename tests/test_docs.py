@@ -35,7 +35,6 @@ DOCS = PROJECT / "docs"
 WALKTHROUGH = "A 5-minute walkthrough"
 
 
-
 def doc_pages() -> list[Path]:
     return [README, *sorted(DOCS.glob("*.md"))]
 
