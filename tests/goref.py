@@ -3,7 +3,9 @@
 A differential test marks itself ``@pytest.mark.goref`` and calls :func:`build` with the folder that holds
 the reference's ``go.mod``, ``go.sum`` and ``main.go``. The binary lands in ``.tools/goref/<name>-<digest>/``
 (ignored by git), keyed by the digest of those sources, so a changed reference is rebuilt and an unchanged
-one is reused across runs. Where ``go`` is not on PATH, tests/conftest.py deselects every ``goref`` test
+one is reused across runs. References that build one program against several module versions keep a
+``go.mod``/``go.sum`` per version and pass the program's files as ``shared``: they are assembled with the
+version's module files in the build folder, so the program is written once. Where ``go`` is not on PATH, tests/conftest.py deselects every ``goref`` test
 and ends the run with a banner naming them: they are never skipped silently.
 """
 
@@ -13,6 +15,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -28,24 +31,42 @@ def go_missing() -> str | None:
     return None
 
 
-def _digest(source: Path) -> str:
+def _is_source(path: Path) -> bool:
+    return path.is_file() and (path.suffix in (".go", ".s") or path.name in ("go.mod", "go.sum"))
+
+
+def _sources(source: Path, shared: Sequence[Path]) -> dict[str, Path]:
+    """The files of the build by their name in it: ``source``'s own, then each of ``shared``."""
+    files = {p.relative_to(source).as_posix(): p for p in sorted(source.rglob("*")) if _is_source(p)}
+    return files | {p.name: p for p in shared}
+
+
+def _digest(files: dict[str, Path]) -> str:
     h = hashlib.sha256()
-    for path in sorted(source.rglob("*")):
-        if path.is_file() and (path.suffix == ".go" or path.name in ("go.mod", "go.sum")):
-            h.update(path.relative_to(source).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, path in sorted(files.items()):
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
-def build(source: Path) -> Path:
-    """The reference binary for the Go module at ``source``, built once per change of its sources."""
-    binary = TOOLS / f"{source.name}-{_digest(source)}" / "ref"
+def build(source: Path, shared: Sequence[Path] = ()) -> Path:
+    """The reference binary for the Go module at ``source`` (plus the ``shared`` program files), built once
+    per change of its sources."""
+    files = _sources(source, shared)
+    binary = TOOLS / f"{source.name}-{_digest(files)}" / "ref"
     if binary.exists():
         return binary
     binary.parent.mkdir(parents=True, exist_ok=True)
     staging = binary.with_name(f"ref.{os.getpid()}.tmp")
+    workdir = source
+    if shared:  # assemble the module in the build folder; the checkout is left as it is
+        workdir = binary.with_name("src")
+        shutil.rmtree(workdir, ignore_errors=True)
+        for name, path in files.items():
+            (workdir / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, workdir / name)
     result = subprocess.run(
         ["go", "build", "-mod=mod", "-trimpath", "-o", str(staging), "."],
-        cwd=source,
+        cwd=workdir,
         capture_output=True,
         text=True,
         timeout=BUILD_TIMEOUT,

@@ -1,11 +1,10 @@
 """Karpenter's own ``Hash()`` and drift checks, one Go build per supported Karpenter minor.
 
 Each ``karpenter-<minor>/`` folder is a Go module pinning one aws/karpenter-provider-aws release and the
-sigs.k8s.io/karpenter release it was built with; all build the same ``src/main.go`` (copied, kept identical
-by ``tests/test_drift_reference.py``). A Go program cannot import two versions of one module, hence one
-build per minor. The binaries are built by :mod:`tests.goref` on first use.
+sigs.k8s.io/karpenter release it was built with (its ``go.mod`` and ``go.sum``); all build the one program in
+``src/`` (:mod:`tests.goref` assembles each build). A Go program cannot import two versions of one module,
+hence one build per minor. The binaries are built on first use.
 
-    venv/bin/python -m tests.karpenter_hash.reference --sync     # copy src/main.go into every folder
     venv/bin/python -m tests.karpenter_hash.reference --write    # rewrite nodefleet/hashtypes/ from Go
 """
 
@@ -13,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -24,7 +22,8 @@ from nodefleet.karpenter_hash import HASH_TYPES_DIR, SUPPORTED_KARPENTER
 from tests import goref
 
 HERE = Path(__file__).resolve().parent
-SOURCE = HERE / "src" / "main.go"
+#: The program every version folder builds: the reference itself and the linkname stub it needs.
+PROGRAM = (HERE / "src" / "main.go", HERE / "src" / "linkname.s")
 #: The module versions each reference pins. aws v1.12.0/v1.15.0 are used where nodefleet ships the CRDs
 #: of v1.12.1/v1.15.1: their pkg/apis and pkg/cloudprovider/drift.go are byte for byte the same, and the
 #: later patches need modules the proxy does not serve (tools/kompat for v1.12.1, core v1.15.1).
@@ -40,23 +39,12 @@ def folder(minor: str) -> Path:
     return HERE / f"karpenter-{minor}"
 
 
-def sync_sources() -> list[Path]:
-    """Copy ``src/main.go`` into every version folder; the folders whose copy changed."""
-    changed = []
-    for minor in SUPPORTED_KARPENTER:
-        dest = folder(minor) / "main.go"
-        if not dest.exists() or dest.read_bytes() != SOURCE.read_bytes():
-            shutil.copyfile(SOURCE, dest)
-            changed.append(dest)
-    return changed
-
-
 class Reference:
     """One reference binary: each batch of requests is answered by one run of it, line by line."""
 
     def __init__(self, minor: str) -> None:
         self.minor = minor
-        self.binary = goref.build(folder(minor))
+        self.binary = goref.build(folder(minor), shared=PROGRAM)
 
     def ask_many(self, requests: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Answers to ``requests``, in order (one process for the batch)."""
@@ -83,14 +71,10 @@ def hash_types_text(doc: Mapping[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sync", action="store_true", help="copy src/main.go into every version folder")
     parser.add_argument(
         "--write", action="store_true", help="rewrite nodefleet/hashtypes/ from the references"
     )
     args = parser.parse_args(argv)
-    if args.sync or args.write:
-        for path in sync_sources():
-            print(f"updated {path.relative_to(HERE.parent.parent)}")
     if args.write:
         HASH_TYPES_DIR.mkdir(exist_ok=True)
         for minor in SUPPORTED_KARPENTER:
