@@ -173,14 +173,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 # --- Rule log ----------------------------------------------------------------------------------------------
 # A test run records which CRD rules it evaluated, passing and failing (nodefleet/crd_rule_log.py), in this
 # process and in the command-line processes the tests start; `python -m nodefleet crds coverage --exercised
-# .tools/rule-log` turns it into the per-CRD figure. Each run starts a fresh log unless the variable is set.
+# .tools/rule-log` turns it into the per-CRD figure. Runs add to the log (a run of one test file does not
+# erase what the full suite recorded); remove the folder to start afresh, or set the variable elsewhere.
 RULE_LOG = PROJECT / ".tools" / "rule-log"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     from nodefleet.crd_rule_log import ENV
 
-    if os.environ.get(ENV):
-        return
-    shutil.rmtree(RULE_LOG, ignore_errors=True)
-    os.environ[ENV] = str(RULE_LOG)
+    os.environ.setdefault(ENV, str(RULE_LOG))
