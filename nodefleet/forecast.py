@@ -61,6 +61,7 @@ from nodefleet.drift import (
 )
 from nodefleet.gitops import ControllerOwnedError, controller_owned, json_pointer
 from nodefleet.ignition import TARGET_CONFIG_VERSION_HASH, hypershift_stub, merge_headers, user_data
+from nodefleet.karpenter_hash import UnhashableValue
 from nodefleet.releases import parse_release_image
 from nodefleet.versions import OCPVersion, VersionError, parse_ocp
 
@@ -594,13 +595,16 @@ def _node_class_item(before: Obj, after: Obj, old: Snapshot, new: Snapshot, labe
     eff_new = _effective_class(after, new)
     nodes, count, pace = _class_nodes_and_pace(after, new)
     # The Karpenter running after the change decides how userData is hashed; the one before stamped the nodes.
-    reasons_raw = drift_reasons(
-        eff_old.manifest,
-        eff_new.manifest,
-        carry=eff_new.carry,
-        karpenter=karpenter_minor(after.manifest),
-        launched_by=karpenter_minor(before.manifest),
-    )
+    try:
+        reasons_raw = drift_reasons(
+            eff_old.manifest,
+            eff_new.manifest,
+            carry=eff_new.carry,
+            karpenter=karpenter_minor(after.manifest),
+            launched_by=karpenter_minor(before.manifest),
+        )
+    except UnhashableValue as e:
+        return _unhashable_item(after, label, e, nodes, count, pace)
     reasons: list[str] = []
     if NODE_CLASS_DRIFT in reasons_raw:
         view_old = ec2_node_class_static_view(eff_old.manifest["spec"], carry=eff_new.carry)
@@ -638,6 +642,23 @@ def _node_class_item(before: Obj, after: Obj, old: Snapshot, new: Snapshot, labe
     return Item(after.cluster, label, str(after.meta.get("name")), NO_ROLLOUT, quiet, nodes, count, pace)
 
 
+def _unhashable_item(
+    after: Obj, label: str, e: UnhashableValue, nodes: str, count: int | None, pace: str
+) -> Item:
+    """A node source whose hash cannot be computed: a value Karpenter could not decode either (the API server
+    refuses it first, and `check` names it), or a Go type the model does not cover. Unknown, never a guess."""
+    return Item(
+        after.cluster,
+        label,
+        str(after.meta.get("name")),
+        UNKNOWN,
+        (f"its drift hash cannot be computed: {e}; `check` names the field the API server refuses",),
+        nodes,
+        count,
+        pace,
+    )
+
+
 def _ami_text(terms: Any) -> str:
     ids = [str(t["id"]) for t in terms or [] if isinstance(t, Mapping) and t.get("id")]
     return ",".join(ids) if ids else "selector"
@@ -651,14 +672,17 @@ def _quiet_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple
 
 
 def _karpenter_pool_item(before: Obj, after: Obj, new: Snapshot) -> Item:
-    reasons_raw = drift_reasons(
-        before.manifest,
-        after.manifest,
-        karpenter=karpenter_minor(after.manifest),
-        launched_by=karpenter_minor(before.manifest),
-    )
     nodes, count = _pool_nodes(after.manifest)
     pace = ", ".join(_drift_budgets(after.manifest, count, _pool_bound(after.manifest)))
+    try:
+        reasons_raw = drift_reasons(
+            before.manifest,
+            after.manifest,
+            karpenter=karpenter_minor(after.manifest),
+            launched_by=karpenter_minor(before.manifest),
+        )
+    except UnhashableValue as e:
+        return _unhashable_item(after, "NodePool (Karpenter)", e, nodes, count, pace)
     reasons: list[str] = []
     if NODE_POOL_DRIFTED in reasons_raw:
         paths = changed_paths(
