@@ -229,15 +229,15 @@ def _coverage(args: argparse.Namespace) -> int:
 
 
 def _exercised(rows: list[Any]) -> int:
-    print(f"{'CRD file':62} {'rules':>5} {'exercised':>9} {'passed':>6} {'failed':>6} {'both':>5}")
+    print(f"{'CRD file':68} {'rules':>5} {'exercised':>9} {'passed':>6} {'failed':>6} {'both':>5}")
     total = [0, 0, 0, 0]
     for row in rows:
         both = row.passed + row.failed - row.exercised
-        print(f"{row.file:62} {row.rules:>5} {row.exercised:>9} {row.passed:>6} {row.failed:>6} {both:>5}")
+        print(f"{row.file:68} {row.rules:>5} {row.exercised:>9} {row.passed:>6} {row.failed:>6} {both:>5}")
         for i, n in enumerate((row.rules, row.exercised, row.passed, row.failed)):
             total[i] += n
     share = 100 * total[1] / max(total[0], 1)
-    print(f"{'total':62} {total[0]:>5} {total[1]:>9} {total[2]:>6} {total[3]:>6}  ({share:.1f}% exercised)")
+    print(f"{'total':68} {total[0]:>5} {total[1]:>9} {total[2]:>6} {total[3]:>6}  ({share:.1f}% exercised)")
     for row in rows:
         for path, rule in row.not_exercised:
             print(f"  not exercised: {row.file} {path}: `{rule.strip()}`")
