@@ -164,6 +164,17 @@ def _positive_int(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        # The reader went away (`check | head -1`), while the command or its error report was printing:
+        # nothing to report, as for any command killed by SIGPIPE. stdout points at /dev/null from here, so
+        # the interpreter's own flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _run(args: argparse.Namespace) -> int:
     command: Command = args.run
     try:
         with allowed_roots(args):
@@ -178,10 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        # The reader went away (`check | head -1`): nothing to report, as for any command killed by SIGPIPE.
-        # stdout points at /dev/null from here, so the interpreter's own flush at exit cannot fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        raise
     except Exception as exc:
         if args.debug:
             traceback.print_exc()

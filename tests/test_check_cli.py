@@ -328,3 +328,25 @@ def test_a_reader_that_goes_away_is_not_an_internal_error() -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141
     assert err == ""
+
+
+def test_a_reader_that_goes_away_during_the_json_error_is_not_a_traceback(tmp_path: Path) -> None:
+    """`check --json | jq` on an invalid stack, with jq gone: the error lines, then a quiet SIGPIPE exit."""
+    stack = tmp_path / "Pulumi.bad.yaml"
+    stack.write_text(
+        (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text().replace("m6i.xlarge", "m6i.xxlarge")
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nodefleet", "check", "--config-file", str(stack), "--json"],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in err
+    assert err.startswith(
+        f"error: {stack}: nodefleet:fleet.clusters[0].machineSets[0].instanceType: 'm6i.xxlarge'"
+    )
