@@ -279,13 +279,17 @@ def null_list_item(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.R
     return True
 
 
-def null_map_entry(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Random) -> bool:
-    maps = [
+def _map_sites(obj: dict[str, Any], schema: Mapping[str, Any]) -> list[Any]:
+    """The maps of ``obj`` whose schema gives their values one type (``additionalProperties``)."""
+    return [
         s
         for s in sites(obj, schema)
         if isinstance(s.value, dict) and isinstance(s.schema.get("additionalProperties"), Mapping)
     ]
-    site = _pick(maps, rng)
+
+
+def null_map_entry(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Random) -> bool:
+    site = _pick(_map_sites(obj, schema), rng)
     if site is None:
         return False
     choice = rng.random()
@@ -479,12 +483,7 @@ def length_bytes(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Ran
 
 
 def map_key(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Random) -> bool:
-    maps = [
-        s
-        for s in sites(obj, schema)
-        if isinstance(s.value, dict) and isinstance(s.schema.get("additionalProperties"), Mapping)
-    ]
-    site = _pick(maps, rng)
+    site = _pick(_map_sites(obj, schema), rng)
     if site is None:
         return False
     addl = site.schema["additionalProperties"]

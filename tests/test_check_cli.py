@@ -317,8 +317,15 @@ def test_render_refuses_a_stack_with_mandatory_violations_and_writes_nothing(tmp
 
 def test_a_reader_that_goes_away_is_not_an_internal_error() -> None:
     """`check | head -1`: the pipe closes under the command, which leaves quietly as SIGPIPE would."""
+    code, err = _with_stdout_closed("check", "--stack", "hosted")
+    assert code == 141
+    assert err == ""
+
+
+def _with_stdout_closed(*args: str) -> tuple[int, str]:
+    """The exit code and stderr of a command whose reader closed its end of stdout at once."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nodefleet", "check", "--stack", "hosted"],
+        [sys.executable, "-m", "nodefleet", *args],
         cwd=PROJECT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -326,8 +333,7 @@ def test_a_reader_that_goes_away_is_not_an_internal_error() -> None:
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 141
-    assert err == ""
+    return proc.wait(timeout=120), err
 
 
 def test_a_reader_that_goes_away_during_the_json_error_is_not_a_traceback(tmp_path: Path) -> None:
@@ -336,16 +342,8 @@ def test_a_reader_that_goes_away_during_the_json_error_is_not_a_traceback(tmp_pa
     stack.write_text(
         (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text().replace("m6i.xlarge", "m6i.xxlarge")
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nodefleet", "check", "--config-file", str(stack), "--json"],
-        cwd=PROJECT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.close()
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 141
+    code, err = _with_stdout_closed("check", "--config-file", str(stack), "--json")
+    assert code == 141
     assert "Traceback" not in err
     assert err.startswith(
         f"error: {stack}: nodefleet:fleet.clusters[0].machineSets[0].instanceType: 'm6i.xxlarge'"
