@@ -337,8 +337,24 @@ _GAP_ERRORS = ("No matching overloads", "no matching overload", "Unimplemented",
 _ABSENT = object()
 
 
+#: What Go's ``strings.TrimSpace`` removes (``unicode.IsSpace``), which the API server applies to a rule's
+#: ``message`` and to what its ``messageExpression`` returns; Python's ``str.strip`` removes more.
+_GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
+
+#: The longest ``messageExpression`` result the API server uses, in bytes (``MaxEvaluatedMessageExpressionSizeBytes``).
+_MAX_MESSAGE_BYTES = 5 * 1024
+
+
+def _go_trim(text: str) -> str:
+    """``text`` as Go's ``strings.TrimSpace`` leaves it."""
+    return text.strip(_GO_SPACE)
+
+
 def _default_message(rule: CompiledRule) -> str:
-    return rule.message or f"failed rule: {rule.rule.strip()}"
+    """The rule's ``message`` (trimmed), else ``failed rule: <rule>`` (cel ``ruleMessageOrDefault``)."""
+    return _go_trim(rule.message) if rule.message else f"failed rule: {_go_trim(rule.rule)}"
 
 
 def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> RuleOutcome:
@@ -368,8 +384,11 @@ def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> R
             return RuleOutcome(None, detail=f"needs what this environment lacks: {error}")
         # As the API server words it (apiextensions-apiserver, cel/validation.go): cel-go's error text, then
         # the rule's message, or the rule when it has none (ruleErrorString).
-        named = (rule.message or "").strip() or rule.rule.strip()
-        return RuleOutcome(False, message=f"{_go_error(error)} evaluating rule: {named}", error=error)
+        named = _go_trim(rule.message) if rule.message else _go_trim(rule.rule)
+        words = _go_error(error)
+        if _NULL_SELECT in error:
+            words = _null_select(rule, data) or words
+        return RuleOutcome(False, message=f"{words} evaluating rule: {named}", error=error)
     if kind != "BOOL":
         return RuleOutcome(None, detail=f"returned {kind.lower()}, not bool")
     if result.value():
@@ -385,6 +404,38 @@ _GO_ERRORS = (
         "type conversion error from '{0}' to '{1}'",
     ),
 )
+
+
+#: This evaluator's error for selecting a field of null (a null item of a nullable list, say); cel-go says
+#: ``no such key: <field>``, naming the field this error leaves out.
+_NULL_SELECT = "Applying SELECT to non-message type"
+
+
+def _no_nulls(value: Any) -> Any:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {k: _no_nulls(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_nulls(v) for v in value]
+    return value
+
+
+def _null_select(rule: CompiledRule, data: Mapping[str, Any]) -> str | None:
+    """cel-go's words for a field selected of null: the rule evaluated again with each null an empty map,
+    where the same selection names its field."""
+    assert rule.program is not None
+    again = {**data, "self": _no_nulls(data["self"])}
+    if data["__nf_has_old"]:
+        again["oldSelf"] = again["__nf_old"] = _no_nulls(data["__nf_old"])
+    try:
+        result = rule.program.eval(data=again)
+    except Exception:
+        return None
+    if result.type().name() != "ERROR":
+        return None
+    words = _go_error(" ".join(str(result.value()).split()))
+    return words if words.startswith("no such key: ") else None
 
 
 def _go_error(error: str) -> str:
@@ -403,7 +454,8 @@ def _message(rule: CompiledRule, data: Mapping[str, Any]) -> str:
         except Exception:
             value = None
         if value is not None and value.type().name() == "STRING":
-            text = str(value.value())
-            if text.strip() and "\n" not in text:
+            # As evalMessageExpression takes it: trimmed, non-empty, one line, at most 5 KiB; else the message.
+            text = _go_trim(str(value.value()))
+            if text and "\n" not in text and len(text.encode()) <= _MAX_MESSAGE_BYTES:
                 return text
     return _default_message(rule)
