@@ -463,6 +463,9 @@ class _Walk:
             self.fail(path, _type_message(value, schema, path), blocks=True)
             if "enum" in schema and value not in schema["enum"]:
                 self._enum(value, schema, path)  # kube-openapi checks the enum regardless of the type
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                # ...and picks its value validators by the value's kind: 1.5 for an integer meets the bounds.
+                self._number(value, schema, path)
             return value, False
         if (
             isinstance(value, float)
