@@ -316,6 +316,11 @@ def _format_ok(fmt: str, value: str) -> bool | None:
     return check(value) if check else None
 
 
+def _map_item(item: Any) -> bool:
+    """Whether ``item`` may sit in a ``list-type: map`` list (structural listtype: an object or null)."""
+    return item is None or item is UNKNOWN or isinstance(item, Mapping)
+
+
 def _list_key(item: Mapping[str, Any], keys: Sequence[str]) -> str:
     """The key of a ``list-type: map`` item from the key fields it has, as the API server shows it."""
     return json.dumps(
@@ -638,10 +643,18 @@ class _Walk:
         reported: set[str] = set()
         view: list[Any] = []
         unknown = False
+        # listtype checks a map list's keys only when every item is an object or null.
+        map_keys = list_type == "map" and all(_map_item(item) for item in value)
         for i, item in enumerate(value):
             item_path = f"{path}[{i}]"
             old_item: Any = _ABSENT
-            if item is not UNKNOWN and list_type == "map" and isinstance(item, Mapping):
+            if item is None and map_keys:
+                # A null item has no key: a duplicate of another null or of an item without its keys.
+                if "{}" in seen and "{}" not in reported and self.check_lists:
+                    reported.add("{}")
+                    self.fail(item_path, "Duplicate value: {}")
+                seen.add("{}")
+            elif item is not UNKNOWN and list_type == "map" and isinstance(item, Mapping):
                 missing = [
                     k
                     for k in keys
@@ -658,7 +671,7 @@ class _Walk:
                         )
                 if not any(item.get(k) is UNKNOWN for k in keys):
                     key = _list_key(item, keys)
-                    if key in seen and key not in reported and self.check_lists:
+                    if key in seen and key not in reported and self.check_lists and map_keys:
                         reported.add(key)  # once per value, as the API server reports it
                         self.fail(item_path, f"Duplicate value: {key}")
                     seen.add(key)
@@ -777,13 +790,13 @@ def _has_duplicates(value: Any, schema: Mapping[str, Any]) -> bool:
     elif isinstance(value, list):
         items: Mapping[str, Any] = schema.get("items") or {}
         list_type = schema.get("x-kubernetes-list-type")
-        if list_type in ("set", "map"):
+        if list_type == "set" or (list_type == "map" and all(_map_item(item) for item in value)):
             keys: Sequence[str] = schema.get("x-kubernetes-list-map-keys") or ()
             seen = set()
             for item in value:
                 key = (
-                    _list_key(item, keys)
-                    if list_type == "map" and isinstance(item, Mapping)
+                    _list_key(item if isinstance(item, Mapping) else {}, keys)
+                    if list_type == "map"
                     else json.dumps(item, sort_keys=True, default=repr)
                 )
                 if key in seen:
