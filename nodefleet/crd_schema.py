@@ -828,19 +828,72 @@ def _view(value: Any, schema: Mapping[str, Any]) -> Any:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool) -> dict[str, Any]:
+#: Name generation (``names.SimpleNameGenerator``): ``generateName`` cut to 58 characters, then 5 random ones
+#: of ``bcdfghjklmnpqrstvwxz2456789``. Any such suffix gives the same verdict; this one stands for it.
+_GENERATED_SUFFIX = "x7k2q"
+_GENERATED_BASE = 58
+
+
+def _mask_trailing_dash(prefix: str) -> str:
+    """How ``NameIsDNSSubdomain`` reads a ``generateName`` (apimachinery ``maskTrailingDash``, quirk kept)."""
+    return prefix[:-2] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
+
+
+def _path_segment_errors(name: str, prefix: bool) -> list[str]:
+    """``path.ValidatePathSegmentName``: what an update checks of a name (the create checked the rest)."""
+    if not prefix and name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
+def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = None) -> dict[str, Any]:
+    """ObjectMeta as ``rest.BeforeCreate`` checks it (``ValidateObjectMetaAccessor`` with DNS-subdomain names,
+    after name generation), or, given the stored object's ``old`` metadata, as ``rest.BeforeUpdate`` does
+    (common fields outside the strategy, so a missing name does not keep CEL rules from running; name and
+    namespace immutable)."""
     if meta is UNKNOWN:
         return {}
     if meta is None:
         meta = {}
-    if not patch and isinstance(meta, Mapping) and not meta.get("name") and not meta.get("generateName"):
-        walk.fail("metadata.name", "Required value: name or generateName is required", blocks=True)
+    update = old is not None and not patch
     if not isinstance(meta, Mapping):
         walk.type_errors = True
         walk.fail("metadata", f"Invalid value: {_shown(meta)}: must be of type object")
         return {}
     name = meta.get("name")
-    if isinstance(name, str):
+    generate = meta.get("generateName")
+    if update:
+        old_meta = old if isinstance(old, Mapping) else {}
+        if isinstance(generate, str):
+            for err in _path_segment_errors(generate, True):
+                walk.fail("metadata.generateName", f"Invalid value: {_shown(generate)}: {err}")
+        if not name:
+            walk.fail("metadata.name", "Required value: name or generateName is required")
+        elif isinstance(name, str):
+            for err in _path_segment_errors(name, False):
+                walk.fail("metadata.name", f"Invalid value: {_shown(name)}: {err}")
+        new_name, old_name = name or "", old_meta.get("name") or ""
+        if isinstance(new_name, str) and isinstance(old_name, str) and new_name != old_name:
+            walk.fail("metadata.name", f"Invalid value: {_shown(new_name)}: field is immutable")
+        new_ns, old_ns = meta.get("namespace") or "default", old_meta.get("namespace") or "default"
+        if (
+            crd.crd.scope == "Namespaced"
+            and isinstance(new_ns, str)
+            and isinstance(old_ns, str)
+            and new_ns != old_ns
+        ):
+            walk.fail("metadata.namespace", f"Invalid value: {_shown(new_ns)}: field is immutable")
+    elif not patch:
+        if not name and not generate:
+            walk.fail("metadata.name", "Required value: name or generateName is required", blocks=True)
+        if isinstance(generate, str) and generate:
+            for err in crd_formats.dns1123_subdomain_errors(_mask_trailing_dash(generate)):
+                walk.fail("metadata.generateName", f"Invalid value: {_shown(generate)}: {err}")
+            if not name:
+                generated = generate[:_GENERATED_BASE] + _GENERATED_SUFFIX
+                for err in crd_formats.dns1123_subdomain_errors(generated):
+                    walk.fail("metadata.name", f"Invalid value: {_shown(generated)}: {err}")
+    if isinstance(name, str) and name and not update:
         for err in crd_formats.dns1123_subdomain_errors(name):
             walk.fail("metadata.name", f"Invalid value: {_shown(name)}: {err}")
     namespace = meta.get("namespace")
@@ -914,7 +967,9 @@ def validate_object(
             for path in unknown_fields
         ]
     walk = _Walk(patch)
-    meta_view = _metadata(body.get("metadata"), crd, walk, patch)
+    meta_view = _metadata(
+        body.get("metadata"), crd, walk, patch, None if old is None else old.get("metadata") or {}
+    )
     if old is not None:
         walk.ratcheting = True
         walk.anchor = _same(body, old, schema)

@@ -97,6 +97,18 @@ def _previous(args: ResourceValidationArgs, props: Mapping[str, Any]) -> tuple[d
     return None, ""
 
 
+def _renamed(props: Mapping[str, Any], previous: Mapping[str, Any]) -> bool:
+    """Whether the object's name or namespace differs from the previous object's (both known)."""
+    meta, old = props.get("metadata"), previous.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(old, Mapping):
+        return False
+    for key in ("name", "namespace"):
+        new_value, old_value = meta.get(key), old.get(key)
+        if isinstance(new_value, str) and isinstance(old_value, str) and new_value != old_value:
+            return True
+    return False
+
+
 #: Findings by (URN, type, props, settings), shared by crd-schema and crd-schema-unchecked.
 _CACHE: dict[tuple[str, str, str], tuple[list[Finding], str, str, list[str | None]]] = {}
 
@@ -155,6 +167,8 @@ def _judge(args: ResourceValidationArgs) -> tuple[list[Finding], str, str, bool,
     except PreviousStateError as e:
         findings = [Finding("", f"{e}; transition rules (oldSelf) were not evaluated", True)]
         return findings, identity, "", patch, [None]
+    if previous is not None and _renamed(props, previous):
+        previous, source = None, ""  # Pulumi replaces a renamed object: the API server sees a create
     findings = validate_object(props, crd, old=previous, patch=patch)
     advice = [advise(f, props, crd) for f in findings]
     if key[0]:

@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/yaml"
 )
 
@@ -226,8 +227,12 @@ func requestContext(u *unstructured.Unstructured, s *served) context.Context {
 // create runs the create path on a decoded object; it returns the stored object or the rejection.
 func create(u *unstructured.Unstructured, s *served) (*unstructured.Unstructured, error) {
 	ctx := requestContext(u, s)
-	if u.GetGenerateName() != "" && u.GetName() == "" {
-		u.SetName(u.GetGenerateName() + "x7k2q") // names.SimpleNameGenerator appends 5 random characters
+	if base := u.GetGenerateName(); base != "" && u.GetName() == "" {
+		// names.SimpleNameGenerator: the prefix cut to MaxGeneratedNameLength, then 5 random characters.
+		if len(base) > names.MaxGeneratedNameLength {
+			base = base[:names.MaxGeneratedNameLength]
+		}
+		u.SetName(base + "x7k2q")
 	}
 	rest.FillObjectMetaSystemFields(u)
 	if err := rest.BeforeCreate(s.strategy, ctx, u); err != nil {
