@@ -875,13 +875,12 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
         new_name, old_name = name or "", old_meta.get("name") or ""
         if isinstance(new_name, str) and isinstance(old_name, str) and new_name != old_name:
             walk.fail("metadata.name", f"Invalid value: {_shown(new_name)}: field is immutable")
-        new_ns, old_ns = meta.get("namespace") or "default", old_meta.get("namespace") or "default"
-        if (
-            crd.crd.scope == "Namespaced"
-            and isinstance(new_ns, str)
-            and isinstance(old_ns, str)
-            and new_ns != old_ns
-        ):
+        # The request's namespace: "default" when a namespaced object names none; a cluster-scoped object's is
+        # cleared, so a stored one holding a namespace no longer matches.
+        namespaced = crd.crd.scope == "Namespaced"
+        new_ns = (meta.get("namespace") or "default") if namespaced else ""
+        old_ns = old_meta.get("namespace") or ("default" if namespaced else "")
+        if isinstance(new_ns, str) and isinstance(old_ns, str) and new_ns != old_ns:
             walk.fail("metadata.namespace", f"Invalid value: {_shown(new_ns)}: field is immutable")
     elif not patch:
         if not name and not generate:
@@ -913,12 +912,20 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
                 walk.fail(f"metadata.{field}", f"Invalid value: {_shown(key)}: {err}")
             if check_values and isinstance(item, str):
                 for err in crd_formats.label_value_errors(item):
-                    walk.fail(f"metadata.{field}[{key}]", f"Invalid value: {_shown(item)}: {err}")
+                    # The API server names the map, not the key (ValidateLabels); the value says which.
+                    walk.fail(f"metadata.{field}", f"Invalid value: {_shown(item)}: {err}")
     annotations = meta.get("annotations")
     if isinstance(annotations, Mapping):
-        size = sum(len(str(k)) + len(str(v)) for k, v in annotations.items() if v is not UNKNOWN)
+        size = sum(
+            len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items() if v is not UNKNOWN
+        )
         if size > 256 * 1024:
-            walk.fail("metadata.annotations", f"Too long: must have at most 262144 bytes ({size})")
+            # A Too long error: it keeps the CEL rules from running.
+            walk.fail(
+                "metadata.annotations",
+                f"Too long: may not be more than 262144 bytes (the annotations hold {size})",
+                blocks=True,
+            )
     return {key: meta[key] for key in ("name", "generateName") if isinstance(meta.get(key), str)}
 
 
