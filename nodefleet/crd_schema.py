@@ -8,11 +8,12 @@ by tests/test_crd_apiserver.py (a Go reference built from those modules, on a ge
 1. Decoding: a field the schema does not declare refuses the request before any validation (pruning under
    ``fieldValidation=Strict``, kubectl's default; ``x-kubernetes-preserve-unknown-fields`` keeps them), named
    ``spec.a.b`` as the API server names it. Then a ``null`` in a non-nullable field or map entry without a
-   default is removed (a ``null`` list item stays and fails its type check), and defaults are applied (not
-   for server-side-apply patches, whose missing fields the live object supplies).
+   default is removed (a ``null`` list item stays: it takes the items' default, or fails its type check), and
+   defaults are applied (not for server-side-apply patches, whose missing fields the live object supplies).
 2. ``status`` is dropped when the CRD has a status subresource (a create cannot set it; an update keeps the
    stored status, so the previous object's ``status`` is carried over when it is known).
-3. ObjectMeta: a name or generateName is required; name, namespace, labels and annotations are checked.
+3. ObjectMeta: a name or generateName is required; name, generateName (and the name generated from it),
+   namespace, labels and annotations are checked; on an update, name and namespace are immutable.
 4. The OpenAPI value validations: ``type`` (``x-kubernetes-int-or-string``), ``enum``, ``pattern`` (RE2, as
    Go's ``regexp``), lengths (in characters, worded in "bytes" as the API server words them), bounds, item
    and property counts, ``required``, the string ``format``\\ s the CRDs declare,
@@ -335,7 +336,8 @@ def _list_key(item: Mapping[str, Any], keys: Sequence[str]) -> str:
 
 def _prune_nulls(value: Any, schema: Mapping[str, Any] | None) -> None:
     """Remove the entries of objects and maps that are null where the schema is not nullable and has no
-    default (PruneNonNullableNullsWithoutDefaults). A null list item stays: it fails its type check."""
+    default (PruneNonNullableNullsWithoutDefaults). A null list item stays: defaulting gives it the items'
+    default, else it fails its type check."""
     if schema is None:
         return
     if isinstance(value, dict):
@@ -369,7 +371,10 @@ def _apply_defaults(value: Any, schema: Mapping[str, Any]) -> None:
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, Mapping):
-            for item in value:
+            for i, item in enumerate(value):
+                if item is None and not items.get("nullable") and "default" in items:
+                    # A null item takes the items' default (schema/defaulting Default), like a map entry.
+                    value[i] = item = _copy(items["default"])
                 _apply_defaults(item, items)
 
 
