@@ -227,10 +227,29 @@ def _map_key(item: Any, keys: Sequence[str], items: Mapping[str, Any]) -> str | 
     return json.dumps(found, sort_keys=True, default=repr)
 
 
+def _equal(a: Any, b: Any) -> bool:
+    """JSON deep equality (reflect.DeepEqual on decoded JSON): a boolean never equals a number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, Mapping):
+        return isinstance(b, Mapping) and a.keys() == b.keys() and all(_equal(v, b[k]) for k, v in a.items())
+    if isinstance(a, list | tuple):
+        return (
+            isinstance(b, list | tuple)
+            and len(a) == len(b)
+            and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+        )
+    if isinstance(b, Mapping | list | tuple):
+        return False
+    return bool(a == b)
+
+
 def _same(a: Any, b: Any, schema: Mapping[str, Any]) -> bool:
     """Whether a value equals its previous one as the API server's ratcheting compares them (common.
     CorrelatedObject.CachedDeepEqual): JSON deep equality, except that ``list-type: map`` items are matched
-    by key (order does not count, and an item without its keys makes the list unequal)."""
+    by key (order does not count, and an item without its keys makes the list unequal), and that an object
+    holding a field its schema does not describe (kept by ``x-kubernetes-preserve-unknown-fields``, or any
+    field of ``metadata``) never equals its previous value: the field cannot be correlated."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, Mapping):
@@ -239,7 +258,12 @@ def _same(a: Any, b: Any, schema: Mapping[str, Any]) -> bool:
         props: Mapping[str, Any] = schema.get("properties") or {}
         addl = schema.get("additionalProperties")
         for k, v in a.items():
-            sub: Mapping[str, Any] = props[k] if k in props else (addl if isinstance(addl, Mapping) else {})
+            if k in props:
+                sub: Mapping[str, Any] = props[k]
+            elif isinstance(addl, Mapping):
+                sub = addl
+            else:
+                return False
             if not _same(v, b[k], sub):
                 return False
         return True
@@ -259,7 +283,7 @@ def _same(a: Any, b: Any, schema: Mapping[str, Any]) -> bool:
                 if key is None or key not in old_by_key or not _same(x, old_by_key[key], items):
                     return False
             return True
-        return all(_same(x, y, items) for x, y in zip(a, b, strict=True))
+        return _equal(a, b)  # items of other lists do not correlate: the list compares as a whole
     if isinstance(b, Mapping | list | tuple):
         return False
     return bool(a == b)
