@@ -7,7 +7,7 @@ mutations by class, chosen by a seeded random generator so the corpus is the sam
 - ``valid``: the rendered object, and with optional fields the schema declares added (sampled values);
 - ``null-list-item``, ``null-map-entry``, ``null-property``: a ``null`` inserted in a list, in a map
   (``additionalProperties``), or set on a declared property;
-- ``missing-name``: ``metadata.name`` removed (alone, or with ``generateName`` set);
+- ``missing-name``: ``metadata.name`` removed (alone, or with a valid or invalid ``generateName`` set);
 - blocking errors, each with random changes under CEL rules beside it (``blocking+cel``): ``required``,
   ``enum``, ``too-long``, ``too-many``, ``wrong-type``;
 - ``value``: pattern, minimum length, bounds, minimum items and properties, duplicates in set and map lists;
@@ -16,8 +16,14 @@ mutations by class, chosen by a seeded random generator so the corpus is the sam
 - ``map-key``: values under maps with keys such as ``Name`` made invalid (how the path names the key);
 - updates: ``update-valid``; ``ratchet-kept`` (the stored object is invalid, the update keeps that value
   and changes another field); ``ratchet-changed`` (the invalid value is changed to another invalid one);
-  ``update-invalid`` (a valid stored object made invalid); ``transition`` (changes under rules reading
-  ``oldSelf``).
+  ``update-invalid`` (a valid stored object made invalid, its name removed among others); ``transition``
+  (changes under rules reading ``oldSelf``).
+
+A test CRD (:data:`EDGES`) has what the shipped CRDs lack: defaults on list items, nullable items under list
+rules, ``messageExpression`` results the API server trims or refuses, ``optionalOldSelf``, transition rules
+inside map-list items, maps with property counts. It gets the same random mutations, and hand-written cases
+(:func:`edge_cases`), each a place where crd-schema and the API server once disagreed; ``missing-name`` also
+covers ``generateName`` and updates without a name there.
 """
 
 from __future__ import annotations
@@ -27,12 +33,24 @@ import random
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path as FilePath
 from typing import Any
 
-from nodefleet.crdstore import CRD_DIR, CrdVersion, load_index
+import yaml
+
+from nodefleet.crdstore import CRD_DIR, CrdVersion, ShippedCrd, load_index
 from tests import crdobjects
 
-__all__ = ["CREATE_CLASSES", "UPDATE_CLASSES", "Case", "bases", "corpus", "reference_case"]
+__all__ = [
+    "CREATE_CLASSES",
+    "EDGES",
+    "UPDATE_CLASSES",
+    "Case",
+    "bases",
+    "corpus",
+    "edge_cases",
+    "reference_case",
+]
 
 Path = tuple[str | int, ...]
 
@@ -46,16 +64,28 @@ class Case:
     old: dict[str, Any] | None = None
 
 
+def _as_sent(value: Any) -> Any:
+    """``value`` as a Go client sends it: kubectl and the Pulumi provider marshal a whole float64 such as 11.0
+    as ``11``, which the API server decodes as an integer."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _as_sent(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_sent(v) for v in value]
+    return value
+
+
 def reference_case(case: Case) -> dict[str, Any]:
     """The case as the Go reference reads it (one JSON line)."""
     out: dict[str, Any] = {
         "id": case.id,
         "crd": str(CRD_DIR / case.crd.crd.file),
         "version": case.crd.version,
-        "object": case.obj,
+        "object": _as_sent(case.obj),
     }
     if case.old is not None:
-        out["oldObject"] = case.old
+        out["oldObject"] = _as_sent(case.old)
     return out
 
 
@@ -74,9 +104,69 @@ def _node_claim(node_pool: Mapping[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": meta, "spec": spec}
 
 
+#: A CRD with the schema features the shipped CRDs lack (see the file's header); not shipped, not rendered.
+EDGES = FilePath(__file__).resolve().parent / "data" / "crd-edges" / "widgets.edges.nodefleet.io.yaml"
+
+
+@cache
+def edges() -> CrdVersion:
+    doc = yaml.safe_load(EDGES.read_text(encoding="utf-8"))
+    version = doc["spec"]["versions"][0]
+    crd = ShippedCrd(
+        file=str(EDGES),  # absolute: the reference reads CRD_DIR / file, which is then this path
+        name=doc["metadata"]["name"],
+        group=doc["spec"]["group"],
+        kind=doc["spec"]["names"]["kind"],
+        scope=doc["spec"]["scope"],
+        versions=(version["name"],),
+        sources=(),
+        sha256="",
+    )
+    return CrdVersion(
+        crd=crd,
+        version=version["name"],
+        schema=version["schema"]["openAPIV3Schema"],
+        status_subresource="status" in (version.get("subresources") or {}),
+    )
+
+
+def _edge_base() -> dict[str, Any]:
+    part = {
+        "name": "p1",
+        "weight": 5,
+        "color": "red",
+        "serial": "s1",
+        "labels": {"Name": "a"},
+        "notes": [{"text": "hi", "ref": 1}],
+    }
+    return {
+        "apiVersion": "edges.nodefleet.io/v1",
+        "kind": "Widget",
+        "metadata": {"name": "widget-a", "namespace": "default"},
+        "spec": {
+            "size": 3,
+            "mode": "Fast",
+            "title": "ab",
+            "counter": 1,
+            "words": ["alpha"],
+            "tags": ["t1"],
+            "spares": [{"name": "s1", "count": 1}],
+            "parts": [part, {"name": "p2"}],
+            "slots": [{"kind": "a"}],
+            "names": ["a"],
+            "limits": {"cpu": "2"},
+            "fallback": {"a": "b"},
+            "grid": {"row": [{"cell": "a"}]},
+            "port": 80,
+            "extra": {"known": "k", "free": [1]},
+            "nick": "n",
+        },
+    }
+
+
 @cache
 def bases() -> tuple[tuple[CrdVersion, dict[str, Any]], ...]:
-    """A valid object for every served version of every shipped CRD file."""
+    """A valid object for every served version of every shipped CRD file, and for the edge CRD."""
     from nodefleet import kinds as k
 
     by_kind: dict[tuple[str, str], str] = {
@@ -102,6 +192,7 @@ def bases() -> tuple[tuple[CrdVersion, dict[str, Any]], ...]:
             obj = crdobjects.rendered(by_kind[key])
         obj["apiVersion"] = version.api_version
         out.append((version, obj))
+    out.append((edges(), _edge_base()))
     return tuple(out)
 
 
@@ -313,9 +404,19 @@ def null_property(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Ra
 
 
 def missing_name(obj: dict[str, Any], schema: Mapping[str, Any], rng: random.Random) -> bool:
+    """``metadata.name`` removed, alone, with a ``generateName`` (valid or not, longer than the 58 characters
+    name generation keeps), or emptied beside one."""
     meta = obj.setdefault("metadata", {})
-    name = meta.pop("name", "x")
-    if rng.random() < 0.4:
+    name = str(meta.pop("name", "x"))
+    choice = rng.random()
+    if choice < 0.3:
+        meta["generateName"] = f"{name}-"
+    elif choice < 0.5:
+        meta["generateName"] = rng.choice(
+            [f"{name.upper()}-", "-", f"{name}.-", f"{name}_", (name * 20)[:250] + "-", "a" * 254]
+        )
+    elif choice < 0.6:
+        meta["name"] = ""
         meta["generateName"] = f"{name}-"
     return True
 
@@ -650,7 +751,17 @@ def _updates(version: CrdVersion, base: dict[str, Any], rng: random.Random, tag:
             elif cls == "update-invalid":
                 old = copy.deepcopy(base)
                 mut = rng.choice(
-                    [enum, too_long, value, cel, required, null_list_item, null_map_entry, wrong_type]
+                    [
+                        enum,
+                        too_long,
+                        value,
+                        cel,
+                        required,
+                        null_list_item,
+                        null_map_entry,
+                        wrong_type,
+                        missing_name,
+                    ]
                 )
                 new = _mutated(base, schema, rng, mut)
             else:
@@ -691,4 +802,234 @@ def corpus(seed: int = 17) -> list[Case]:
                     out.append(Case(f"{tag}/{cls}+cel/{made}", "blocking+cel", version, obj))
                     made += 1
         out.extend(_updates(version, base, rng, tag))
+    out.extend(edge_cases())
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the edge CRD's hand-written cases: each one a place where crd-schema and the API server once disagreed
+# ---------------------------------------------------------------------------------------------------------
+
+_DROP = object()
+
+
+def _edge(spec: Mapping[str, Any] | None = None, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The edge CRD's base object with ``spec`` and ``metadata`` fields replaced (``_DROP`` removes one)."""
+    obj = _edge_base()
+    for part, changes in (("spec", spec), ("metadata", meta)):
+        for key, value in (changes or {}).items():
+            if value is _DROP:
+                obj[part].pop(key, None)
+            else:
+                obj[part][key] = copy.deepcopy(value)
+    return obj
+
+
+def _part(**fields: Any) -> dict[str, Any]:
+    return {"name": "p1", **fields}
+
+
+_LONG_PREFIX = "a" * 250 + "-"
+
+#: (class, tag, object, previous object or None).
+_EDGE_CASES: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
+    # a null list item takes the items' default; a defaulted item can be a duplicate
+    ("null-list-item", "defaulted-word", _edge({"words": [None, "alpha"]}), None),
+    ("null-list-item", "defaulted-tag-duplicate", _edge({"tags": [None, "none"]}), None),
+    ("null-list-item", "defaulted-spare-duplicate", _edge({"spares": [None, {"name": "spare"}]}), None),
+    ("null-list-item", "two-defaulted-spares", _edge({"spares": [None, None]}), None),
+    # a null item of a map list without a default is a duplicate of a keyless item or another null
+    ("null-list-item", "part-null-beside-keyless", _edge({"parts": [None, {"weight": 1}]}), None),
+    ("null-list-item", "two-null-parts", _edge({"parts": [None, None]}), None),
+    ("null-list-item", "null-note", _edge({"parts": [_part(notes=[{"text": "a"}, None])]}), None),
+    ("null-list-item", "null-note-ref", _edge({"parts": [_part(notes=[{"ref": None}])]}), None),
+    # nullable items: a list rule reading a field of a null item is a CEL runtime error
+    ("null-list-item", "null-slot", _edge({"slots": [{"kind": "a"}, None]}), None),
+    ("null-list-item", "null-name", _edge({"names": [None, "a"]}), None),
+    ("null-list-item", "null-in-preserved", _edge({"extra": {"known": "k", "free": [None]}}), None),
+    # null map entries are removed first; then the map's own counts apply, or the entry's default
+    ("null-map-entry", "only-limit-null", _edge({"limits": {"cpu": None}}), None),
+    (
+        "null-map-entry",
+        "three-limits-one-null",
+        _edge({"limits": {"cpu": "1", "gpu": "2", "mem": None}}),
+        None,
+    ),
+    ("null-map-entry", "three-limits", _edge({"limits": {"cpu": "1", "gpu": "2", "mem": "3"}}), None),
+    ("null-map-entry", "defaulted-fallback", _edge({"fallback": {"a": None, "b": "c"}}), None),
+    ("null-map-entry", "part-label-null", _edge({"parts": [_part(labels={"Name": None})]}), None),
+    ("null-map-entry", "grid-row-null", _edge({"grid": {"row": None, "col": [{"cell": "x"}]}}), None),
+    ("null-property", "nullable-nick", _edge({"nick": None}), None),
+    # generateName is validated, and so is the name generated from its first 58 characters
+    ("missing-name", "generate-only", _edge(meta={"name": _DROP, "generateName": "widget-"}), None),
+    ("missing-name", "generate-upper", _edge(meta={"name": _DROP, "generateName": "Widget-"}), None),
+    ("missing-name", "generate-dash", _edge(meta={"name": _DROP, "generateName": "-"}), None),
+    ("missing-name", "generate-dot-dash", _edge(meta={"name": _DROP, "generateName": "a.-"}), None),
+    ("missing-name", "generate-long", _edge(meta={"name": _DROP, "generateName": _LONG_PREFIX}), None),
+    ("missing-name", "generate-too-long", _edge(meta={"name": _DROP, "generateName": "a" * 260}), None),
+    (
+        "missing-name",
+        "generate-cut-at-dot",
+        _edge(meta={"name": _DROP, "generateName": "a" * 57 + ".b"}),
+        None,
+    ),
+    ("missing-name", "name-and-bad-generate", _edge(meta={"generateName": "A_"}), None),
+    ("missing-name", "empty-name-and-generate", _edge(meta={"name": "", "generateName": "w-"}), None),
+    ("missing-name", "no-name-with-cel-error", _edge({"size": 7}, meta={"name": _DROP}), None),
+    # on an update a missing name does not keep CEL rules from running; name and namespace are immutable
+    ("missing-name", "update-without-name", _edge({"size": 7}, meta={"name": _DROP}), _edge()),
+    ("missing-name", "update-generate-only", _edge(meta={"name": _DROP, "generateName": "w-"}), _edge()),
+    ("missing-name", "update-without-metadata", {**_edge(), "metadata": {}}, _edge()),
+    ("missing-name", "update-renamed", _edge(meta={"name": "widget-b"}), _edge()),
+    ("missing-name", "update-other-namespace", _edge(meta={"namespace": "other"}), _edge()),
+    # blocking errors keep every CEL rule from running, at any depth
+    ("blocking+cel", "enum-deep", _edge({"parts": [_part(color="green", weight=500)]}), None),
+    (
+        "blocking+cel",
+        "too-long-note",
+        _edge({"parts": [_part(notes=[{"text": "toolong"}, {"text": "bad"}])]}),
+        None,
+    ),
+    (
+        "blocking+cel",
+        "too-many-labels",
+        _edge({"parts": [_part(labels={"a": "1", "b": "2", "c": "3"})], "size": 7}),
+        None,
+    ),
+    ("blocking+cel", "required-key", _edge({"parts": [{"weight": 500}], "title": "a"}), None),
+    ("blocking+cel", "too-long-title", _edge({"title": "abcdefg", "size": 7}), None),
+    (
+        "blocking+cel",
+        "annotations-too-long",
+        _edge({"size": 7}, meta={"annotations": {"a": "é" * 140000}}),
+        None,
+    ),
+    ("blocking+cel", "not-blocking-min-properties", _edge({"parts": [_part(labels={})], "size": 7}), None),
+    ("blocking+cel", "not-blocking-pattern", _edge({"limits": {"cpu": "x"}, "size": 7}), None),
+    ("blocking+cel", "wrong-type-number-bounds", _edge({"size": 11.5}), None),
+    # messages: trimmed, evaluated, too long, failing, line breaks
+    (
+        "cel",
+        "message-trimmed",
+        _edge({"parts": [_part(), {"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}]}),
+        None,
+    ),
+    ("cel", "expression-trailing-newline", _edge({"size": 7}), None),
+    ("cel", "expression-self", _edge({"title": "a"}), None),
+    ("cel", "expression-blank", _edge({"title": "blank"}), None),
+    ("cel", "expression-too-long", _edge({"title": "wide"}), None),
+    ("cel", "expression-error", _edge({"title": "oops"}), None),
+    ("cel", "expression-nested", _edge({"parts": [_part(weight=150), {"name": "p2", "weight": 100}]}), None),
+    ("cel", "int-or-string-string", _edge({"port": "80"}), None),
+    ("cel", "int-or-string-large", _edge({"port": 70000}), None),
+    ("cel", "int-or-string-whole-float", _edge({"port": 80.0}), None),
+    ("length-bytes", "title-two-byte", _edge({"title": "éééééé"}), None),
+    ("length-bytes", "title-two-byte-over", _edge({"title": "ééééééé"}), None),
+    ("length-bytes", "title-emoji", _edge({"title": "😀😀😀😀😀😀"}), None),
+    ("length-bytes", "title-emoji-over", _edge({"title": "😀😀😀😀😀😀😀"}), None),
+    ("length-bytes", "nick-cjk", _edge({"nick": "名前名前"}), None),
+    (
+        "map-key",
+        "label-key-dotted",
+        _edge({"parts": [_part(labels={"kubernetes.io/role": "toolong"})]}),
+        None,
+    ),
+    # ratcheting: unchanged invalid values by map-list key, set and atomic lists, maps; transition rules
+    (
+        "ratchet-kept",
+        "part-reordered",
+        _edge({"parts": [{"name": "p2"}, _part(color="green")]}),
+        _edge({"parts": [_part(color="green"), {"name": "p2"}]}),
+    ),
+    (
+        "ratchet-kept",
+        "part-sibling-added",
+        _edge({"parts": [_part(color="green"), {"name": "p3"}]}),
+        _edge({"parts": [_part(color="green")]}),
+    ),
+    (
+        "ratchet-changed",
+        "part-sibling-field",
+        _edge({"parts": [_part(color="green", weight=6)]}),
+        _edge({"parts": [_part(color="green")]}),
+    ),
+    ("ratchet-kept", "tags-reordered", _edge({"tags": ["t1", "bad"]}), _edge({"tags": ["bad", "t1"]})),
+    ("ratchet-changed", "tags-grown", _edge({"tags": ["bad", "t1", "t2"]}), _edge({"tags": ["bad", "t1"]})),
+    (
+        "ratchet-kept",
+        "words-kept",
+        _edge({"words": ["muchtoolong"], "size": 4}),
+        _edge({"words": ["muchtoolong"]}),
+    ),
+    (
+        "ratchet-changed",
+        "words-appended",
+        _edge({"words": ["muchtoolong", "b"]}),
+        _edge({"words": ["muchtoolong"]}),
+    ),
+    (
+        "ratchet-kept",
+        "limits-kept",
+        _edge({"limits": {"cpu": "x"}, "size": 4}),
+        _edge({"limits": {"cpu": "x"}}),
+    ),
+    (
+        "ratchet-kept",
+        "note-kept",
+        _edge({"parts": [_part(notes=[{"text": "bad"}]), {"name": "p3"}]}),
+        _edge({"parts": [_part(notes=[{"text": "bad"}])]}),
+    ),
+    (
+        "ratchet-changed",
+        "note-appended",
+        _edge({"parts": [_part(notes=[{"text": "bad"}, {"text": "a"}])]}),
+        _edge({"parts": [_part(notes=[{"text": "bad"}])]}),
+    ),
+    (
+        "ratchet-kept",
+        "duplicate-tags-kept",
+        _edge({"tags": ["a", "a"], "size": 4}),
+        _edge({"tags": ["a", "a"]}),
+    ),
+    # an object holding a field its schema does not describe never equals its previous value
+    (
+        "ratchet-kept",
+        "size-missing-kept",
+        _edge({"size": _DROP, "extra": {"known": "k"}}, meta={"labels": {"a": "b"}}),
+        _edge({"size": _DROP, "extra": {"known": "k"}}),
+    ),
+    (
+        "ratchet-kept",
+        "size-missing-beside-unknown",
+        _edge({"size": _DROP}, meta={"labels": {"a": "b"}}),
+        _edge({"size": _DROP}),
+    ),
+    (
+        "ratchet-kept",
+        "extra-known-kept",
+        _edge({"extra": {"known": "long"}, "size": 4}),
+        _edge({"extra": {"known": "long"}}),
+    ),
+    (
+        "ratchet-kept",
+        "extra-known-beside-unknown",
+        _edge({"extra": {"known": "long", "free": [1]}, "size": 4}),
+        _edge({"extra": {"known": "long", "free": [1]}}),
+    ),
+    ("transition", "mode-changed", _edge({"mode": "Slow"}), _edge()),
+    ("transition", "mode-invalid-kept", _edge({"mode": "Medium", "size": 4}), _edge({"mode": "Medium"})),
+    ("transition", "serial-changed", _edge({"parts": [_part(serial="s2")]}), _edge()),
+    ("transition", "serial-of-reordered-part", _edge({"parts": [{"name": "p2"}, _part()]}), _edge()),
+    ("transition", "counter-down", _edge({"counter": 0}), _edge()),
+    ("transition", "counter-added", _edge({"counter": 0}), _edge({"counter": _DROP})),
+    ("transition", "counter-created", _edge({"counter": -1}), None),
+]
+
+
+def edge_cases() -> list[Case]:
+    """The edge CRD's hand-written cases (the same on every run)."""
+    version = edges()
+    return [
+        Case(f"{EDGES.name}@{version.version}/{cls}/{tag}", cls, version, obj, old)
+        for cls, tag, obj, old in _EDGE_CASES
+    ]

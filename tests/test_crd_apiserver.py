@@ -3,7 +3,8 @@
 The reference (tests/apiserver_reference) is k8s.io/apiextensions-apiserver and k8s.io/apiserver from the Go
 module proxy, running the request path of a custom resource: decoding, pruning, defaulting, then
 ``rest.BeforeCreate`` / ``rest.BeforeUpdate`` with the real strategy, validation ratcheting on. The corpus
-(tests/crd_corpus.py) covers every served version of every shipped CRD file, Karpenter sets included.
+(tests/crd_corpus.py) covers every served version of every shipped CRD file, Karpenter sets included, and a
+test CRD with the schema features the shipped ones lack (tests/data/crd-edges/).
 Verdicts must be equal on every case, and the field paths equal on every rejection.
 """
 
@@ -23,7 +24,7 @@ import pytest
 from nodefleet.crd_schema import NOT_CHECKED, validate_object
 from tests import goref
 from tests.conftest import PROJECT
-from tests.crd_corpus import Case, corpus, reference_case
+from tests.crd_corpus import EDGES, Case, corpus, reference_case
 
 REFERENCE = PROJECT / "tests" / "apiserver_reference"
 
@@ -167,7 +168,8 @@ def test_corpus_covers_every_shipped_crd_and_class() -> None:
     updates = [c for c in cases if c.old is not None]
     assert len(creates) >= 2000 and len(updates) >= 500
     served = {(v.crd.file, v.version) for v in load_index().all_versions()}
-    assert {(c.crd.crd.file, c.crd.version) for c in cases} == served
+    edges = {(str(EDGES), "v1")}
+    assert {(c.crd.crd.file, c.crd.version) for c in cases} == served | edges
     outcomes = _outcomes()
     refused = {o.case.cls for o in outcomes if not o.ref_allowed}
     for cls in ("null-list-item", "null-map-entry", "missing-name", "blocking+cel", "ratchet-changed"):
