@@ -304,7 +304,10 @@ def compile_rule(spec: Mapping[str, Any]) -> CompiledRule:
     message_expression = spec.get("messageExpression")
     message_program = None
     if message_expression:
-        message_program, _ = _compile(str(message_expression), optional_old_self)
+        # The API server evaluates a messageExpression with oldSelf bound as the plain previous value, also
+        # under optionalOldSelf (its activation, not the optional one): oldSelf.value() there fails, and the
+        # rule's message is used.
+        message_program, _ = _compile(str(message_expression), False)
     return CompiledRule(
         rule=rule,
         message=spec.get("message"),
@@ -448,7 +451,8 @@ def _go_error(error: str) -> str:
 
 
 def _message(rule: CompiledRule, data: Mapping[str, Any]) -> str:
-    if rule.message_program is not None:
+    unbound = not data["__nf_has_old"] and references_old_self(rule.message_expression or "")
+    if rule.message_program is not None and not unbound:  # without a previous value oldSelf is unbound
         try:
             value = rule.message_program.eval(data=data)
         except Exception:

@@ -923,6 +923,9 @@ _EDGE_CASES: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
     ("cel", "int-or-string-string", _edge({"port": "80"}), None),
     ("cel", "int-or-string-large", _edge({"port": 70000}), None),
     ("cel", "int-or-string-whole-float", _edge({"port": 80.0}), None),
+    # fieldPath as the API server appends it: a map key as [key] (spec.limits.[cpu] when it comes first)
+    ("cel", "field-path-map-key", _edge({"limits": {"cpu": "0"}}), None),
+    ("cel", "field-path-nested-key", _edge({"parts": [_part(labels={"Name": "x"})]}), None),
     ("length-bytes", "title-two-byte", _edge({"title": "éééééé"}), None),
     ("length-bytes", "title-two-byte-over", _edge({"title": "ééééééé"}), None),
     ("length-bytes", "title-emoji", _edge({"title": "😀😀😀😀😀😀"}), None),
@@ -1022,6 +1025,8 @@ _EDGE_CASES: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
     ("transition", "serial-of-reordered-part", _edge({"parts": [{"name": "p2"}, _part()]}), _edge()),
     ("transition", "counter-down", _edge({"counter": 0}), _edge()),
     ("transition", "counter-added", _edge({"counter": 0}), _edge({"counter": _DROP})),
+    # a messageExpression reads oldSelf as the plain value, also under optionalOldSelf
+    ("transition", "counter-down-message", _edge({"counter": 2}), _edge({"counter": 5})),
     ("transition", "counter-created", _edge({"counter": -1}), None),
 ]
 
