@@ -1002,7 +1002,23 @@ def validate_object(
             )
             for path in unknown_fields
         ]
+    for key, words in (("kind", "Kind"), ("apiVersion", "apiVersion")):
+        if not patch and not body.get(key):
+            # The request is refused as it is read, before validation (runtime: Object 'Kind' is missing).
+            field = f"{key.lower()} field " if key == "kind" else f"{key} field"
+            return [
+                Finding(
+                    "",
+                    f"Object '{words}' is missing in 'object has no {field}' (every object names its {key})",
+                    True,
+                )
+            ]
     walk = _Walk(patch)
+    for key, expected in (("kind", crd.crd.kind), ("apiVersion", crd.api_version)):
+        # (The API server then skips the schema and ObjectMeta checks; an object of another kind or version
+        # is judged by that CRD here, so this only shows up in hand-made objects.)
+        if isinstance(body.get(key), str) and body[key] != expected:
+            walk.fail(key, f"Invalid value: {_shown(body[key])}: must be {expected}")
     meta_view = _metadata(
         body.get("metadata"), crd, walk, patch, None if old is None else old.get("metadata") or {}
     )

@@ -882,6 +882,11 @@ _EDGE_CASES: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
     ("missing-name", "update-without-metadata", {**_edge(), "metadata": {}}, _edge()),
     ("missing-name", "update-renamed", _edge(meta={"name": "widget-b"}), _edge()),
     ("missing-name", "update-other-namespace", _edge(meta={"namespace": "other"}), _edge()),
+    # an object without its kind or apiVersion is refused as it is read (a transition case of seed 6 removed it)
+    ("type-meta", "no-kind", {k: v for k, v in _edge().items() if k != "kind"}, None),
+    ("type-meta", "no-api-version", {k: v for k, v in _edge().items() if k != "apiVersion"}, None),
+    ("type-meta", "update-without-kind", {k: v for k, v in _edge().items() if k != "kind"}, _edge()),
+    ("type-meta", "other-kind", {**_edge({"size": 7}), "kind": "Gadget"}, None),
     # blocking errors keep every CEL rule from running, at any depth
     ("blocking+cel", "enum-deep", _edge({"parts": [_part(color="green", weight=500)]}), None),
     (
