@@ -1292,7 +1292,8 @@ def rejects_field(obj: Mapping[str, Any], crd: CrdVersion, path: str) -> bool:
     Other policies ask this before reporting a value they cannot use: when the CRD rejects it, ``crd-schema``
     reports it with the CRD's message, and one mistake gets one verdict.
     """
+    whole = {"apiVersion": crd.api_version, "kind": crd.crd.kind, **obj}  # the field's object, of this CRD
     return any(
         f.blocking and (f.path == path or f.path.startswith((f"{path}.", f"{path}[")))
-        for f in validate_object(obj, crd)
+        for f in validate_object(whole, crd)
     )
