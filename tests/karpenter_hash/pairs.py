@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -109,7 +110,20 @@ _BY_TYPE: dict[str, list[Any]] = {
     "sigs.k8s.io/karpenter/pkg/apis/v1.NillableDuration": ["720h", "43200m", "Never", "1h", "60m"],
     "k8s.io/apimachinery/pkg/apis/meta/v1.Time": [],  # not modelled; not generated
 }
-_KUBELET_MAP = [{"maxPods": 110}, {"maxPods": 110, "podsPerCore": 2}, {"maxPods": 250}, {}]
+_KUBELET_MAP = [
+    {"maxPods": 110},
+    {"maxPods": 110, "podsPerCore": 2},
+    {"maxPods": 250},
+    {},
+    # 1.15 hashes the map's JSON text as the API server stores it: 110.0 is stored as 110, an integer past
+    # int64 as a float (10**21 as 1e+21), a null entry is dropped, a nested map's keys are sorted.
+    {"maxPods": 110.0},
+    {"maxPods": 110, "registryPullQPS": 10**21},
+    {"maxPods": 110, "registryPullQPS": 1e21},
+    {"maxPods": 110, "registryPullQPS": 0.5},
+    {"maxPods": 110, "podsPerCore": None},
+    {"maxPods": 110, "evictionHard": {"nodefs.available": "10%", "memory.available": "100Mi"}},
+]
 
 
 def _schema_at(schema: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -252,6 +266,10 @@ def _set(obj: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, An
     return out
 
 
+def _text(obj: Any) -> str:
+    return json.dumps(obj)
+
+
 def _field_pairs(kind: str, base: dict[str, Any], types: HashTypes, minor: str) -> Iterator[Pair]:
     root = types.roots["EC2NodeClass" if kind == "EC2NodeClass" else "NodePoolSpec"]
     schema = _spec_schema(base["apiVersion"], base["kind"], minor)
@@ -266,7 +284,7 @@ def _field_pairs(kind: str, base: dict[str, Any], types: HashTypes, minor: str) 
             if a is b:
                 continue
             old, new = _set(base, path, a), _set(base, path, b)
-            if old == new:
+            if _text(old) == _text(new):  # not ==: 110 == 110.0 and key order count in what is sent
                 continue
             yield Pair(f"{kind}:{dotted}#{i}", "field", old, new)
 
