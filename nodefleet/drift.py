@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -218,14 +219,36 @@ def _ami_ids(spec: Mapping[str, Any]) -> frozenset[str] | None:
 # Karpenter's scheduling.Requirement: a value set or its complement, with integer bounds (gte, lte).
 _Req = tuple[bool, frozenset[str], int | None, int | None]
 _UNIVERSAL: _Req = (True, frozenset(), None, None)
+#: sigs.k8s.io/karpenter ``v1.NormalizedLabels`` (the same in every supported minor).
+_NORMALIZED_LABELS = {
+    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
+    "beta.kubernetes.io/arch": "kubernetes.io/arch",
+    "beta.kubernetes.io/os": "kubernetes.io/os",
+    "beta.kubernetes.io/instance-type": "node.kubernetes.io/instance-type",
+}
 _MAX_INT = 2**63 - 1
+_MIN_INT = -(2**63)
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _go_atoi(text: str) -> tuple[int, bool]:
+    """Go's ``strconv.Atoi`` (64-bit): the value and whether it parsed. ASCII digits after an optional sign,
+    nothing else (no spaces, no ``_``, no other scripts' digits); out of range clamps to the int64 bounds
+    and fails; anything else is 0 and fails."""
+    if not _GO_INT.fullmatch(text):
+        return 0, False
+    number = int(text, 10)
+    if number > _MAX_INT:
+        return _MAX_INT, False
+    if number < _MIN_INT:
+        return _MIN_INT, False
+    return number, True
 
 
 def _atoi(text: str) -> int | None:
-    try:
-        return int(text, 10)
-    except ValueError:
-        return None
+    number, ok = _go_atoi(text)
+    return number if ok else None
 
 
 def _within(value: str, gte: int | None, lte: int | None) -> bool:
@@ -235,11 +258,18 @@ def _within(value: str, gte: int | None, lte: int | None) -> bool:
     return number is not None and (gte is None or number >= gte) and (lte is None or number <= lte)
 
 
+def _normalized(key: str) -> str:
+    """Karpenter's ``v1.NormalizedLabels``: deprecated keys stand for their GA ones, on pools and nodes."""
+    return _NORMALIZED_LABELS.get(key, key)
+
+
 def _requirement(req: Mapping[str, Any]) -> _Req:
-    """``NewRequirement(key, operator, values...)``, Gt/Lt canonicalised to bounds as Karpenter does."""
+    """``NewRequirement(key, operator, values...)``, Gt/Lt canonicalised to bounds as Karpenter does (the
+    value as Go's ``Atoi`` reads it, a failed parse counting as what it returns; ``Lt`` of the smallest int
+    wraps round as Go's ``value--`` does)."""
     op = str(req.get("operator"))
     values = [str(v) for v in req.get("values") or []]
-    first = (_atoi(values[0]) or 0) if values else 0
+    first = _go_atoi(values[0])[0] if values else 0
     if op == "In":
         return (False, frozenset(values), None, None)
     if op == "NotIn":
@@ -249,7 +279,7 @@ def _requirement(req: Mapping[str, Any]) -> _Req:
     if op == "Gt":
         return (False, frozenset(), None, None) if first == _MAX_INT else (True, frozenset(), first + 1, None)
     if op == "Lt":
-        return (True, frozenset(), None, first - 1)
+        return (True, frozenset(), None, first - 1 if first != _MIN_INT else _MAX_INT)
     if op == "Gte":
         return (True, frozenset(), first, None)
     if op == "Lte":
@@ -281,8 +311,18 @@ def _pool_requirements(pool: Mapping[str, Any]) -> dict[str, _Req]:
     out: dict[str, _Req] = {}
     for req in (template.get("spec") or {}).get("requirements") or []:
         if isinstance(req, Mapping) and req.get("key"):
-            key = str(req["key"])
+            key = _normalized(str(req["key"]))
             out[key] = _intersection(out.get(key, _UNIVERSAL), _requirement(req))
+    return out
+
+
+def _node_labels(labels: Mapping[str, str]) -> dict[str, str | None]:
+    """``NewLabelRequirements(labels)`` per normalised key: the label's value, or None where a deprecated
+    key and its GA key disagree (``In {a} ∩ In {b}`` is empty, which Compatible() treats as no label)."""
+    out: dict[str, str | None] = {}
+    for key, value in labels.items():
+        norm = _normalized(str(key))
+        out[norm] = str(value) if norm not in out or out[norm] == str(value) else None
     return out
 
 
@@ -303,28 +343,28 @@ def node_requirements_drifted(pool: Mapping[str, Any], labels: Mapping[str, str]
 
     ``areRequirementsDrifted``: the node's labels must be ``Compatible`` with the pool's requirements. A key
     the node has no label for is allowed only if the pool's requirements on it come to ``NotIn`` or
-    ``DoesNotExist``; a labelled key must allow the label's value (bounds of Gt/Lt/Gte/Lte need an integer).
-    Karpenter's key normalisation of deprecated labels (``beta.kubernetes.io/arch``…) is not modelled.
+    ``DoesNotExist``; a labelled key must allow the label's value (bounds of Gt/Lt/Gte/Lte need a value Go's
+    ``Atoi`` reads: ASCII digits, within int64). Deprecated keys (``beta.kubernetes.io/arch``…) count as
+    their GA keys on both sides, as Karpenter normalises them.
     """
-    return not all(
-        _allows(req, None if key not in labels else str(labels[key]))
-        for key, req in _pool_requirements(pool).items()
-    )
+    node = _node_labels(labels)
+    return not all(_allows(req, node.get(key)) for key, req in _pool_requirements(pool).items())
 
 
 def _label_options(pools: tuple[Mapping[str, Any], Mapping[str, Any]], key: str) -> list[str | None]:
-    """The values of ``key`` that can tell the pools' requirements apart: every value and bound they
-    mention, its neighbours, one value none mentions, and no label at all (None)."""
+    """The values of ``key`` that can tell the pools' requirements apart: every value they mention, every
+    bound (as Karpenter reads it) and its neighbours, one value none mentions (no integer), and no label at
+    all (None). Between two such integers every requirement answers alike."""
     out: set[str] = {"nodefleet-other-value"}
     for pool in pools:
         template = (pool.get("spec") or {}).get("template") or {}
         for req in (template.get("spec") or {}).get("requirements") or []:
-            if isinstance(req, Mapping) and req.get("key") == key:
-                for value in req.get("values") or []:
-                    out.add(str(value))
-                    number = _atoi(str(value))
-                    if number is not None:
-                        out.update({str(number - 1), str(number + 1)})
+            if isinstance(req, Mapping) and _normalized(str(req.get("key"))) == key:
+                out.update(str(value) for value in req.get("values") or [])
+                _, _, gte, lte = _requirement(req)
+                for bound in (gte, lte):
+                    if bound is not None:
+                        out.update(str(n) for n in (bound - 1, bound, bound + 1) if _MIN_INT <= n <= _MAX_INT)
     return [None, *sorted(out)]
 
 

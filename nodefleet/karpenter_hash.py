@@ -31,10 +31,12 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -224,9 +226,35 @@ def quantity_string(text: Any) -> str:
     return f"{amount}{named[exp]}" if exp in named else f"{amount}e{exp}"
 
 
+def _go_float(number: float) -> str:
+    """``encoding/json`` text of a float64: shortest digits, plain between 1e-6 and 1e21, else ``1e+21`` /
+    ``1e-7`` (so an integral float is written as the integer: ``110.0`` is ``110``)."""
+    if number == 0:
+        return "-0" if math.copysign(1.0, number) < 0 else "0"
+    if 1e-6 <= abs(number) < 1e21:
+        return format(Decimal(repr(number)).normalize(), "f")
+    sign, digits, exponent = Decimal(repr(number)).normalize().as_tuple()
+    text = "".join(str(d) for d in digits)
+    power = len(text) - 1 + int(exponent)
+    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    return f"{'-' if sign else ''}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}".replace("e-0", "e-")
+
+
 def _go_json(value: Any) -> str:
-    """``encoding/json.Marshal`` of a decoded JSON value (sorted keys, HTML-safe escapes)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """``encoding/json.Marshal`` of a JSON value as the API server stores it (sorted keys, HTML-safe
+    escapes). Numbers are what ``sigs.k8s.io/json`` decodes them into: an int64 when the integer fits, else
+    a float64 (``1e2``, ``110.0``, ``2**63`` are floats, and an integral float is written as an integer)."""
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{_go_json(str(k))}:{_go_json(value[k])}" for k in sorted(value)) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_go_json(v) for v in value) + "]"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value) if -(2**63) <= value < 2**63 else _go_float(float(value))
+    if isinstance(value, float):
+        return _go_float(value)
+    text = json.dumps(str(value), ensure_ascii=False)
     for raw, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028")):
         text = text.replace(raw, esc)
     return text.replace("\u2029", "\\u2029")

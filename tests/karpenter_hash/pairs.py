@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -109,7 +110,20 @@ _BY_TYPE: dict[str, list[Any]] = {
     "sigs.k8s.io/karpenter/pkg/apis/v1.NillableDuration": ["720h", "43200m", "Never", "1h", "60m"],
     "k8s.io/apimachinery/pkg/apis/meta/v1.Time": [],  # not modelled; not generated
 }
-_KUBELET_MAP = [{"maxPods": 110}, {"maxPods": 110, "podsPerCore": 2}, {"maxPods": 250}, {}]
+_KUBELET_MAP = [
+    {"maxPods": 110},
+    {"maxPods": 110, "podsPerCore": 2},
+    {"maxPods": 250},
+    {},
+    # 1.15 hashes the map's JSON text as the API server stores it: 110.0 is stored as 110, an integer past
+    # int64 as a float (10**21 as 1e+21), a null entry is dropped, a nested map's keys are sorted.
+    {"maxPods": 110.0},
+    {"maxPods": 110, "registryPullQPS": 10**21},
+    {"maxPods": 110, "registryPullQPS": 1e21},
+    {"maxPods": 110, "registryPullQPS": 0.5},
+    {"maxPods": 110, "podsPerCore": None},
+    {"maxPods": 110, "evictionHard": {"nodefs.available": "10%", "memory.available": "100Mi"}},
+]
 
 
 def _schema_at(schema: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -252,6 +266,10 @@ def _set(obj: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, An
     return out
 
 
+def _text(obj: Any) -> str:
+    return json.dumps(obj)
+
+
 def _field_pairs(kind: str, base: dict[str, Any], types: HashTypes, minor: str) -> Iterator[Pair]:
     root = types.roots["EC2NodeClass" if kind == "EC2NodeClass" else "NodePoolSpec"]
     schema = _spec_schema(base["apiVersion"], base["kind"], minor)
@@ -266,7 +284,7 @@ def _field_pairs(kind: str, base: dict[str, Any], types: HashTypes, minor: str) 
             if a is b:
                 continue
             old, new = _set(base, path, a), _set(base, path, b)
-            if old == new:
+            if _text(old) == _text(new):  # not ==: 110 == 110.0 and key order count in what is sent
                 continue
             yield Pair(f"{kind}:{dotted}#{i}", "field", old, new)
 
@@ -333,11 +351,19 @@ def pairs(minor: str) -> list[Pair]:
 
 # --- requirements: per-node drift -----------------------------------------------------------------------
 
+#: Keys and two values each. ``beta.kubernetes.io/arch`` is the deprecated spelling Karpenter normalises to
+#: ``kubernetes.io/arch`` on pools and nodes alike, so requirements and labels on both keys meet.
 _REQ_KEYS = {
     "kubernetes.io/arch": ["amd64", "arm64"],
+    "beta.kubernetes.io/arch": ["arm64", "amd64"],
     "karpenter.k8s.aws/instance-cpu": ["4", "8"],
     "team": ["a", "b"],
 }
+_NUMERIC_KEY = "karpenter.k8s.aws/instance-cpu"
+#: Label values of the numeric key that Go's ``strconv.Atoi`` reads otherwise than Python's ``int``: a
+#: leading zero (4), a digit separator (not a number), past int64 (not a number), the largest int64.
+_ODD_NUMBERS = ("04", "1_0", "99999999999999999999", "9223372036854775807")
+_INT64_MAX = 2**63 - 1
 
 
 def _requirement_choices() -> list[dict[str, Any]]:
@@ -349,13 +375,17 @@ def _requirement_choices() -> list[dict[str, Any]]:
             {"key": key, "operator": "NotIn", "values": [v1]},
             {"key": key, "operator": "Exists"},
             {"key": key, "operator": "DoesNotExist"},
+            {"key": key, "operator": "In", "values": [v2, v1, v1], "minValues": 2},
         ]
-        if key.endswith("instance-cpu"):
+        if key == _NUMERIC_KEY:
+            # Bounds the CRD admits (one non-negative integer): also 0 and the largest int64 (Gt of it
+            # is DoesNotExist); In on spellings Atoi reads otherwise.
             out += [
                 {"key": key, "operator": op, "values": [v]}
                 for op in ("Gt", "Lt", "Gte", "Lte")
-                for v in (v1, v2)
+                for v in (v1, v2, "0", str(_INT64_MAX))
             ]
+            out += [{"key": key, "operator": "In", "values": ["04", "1_0"]}]
     return out
 
 
@@ -374,12 +404,20 @@ class RequirementCase:
 
 
 def _claims(requirements: list[dict[str, Any]]) -> tuple[dict[str, str], ...]:
+    """Every combination of, per key: no label, a value nothing mentions, each value mentioned and, for a
+    number, the integers either side of the bounds it makes (Gt n starts at n+1, Lt n ends at n-1)."""
     keys = sorted({r["key"] for r in requirements})
     options: list[list[str | None]] = []
     for key in keys:
         mentioned = {str(v) for r in requirements if r["key"] == key for v in r.get("values") or []}
-        numbers = {str(int(v) + d) for v in mentioned if v.isdigit() for d in (-1, 1)}
-        options.append([None, "zz-other", *sorted(mentioned | numbers)])
+        numbers = {
+            str(int(v) + d)
+            for v in mentioned
+            if v.isascii() and v.isdigit() and int(v) <= _INT64_MAX
+            for d in (-2, -1, 0, 1, 2)
+        }
+        odd = set(_ODD_NUMBERS) if key == _NUMERIC_KEY else set()
+        options.append([None, "zz-other", *sorted(mentioned | numbers | odd)])
     return tuple(
         {k: v for k, v in zip(keys, combo, strict=True) if v is not None}
         for combo in itertools.product(*options)
@@ -409,5 +447,7 @@ def requirement_cases(count: int = 160, seed: int = 18) -> list[RequirementCase]
             j = rng.randrange(len(new))
             same_key = [c for c in choices if c["key"] == new[j]["key"]]
             new.append(copy.deepcopy(rng.choice(same_key)))
-        out.append(RequirementCase(f"requirements#{i}", _pool_with(old), _pool_with(new), _claims(old + new)))
+        out.append(
+            RequirementCase(f"requirements#{seed}.{i}", _pool_with(old), _pool_with(new), _claims(old + new))
+        )
     return out
