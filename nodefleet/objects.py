@@ -15,7 +15,7 @@ Different objects with one identity are refused with both places named.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodefleet.config import CONFIG_KEY, Fleet, ResolvedCluster, ResolvedHostedCluster
@@ -268,3 +268,47 @@ def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
     for fleet, source in fleets:
         objects += fleet_plan(fleet, source).emitted
     return plan_objects(objects, across_stacks=True).problems
+
+
+def rendered_tree_problems(mine: Sequence[StackObject], rendered: Sequence[StackObject]) -> list[str]:
+    """Collisions between a stack's objects (with their rendered content: :func:`with_rendered_content`) and
+    what other stacks rendered into the same tree (:func:`rendered_objects`)."""
+    return plan_objects([*mine, *rendered], across_stacks=True).problems
+
+
+def rendered_objects(
+    stack: str, source: str, files: Iterable[tuple[str, str, dict[str, Any]]]
+) -> list[StackObject]:
+    """The objects another stack's last render left in a GitOps tree, each named by its file.
+
+    For a stack whose file is not at hand (rendered with ``--config-file`` from outside ``stacks/``): what it
+    rendered is what the tree syncs. ``files`` are (render folder, path shown, manifest); a folder holding a
+    HostedCluster is a management-side folder, whose objects go to the one management cluster.
+    """
+    files = list(files)
+    management = {target for target, _, manifest in files if manifest.get("kind") == "HostedCluster"}
+    return [
+        StackObject(
+            object_key(MANAGEMENT if target in management else f"cluster {target}", manifest),
+            path,
+            target,
+            manifest,
+            stack,
+            source,
+            target=target,
+        )
+        for target, path, manifest in files
+    ]
+
+
+def with_rendered_content(
+    objects: Iterable[StackObject], manifests: dict[tuple[str, str, str, str, str], dict[str, Any]]
+) -> list[StackObject]:
+    """``objects`` with the manifests a render writes for them (keyed by render folder, group, kind, namespace,
+    name), so that they compare with rendered files: the components add annotations (controller-owned
+    fields, the Karpenter version) the ``render_*`` functions alone do not."""
+    out = []
+    for o in objects:
+        written = manifests.get((o.target, o.key.group, o.key.kind, o.key.namespace, o.key.name))
+        out.append(o if written is None else replace(o, manifest=written))
+    return out

@@ -175,3 +175,35 @@ def test_apply_mode_refuses_two_standalone_clusters_through_one_kubeconfig() -> 
         e.value
     )
     assert "one stack per standalone cluster" in str(e.value)
+
+
+def test_render_refuses_an_object_a_stack_from_outside_stacks_rendered_into_the_tree(tmp_path: Path) -> None:
+    """A stack rendered with --config-file from outside stacks/ has no file the next render can read: what
+    its last render left in the tree is compared instead, each object named by its file."""
+    project = copy_project(tmp_path / "project")
+    (project / "stacks").mkdir()
+    elsewhere = tmp_path / "team-stacks"
+    elsewhere.mkdir()
+    files = {}
+    for name, replicas in (("east", 2), ("west", 3)):
+        raw = stack_fleet("hosted")
+        raw["clusters"][0]["nodePools"][0]["replicas"] = replicas
+        files[name] = _stack_file(elsewhere / f"Pulumi.{name}.yaml", raw)
+    first = nodefleet("render", "--config-file", str(files["east"]), cwd=project)
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = nodefleet("render", "--config-file", str(files["west"]), cwd=project)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert "Traceback" not in second.stderr
+    lines = [ln for ln in second.stderr.splitlines() if "NodePool clusters/infra" in ln]
+    assert lines, second.stderr
+    assert "stack 'east' (its last render; its stack file is not in stacks/)" in lines[0]
+    assert "rendered/east/prod-east/1-manifest/" in lines[0]
+    assert f"stack 'west' ({files['west']}) nodefleet:fleet.clusters[0].nodePools[0]" in lines[0]
+    assert not (project / "rendered" / "west").exists()
+    # The same declaration from a third stack is the one object, shared: not a collision.
+    same = stack_fleet("hosted")
+    same["clusters"][0]["nodePools"][0]["replicas"] = 2
+    third = nodefleet(
+        "render", "--config-file", str(_stack_file(elsewhere / "Pulumi.east2.yaml", same)), cwd=project
+    )
+    assert third.returncode == 0, third.stdout + third.stderr
