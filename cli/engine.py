@@ -108,12 +108,14 @@ def run(args: argparse.Namespace) -> int:
     """``preview`` / ``up`` of one stack."""
     from pulumi import automation as auto
 
-    from cli.stacks import load
+    from cli.stacks import fleet_of, load
     from nodefleet.config import STACK_FILE_ENV
 
     operation: str = args.operation
-    # The stack file is read as every command reads it (a missing or malformed file is exit 2, named).
-    name, _, _ = load(args)
+    # The stack file is read and validated as every command does it (a missing, malformed or invalid file is
+    # exit 2, named), before the engine is asked for: a wrong stack file is wrong on every engine.
+    name, config, source = load(args)
+    fleet_of(name, config, source)
     config_file = getattr(args, "config_file", None)
     source = f"--config-file {config_file}" if config_file else f"--stack {name}"
     status = engine_status()

@@ -292,6 +292,32 @@ def test_preview_refuses_on_an_incomplete_engine(
     assert "python -m nodefleet check --stack dev" in err
 
 
+@pytest.mark.parametrize("operation", ["preview", "up"])
+def test_an_invalid_stack_file_is_exit_2_before_the_engine_is_asked(
+    operation: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A wrong stack file is wrong on every engine: on an incomplete one it was reported as the engine's
+    exit 3, and the user fixed the engine first only to learn the file was wrong."""
+    from cli import engine
+    from cli.main import main
+
+    missing = engine.EngineStatus(False, ("pulumi-language-python: missing",))
+    monkeypatch.setattr(engine, "engine_status", lambda project=engine.PROJECT: missing)
+    stack = tmp_path / "Pulumi.typo.yaml"
+    stack.write_text(
+        (PROJECT / "stacks" / "Pulumi.hosted.yaml").read_text().replace("kind: hosted", "kind: Hosted")
+    )
+    assert main([operation, "--config-file", str(stack)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {stack}: nodefleet:fleet.clusters[0].kind: unknown cluster kind 'Hosted'" in err
+    assert "engine" not in err and "Traceback" not in err
+    assert main([operation, "--config-file", str(stack), "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert (
+        doc["error"] == "invalid-input" and doc["problems"][0]["field"] == "nodefleet:fleet.clusters[0].kind"
+    )
+
+
 def test_policy_results_come_from_the_engine_event_stream() -> None:
     from pulumi.automation.events import EngineEvent
 
