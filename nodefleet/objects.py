@@ -253,7 +253,50 @@ def plan_objects(objects: Iterable[StackObject], *, across_stacks: bool = False)
 
 
 def fleet_plan(fleet: Fleet, source: str = "") -> ObjectPlan:
-    return plan_objects(stack_objects(fleet, source))
+    plan = plan_objects(stack_objects(fleet, source))
+    problems = control_plane_problems(_hosted_entries(fleet, source))
+    return ObjectPlan(plan.emitted, plan.shared, [*plan.problems, *problems]) if problems else plan
+
+
+def _hosted_entries(fleet: Fleet, source: str) -> list[tuple[StackObject, str]]:
+    """Each hosted cluster as (an entry naming it, its namespace), keyed by the control-plane namespace
+    HyperShift derives from it (``<namespace>-<name>``) on the management cluster."""
+    entries = []
+    for i, resolved in enumerate(fleet.clusters):
+        if isinstance(resolved, ResolvedHostedCluster):
+            hc = resolved.config
+            key = ObjectKey(MANAGEMENT, "", "Namespace", "", hc.control_plane_namespace)
+            place = f"{CONFIG_KEY}.clusters[{i}]"
+            entries.append((StackObject(key, place, hc.name, {}, fleet.stack, source), hc.namespace))
+    return entries
+
+
+def control_plane_problems(
+    entries: Sequence[tuple[StackObject, str]], *, across_stacks: bool = False
+) -> list[str]:
+    """Hosted clusters whose control planes HyperShift would put in one namespace, or whose namespace is another
+    cluster's control-plane namespace (``clusters`` + ``a-prod`` and ``clusters-a`` + ``prod`` both make
+    ``clusters-a-prod``). One control-plane namespace holds one control plane; deleting a cluster deletes it."""
+    problems: list[str] = []
+    first: dict[str, StackObject] = {}
+    for entry, _ in entries:
+        seen = first.setdefault(entry.key.name, entry)
+        if seen is not entry:
+            problems.append(
+                f"{entry.where(with_stack=across_stacks)}: HyperShift would put its control plane in namespace "
+                f"'{entry.key.name}' (<namespace>-<name>), which is also the control-plane namespace of "
+                f"{seen.where(with_stack=across_stacks)}; two control planes cannot share one namespace. Rename one "
+                "of the clusters, or put it in another namespace"
+            )
+    for entry, namespace in entries:
+        owner = first.get(namespace)
+        if owner is not None:
+            problems.append(
+                f"{entry.where(with_stack=across_stacks)}: its namespace '{namespace}' is the namespace HyperShift "
+                f"creates for the control plane of {owner.where(with_stack=across_stacks)} (<namespace>-<name>), and "
+                "deletes with that cluster, HostedCluster and all. Put the cluster in another namespace"
+            )
+    return problems
 
 
 def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
@@ -265,9 +308,12 @@ def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
     Namespace) do not conflict; different ones do.
     """
     objects: list[StackObject] = []
+    hosted: list[tuple[StackObject, str]] = []
     for fleet, source in fleets:
         objects += fleet_plan(fleet, source).emitted
-    return plan_objects(objects, across_stacks=True).problems
+        hosted += _hosted_entries(fleet, source)
+    problems = plan_objects(objects, across_stacks=True).problems
+    return problems + control_plane_problems(hosted, across_stacks=True)
 
 
 def rendered_tree_problems(mine: Sequence[StackObject], rendered: Sequence[StackObject]) -> list[str]:

@@ -207,3 +207,49 @@ def test_render_refuses_an_object_a_stack_from_outside_stacks_rendered_into_the_
         "render", "--config-file", str(_stack_file(elsewhere / "Pulumi.east2.yaml", same)), cwd=project
     )
     assert third.returncode == 0, third.stdout + third.stderr
+
+
+def test_two_hosted_clusters_whose_control_plane_namespaces_coincide_are_refused() -> None:
+    """HyperShift puts a control plane in <namespace>-<name>: clusters-a/prod and clusters/a-prod both make
+    clusters-a-prod, two different objects of the stack that pass every name check on their own."""
+    raw = _second_hosted(stack_fleet("hosted"), name="a-prod", infra="a-prod-9zz1a")
+    raw["clusters"][0]["name"], raw["clusters"][0]["namespace"] = "prod", "clusters-a"
+    raw["clusters"][1]["nodePools"][0]["name"] = "infra-a"
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT)
+    (line,) = str(e.value).splitlines()
+    assert line.startswith("stacks/Pulumi.hosted.yaml: nodefleet:fleet.clusters[1] (cluster 'a-prod'): ")
+    assert "namespace 'clusters-a-prod'" in line and "nodefleet:fleet.clusters[0] (cluster 'prod')" in line
+
+
+def test_a_hosted_cluster_in_another_clusters_control_plane_namespace_is_refused() -> None:
+    raw = _second_hosted(stack_fleet("hosted"), name="other", infra="other-9zz1a")
+    raw["clusters"][1]["namespace"] = "clusters-prod-east"
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT)
+    (line,) = str(e.value).splitlines()
+    assert "clusters[1] (cluster 'other'): its namespace 'clusters-prod-east'" in line
+    assert "control plane of nodefleet:fleet.clusters[0] (cluster 'prod-east')" in line
+
+
+def test_control_plane_namespaces_coincide_across_stacks_of_one_tree() -> None:
+    fleets = []
+    for stack, namespace, name in (("a", "clusters-a", "prod"), ("b", "clusters", "a-prod")):
+        raw = stack_fleet("hosted")
+        raw["clusters"][0].update(namespace=namespace, name=name, infraId=f"{name}-4kq8z")
+        fleets.append((load_fleet(raw, stack, PROJECT), f"stacks/Pulumi.{stack}.yaml"))
+    (problem,) = tree_problems(fleets)
+    assert "stack 'b' (stacks/Pulumi.b.yaml) nodefleet:fleet.clusters[0] (cluster 'a-prod')" in problem
+    assert "stack 'a' (stacks/Pulumi.a.yaml) nodefleet:fleet.clusters[0] (cluster 'prod')" in problem
+
+
+def test_a_control_plane_namespace_over_63_characters_is_refused() -> None:
+    raw = stack_fleet("hosted")
+    raw["clusters"][0].update(name="p" * 40, namespace="n" * 23)  # 40 + 1 + 23 = 64
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT)
+    (line,) = str(e.value).splitlines()
+    assert "nodefleet:fleet.clusters[0].name: HyperShift puts the control plane" in line
+    assert "(<namespace>-<name>, 64 characters)" in line and "(1 too many between them)" in line
+    raw["clusters"][0]["namespace"] = "n" * 22
+    load_fleet(raw, "hosted", PROJECT)
