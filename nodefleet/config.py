@@ -348,6 +348,18 @@ class StandaloneCluster(ConfigModel):
                 "karpenterOperator: the karpenter-operator's admission policies reject the userData, AMI and "
                 "amiFamily that karpenter (S3 pointer mode) writes; declare one of karpenter or karpenterOperator"
             )
+        if self.karpenter_operator:
+            by_name = {p.name: j for j, p in enumerate(self.pools)}
+            for i, oc in enumerate(self.karpenter_operator.node_classes):
+                pool = f"{OPERATOR_POOL_PREFIX}{oc.name}"
+                if pool in by_name:
+                    raise ValueError(
+                        f"pools[{by_name[pool]}].name: '{pool}' is the MachineConfigPool the karpenter-operator "
+                        f"creates and owns for karpenterOperator.nodeClasses[{i}] '{oc.name}' "
+                        f"({OPERATOR_POOL_PREFIX}<class>); declared here too, the two would overwrite each other. "
+                        "Rename the pool (put node configuration for that class in MachineConfigs for the operator's "
+                        "pool instead)"
+                    )
         if self.karpenter:
             for i, nc in enumerate(self.karpenter.node_classes):
                 if nc.pool not in pools and nc.pool not in _BUILTIN_POOLS:
@@ -397,6 +409,10 @@ class StandaloneCluster(ConfigModel):
 def machine_set_name(cluster: StandaloneCluster, ms: MachineSetSpec) -> str:
     return f"{cluster.infra_id}-{ms.name}-{ms.zone}"
 
+
+#: The karpenter-operator creates one MachineConfigPool per node class, named ``karpenter-<class>``
+#: (openshift/enhancements ``enhancements/autoscaling/karpenter-operator.md``).
+OPERATOR_POOL_PREFIX = "karpenter-"
 
 #: Kubernetes' limit on a label value; a MachineSet's name is one (``machine.openshift.io/cluster-api-machineset``).
 MAX_LABEL_VALUE = 63

@@ -253,3 +253,19 @@ def test_a_control_plane_namespace_over_63_characters_is_refused() -> None:
     assert "(<namespace>-<name>, 64 characters)" in line and "(1 too many between them)" in line
     raw["clusters"][0]["namespace"] = "n" * 22
     load_fleet(raw, "hosted", PROJECT)
+
+
+def test_a_custom_pool_named_like_the_karpenter_operators_pool_is_refused() -> None:
+    """The karpenter-operator creates and owns MachineConfigPool karpenter-<class> for each node class; a stack
+    declaring a pool of that name was accepted, and the two owners would overwrite each other."""
+    from tests.variants import karpenter_operator_fleet
+
+    raw = karpenter_operator_fleet()
+    raw["clusters"][0]["pools"] = [{"name": "infra"}, {"name": "karpenter-general"}]
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "karpenter", PROJECT)
+    (line,) = str(e.value).splitlines()
+    assert line.startswith("stacks/Pulumi.karpenter.yaml: nodefleet:fleet.clusters[0].pools[1].name: ")
+    assert "karpenterOperator.nodeClasses[0] 'general'" in line and "Rename the pool" in line
+    raw["clusters"][0]["pools"] = [{"name": "karpenter-batch"}]  # no class 'batch': an ordinary pool
+    load_fleet(raw, "karpenter", PROJECT)
