@@ -48,10 +48,13 @@ def engine_status(project: Path = PROJECT) -> EngineStatus:
     status = engine_dir(project) / "status"
     if not (engine_dir(project) / "env").is_file() or not status.is_file():
         return EngineStatus(False, ("no engine: run `make setup` (engine/bootstrap) first",))
+    # Each part once: two bootstraps that ran at once (two checkouts' `make test`) both append their lines.
     missing = tuple(
-        line.split(": missing:", 1)[0].strip() + ": missing"
-        for line in status.read_text(encoding="utf-8").splitlines()
-        if ": missing:" in line
+        dict.fromkeys(
+            line.split(": missing:", 1)[0].strip() + ": missing"
+            for line in status.read_text(encoding="utf-8").splitlines()
+            if ": missing:" in line
+        )
     )
     return EngineStatus(not missing, missing)
 

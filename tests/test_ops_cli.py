@@ -274,6 +274,15 @@ def test_engine_status_names_the_missing_parts(tmp_path: Path) -> None:
     assert engine_status(tmp_path).complete
 
 
+def test_engine_status_names_each_missing_part_once(tmp_path: Path) -> None:
+    """Two bootstraps that ran at once append the same lines twice; the report printed every part twice."""
+    (tmp_path / ".engine").mkdir()
+    (tmp_path / ".engine" / "env").write_text("export X=1\n")
+    lines = "kubernetes: missing: download failed\naws: missing: download failed\n"
+    (tmp_path / ".engine" / "status").write_text("venv: ok\n" + lines + lines)
+    assert engine_status(tmp_path).reason == "kubernetes: missing; aws: missing"
+
+
 def test_preview_refuses_on_an_incomplete_engine(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
