@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from nodefleet.config import CONFIG_KEY, Fleet, ResolvedCluster, ResolvedHostedCluster
@@ -312,8 +313,31 @@ def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
     for fleet, source in fleets:
         objects += fleet_plan(fleet, source).emitted
         hosted += _hosted_entries(fleet, source)
-    problems = plan_objects(objects, across_stacks=True).problems
+    problems = _shared_folder_problems(fleets) + plan_objects(objects, across_stacks=True).problems
     return problems + control_plane_problems(hosted, across_stacks=True)
+
+
+def _shared_folder_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
+    """Two stacks whose render directories coincide and that have a cluster of one name would write one render
+    folder: each render would prune the other's files (``nodefleet render`` refuses the second when it comes to
+    write; this says so for both, before either is rendered)."""
+    owner: dict[tuple[Path, str], tuple[Fleet, str, int]] = {}
+    problems: list[str] = []
+    for fleet, source in fleets:
+        for i, cluster in enumerate(fleet.config.clusters):
+            for folder in render_targets(cluster.name, isinstance(cluster, HostedCluster)):
+                first = owner.setdefault((fleet.render_dir.path, folder), (fleet, source, i))
+                other, other_source, j = first
+                if other is fleet:
+                    continue
+                problems.append(
+                    f"stack '{fleet.stack}' ({source}) {CONFIG_KEY}.clusters[{i}] (cluster '{cluster.name}'): renders "
+                    f"into {fleet.render_directory}/{folder}, which stack '{other.stack}' ({other_source}) "
+                    f"{CONFIG_KEY}.clusters[{j}] (cluster '{other.config.clusters[j].name}') renders into too; two "
+                    "stacks cannot share a render folder (each render would remove the other's files). Put "
+                    "{stack} in output.directory of one of them (e.g. rendered/{stack}), or rename one cluster"
+                )
+    return problems
 
 
 def rendered_tree_problems(mine: Sequence[StackObject], rendered: Sequence[StackObject]) -> list[str]:

@@ -269,3 +269,23 @@ def test_a_custom_pool_named_like_the_karpenter_operators_pool_is_refused() -> N
     assert "karpenterOperator.nodeClasses[0] 'general'" in line and "Rename the pool" in line
     raw["clusters"][0]["pools"] = [{"name": "karpenter-batch"}]  # no class 'batch': an ordinary pool
     load_fleet(raw, "karpenter", PROJECT)
+
+
+def test_two_stacks_rendering_one_cluster_folder_are_refused_before_either_renders() -> None:
+    """Two stacks sharing output.directory (no {stack}) with a cluster of one name passed fleet check, even
+    with identical objects; the second render then stopped at the folder the first one's record claims."""
+    fleets = []
+    for stack in ("one", "two"):
+        raw = stack_fleet("dev")
+        raw["output"] = {"mode": "render", "directory": "rendered/clusters"}
+        fleets.append((load_fleet(raw, stack, PROJECT), f"stacks/Pulumi.{stack}.yaml"))
+    (problem,) = tree_problems(fleets)
+    assert problem.startswith(
+        "stack 'two' (stacks/Pulumi.two.yaml) nodefleet:fleet.clusters[0] (cluster 'dev'): "
+    )
+    assert "renders into rendered/clusters/dev, which stack 'one' (stacks/Pulumi.one.yaml)" in problem
+    assert "Put {stack} in output.directory" in problem
+    other = stack_fleet("dev")
+    other["output"] = {"mode": "render", "directory": "rendered/clusters"}
+    other["clusters"][0].update(name="dev-b", infraId="dev-b-7xk2p")
+    assert tree_problems([fleets[0], (load_fleet(other, "two", PROJECT), "stacks/Pulumi.two.yaml")]) == []
