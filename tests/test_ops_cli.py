@@ -346,3 +346,22 @@ def test_policy_results_come_from_the_engine_event_stream() -> None:
             "message": "Boot image RHCOS 410.84… is older than the floor",
         }
     ]
+
+
+def test_upgrade_of_a_stack_without_a_hosted_cluster_says_so() -> None:
+    """'name the hosted cluster with --cluster (hosted clusters: none)', under the file's absolute path, asked
+    a user with only standalone clusters for a --cluster no value could satisfy."""
+    result = nodefleet("upgrade", "--stack", "dev", "--release", "5.0.1", "--dry-run")
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: stacks/Pulumi.dev.yaml: nodefleet:fleet.clusters: no hosted cluster")
+    assert "--cluster" not in line and "set its release in the stack file" in line
+
+
+def test_upgrade_to_a_release_that_does_not_exist_names_the_option() -> None:
+    """The release was written into the stack first, so the message blamed clusters[0].release of the file."""
+    result = nodefleet("upgrade", "--stack", "hosted", "--release", "4.23.0", "--dry-run")
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: --release 4.23.0: OCP 4.23.0 does not exist")
+    assert "clusters[0].release" not in line
