@@ -48,10 +48,13 @@ def engine_status(project: Path = PROJECT) -> EngineStatus:
     status = engine_dir(project) / "status"
     if not (engine_dir(project) / "env").is_file() or not status.is_file():
         return EngineStatus(False, ("no engine: run `make setup` (engine/bootstrap) first",))
+    # Each part once: two bootstraps that ran at once (two checkouts' `make test`) both append their lines.
     missing = tuple(
-        line.split(": missing:", 1)[0].strip() + ": missing"
-        for line in status.read_text(encoding="utf-8").splitlines()
-        if ": missing:" in line
+        dict.fromkeys(
+            line.split(": missing:", 1)[0].strip() + ": missing"
+            for line in status.read_text(encoding="utf-8").splitlines()
+            if ": missing:" in line
+        )
     )
     return EngineStatus(not missing, missing)
 
@@ -108,12 +111,14 @@ def run(args: argparse.Namespace) -> int:
     """``preview`` / ``up`` of one stack."""
     from pulumi import automation as auto
 
-    from cli.stacks import load
+    from cli.stacks import fleet_of, load
     from nodefleet.config import STACK_FILE_ENV
 
     operation: str = args.operation
-    # The stack file is read as every command reads it (a missing or malformed file is exit 2, named).
-    name, _, _ = load(args)
+    # The stack file is read and validated as every command does it (a missing, malformed or invalid file is
+    # exit 2, named), before the engine is asked for: a wrong stack file is wrong on every engine.
+    name, config, source = load(args)
+    fleet_of(name, config, source)
     config_file = getattr(args, "config_file", None)
     source = f"--config-file {config_file}" if config_file else f"--stack {name}"
     status = engine_status()

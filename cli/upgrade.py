@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
-from cli.stacks import load, run_loaded
+from cli.stacks import load, run_loaded, stack_file_shown
 
 HOLD_MARK = "nodefleet upgrade: held"
 
@@ -132,8 +132,14 @@ def _hosted(doc: Any, where: str, cluster: str | None) -> Any:
                 f"{where}: --cluster {cluster}: no hosted cluster of that name (hosted clusters: {names})"
             )
         return chosen[0]
+    if not hosted:
+        raise InputError(
+            f"{where}: nodefleet:fleet.clusters: no hosted cluster (kind: hosted) to upgrade; upgrade stages a "
+            "HyperShift hosted cluster's release, control plane first. A standalone cluster's release is the "
+            "release it runs: upgrade the cluster (oc adm upgrade), then set its release in the stack file"
+        )
     if len(hosted) != 1:
-        names = ", ".join(str(c.get("name")) for c in hosted) or "none"
+        names = ", ".join(str(c.get("name")) for c in hosted)
         raise InputError(f"{where}: name the hosted cluster with --cluster (hosted clusters: {names})")
     return hosted[0]
 
@@ -221,7 +227,7 @@ def _plain(value: Any) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from harness.mockrun import stack_path
-    from nodefleet.versions import VersionError, parse_ocp
+    from nodefleet.versions import VersionError, known_release, parse_ocp
 
     try:
         target = str(parse_ocp(args.release))
@@ -229,6 +235,10 @@ def run(args: argparse.Namespace) -> int:
             raise VersionError("no patch level")
     except VersionError as exc:
         raise InputError(f"--release {args.release}: not an OCP release x.y.z ({exc})") from None
+    try:
+        known_release(parse_ocp(args.release))
+    except VersionError as exc:
+        raise InputError(f"--release {args.release}: {exc}") from None
     # The stack as it is must be valid (configuration and stack secrets, as the program reads them) before a
     # step is staged in it: an invalid file is reported as every command reports it (file, field, fix).
     stack, config, source = load(args)
@@ -238,16 +248,17 @@ def run(args: argparse.Namespace) -> int:
     y = _yaml(original)
     doc = y.load(original)
     before_doc = copy.deepcopy(doc)
-    cluster = _hosted(doc, str(path), args.cluster)
+    shown = stack_file_shown(args)
+    cluster = _hosted(doc, shown, args.cluster)
     name = str(cluster.get("name"))
     held = [label for m, key, label in _followers(cluster) if key in m and _held(m, key)]
     if str(cluster.get("release")) != target:
         if held:
             raise InputError(
-                f"{path}: {', '.join(held)} are still held from an earlier upgrade of {name}; finish it (run upgrade "
+                f"{shown}: {', '.join(held)} are still held from an earlier upgrade of {name}; finish it (run upgrade "
                 f"with --release {cluster.get('release')}) before starting another"
             )
-        step, changes = 1, _step_one(cluster, target, str(path))
+        step, changes = 1, _step_one(cluster, target, shown)
     elif held:
         namespace = str(cluster.get("namespace") or "clusters")
         output = ((doc.get("config") or {}).get("nodefleet:fleet") or {}).get("output") or {}
@@ -283,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.dry_run:
         path.write_text(out.getvalue(), encoding="utf-8")
     verb = "would change" if args.dry_run else "changed"
-    print(f"nodefleet upgrade: step {step} of 2 for {name} → {target}: {verb} {path}")
+    print(f"nodefleet upgrade: step {step} of 2 for {name} → {target}: {verb} {shown}")
     for line in changes:
         print(f"  {line}")
     print(forecast)

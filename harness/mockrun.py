@@ -9,6 +9,7 @@ replaces and deletes, with the values a resource inherits from its parent.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import functools
 import gc
 import json
@@ -24,7 +25,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks, rpc, settings
 
-from nodefleet.config import STACK_FILE_ENV
+from nodefleet.config import CONFIG_KEY, STACK_FILE_ENV
 from nodefleet.yamlfile import YAMLFileError, load_yaml, read_text
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -304,10 +305,39 @@ def read_stack_config(path: Path, source: str | None = None) -> dict[str, Any]:
             f"{name}: config: is a {type(config).__name__}; write it as a mapping of keys such as "
             "nodefleet:fleet to their values"
         )
+    if CONFIG_KEY not in config:
+        _misspelled_config_key(name, document, config)
     return {
         str(key): SECRET_PLACEHOLDER if isinstance(v, dict) and set(v) == {"secure"} else v
         for key, v in config.items()
     }
+
+
+#: The top-level keys of a Pulumi stack file (pulumi/pulumi ``sdk/go/common/workspace/project.go``,
+#: ``ProjectStack``); a key close to ``config`` that is none of them is a misspelling of it.
+_STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
+
+
+def _misspelled_config_key(name: str, document: dict[Any, Any], config: dict[Any, Any]) -> None:
+    """Without ``nodefleet:fleet``, a key that is nearly it (``nodefleet:flet``, ``fleet``, ``Nodefleet:Fleet``)
+    or a top-level key that is nearly ``config`` is named with the fix, rather than reported as absent."""
+    keys = [str(k) for k in config]
+    near = [k for k in keys if k.lower() in (CONFIG_KEY, "fleet") or k.lower().endswith(":fleet")]
+    near += difflib.get_close_matches(CONFIG_KEY, keys, n=1, cutoff=0.8)
+    if near:
+        raise YAMLFileError(
+            f"{name}: config.{near[0]}: not a key nodefleet reads; did you mean '{CONFIG_KEY}'? Rename it (the "
+            f"key is the project name, nodefleet, and the value's name, fleet: see docs/configuration.md)"
+        )
+    if "config" not in document:
+        top = [str(k) for k in document if str(k) not in _STACK_FILE_KEYS]
+        hint = difflib.get_close_matches("config", [k.lower() for k in top], n=1, cutoff=0.6)
+        if hint:
+            written = next(k for k in top if k.lower() == hint[0])
+            raise YAMLFileError(
+                f"{name}: {written}: not a key of a stack file; did you mean 'config'? Rename it, with "
+                f"{CONFIG_KEY} under it (see docs/configuration.md)"
+            )
 
 
 def run_program(

@@ -159,6 +159,15 @@ def recorded_targets(root: Path) -> dict[str, frozenset[str]]:
     }
 
 
+def recorded_files(root: Path) -> dict[str, frozenset[str]]:
+    """Stack → the manifests (``<target>/<layout dir>/<file>``) its last ``nodefleet render`` into ``root`` wrote."""
+    return {
+        record.name.removeprefix(RECORD_PREFIX): _read_record(record).files
+        for record in sorted(root.glob(f"{RECORD_PREFIX}*"))
+        if not record.name.endswith(JOURNAL_SUFFIX)
+    }
+
+
 def _record_text(stack: str, targets: list[str], files: list[str]) -> str:
     lines = [_RECORD_HEADER.format(stack=stack)]
     lines += [f"target {t}\n" for t in sorted(targets)]

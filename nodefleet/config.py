@@ -39,7 +39,7 @@ from nodefleet.config_karpenter import (
 )
 from nodefleet.crd_formats import label_value_errors
 from nodefleet.instance_types import Finding, family_finding, instance_type_finding
-from nodefleet.kinds import NODE_ROLE_PREFIX
+from nodefleet.kinds import LABEL_MACHINESET, NODE_ROLE_PREFIX
 from nodefleet.modelbase import (
     DNS_LABEL,
     INSTANCE_TYPE,
@@ -314,6 +314,15 @@ class StandaloneCluster(ConfigModel):
                         "the label"
                     )
             full = machine_set_name(self, ms)
+            if len(full) > MAX_LABEL_VALUE:
+                room = MAX_LABEL_VALUE - len(full) + len(ms.name)
+                raise ValueError(
+                    f"{where}.name: the MachineSet would be named '{full}' ({len(full)} characters), and that "
+                    f"name is the value of its {LABEL_MACHINESET} label, which Kubernetes limits to "
+                    f"{MAX_LABEL_VALUE} characters: the machine-api could create no Machine from it. Shorten "
+                    f"name to at most {max(room, 1)} characters (with infraId '{self.infra_id}' and zone "
+                    f"'{ms.zone}')"
+                )
             if full in seen:
                 raise ValueError(f"{where}: a second MachineSet is named '{full}'; change name or zone")
             seen.add(full)
@@ -339,6 +348,18 @@ class StandaloneCluster(ConfigModel):
                 "karpenterOperator: the karpenter-operator's admission policies reject the userData, AMI and "
                 "amiFamily that karpenter (S3 pointer mode) writes; declare one of karpenter or karpenterOperator"
             )
+        if self.karpenter_operator:
+            by_name = {p.name: j for j, p in enumerate(self.pools)}
+            for i, oc in enumerate(self.karpenter_operator.node_classes):
+                pool = f"{OPERATOR_POOL_PREFIX}{oc.name}"
+                if pool in by_name:
+                    raise ValueError(
+                        f"pools[{by_name[pool]}].name: '{pool}' is the MachineConfigPool the karpenter-operator "
+                        f"creates and owns for karpenterOperator.nodeClasses[{i}] '{oc.name}' "
+                        f"({OPERATOR_POOL_PREFIX}<class>); declared here too, the two would overwrite each other. "
+                        "Rename the pool (put node configuration for that class in MachineConfigs for the operator's "
+                        "pool instead)"
+                    )
         if self.karpenter:
             for i, nc in enumerate(self.karpenter.node_classes):
                 if nc.pool not in pools and nc.pool not in _BUILTIN_POOLS:
@@ -389,11 +410,25 @@ def machine_set_name(cluster: StandaloneCluster, ms: MachineSetSpec) -> str:
     return f"{cluster.infra_id}-{ms.name}-{ms.zone}"
 
 
+#: The karpenter-operator creates one MachineConfigPool per node class, named ``karpenter-<class>``
+#: (openshift/enhancements ``enhancements/autoscaling/karpenter-operator.md``).
+OPERATOR_POOL_PREFIX = "karpenter-"
+
+#: Kubernetes' limit on a label value; a MachineSet's name is one (``machine.openshift.io/cluster-api-machineset``).
+MAX_LABEL_VALUE = 63
+
+#: The values of a cluster's ``kind``, the tags of :data:`ClusterSpec`.
+CLUSTER_KINDS = ("standalone", "hosted")
+
+
 def _cluster_kind(value: Any) -> str:
+    """The cluster's ``kind``, which picks its model; an unknown kind is returned as written, so that
+    validation refuses it as a kind (``union_tag_invalid``) instead of judging a misspelled hosted cluster's
+    keys by the standalone model."""
     kind = (
         value.get("kind", "standalone") if isinstance(value, dict) else getattr(value, "kind", "standalone")
     )
-    return kind if kind in ("standalone", "hosted") else "standalone"
+    return kind if kind in CLUSTER_KINDS else repr(kind)
 
 
 ClusterSpec = Annotated[
@@ -821,6 +856,8 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
         return f"{where}: {path}: unknown key '{bad}'; {fix}"
     if kind == "missing":
         return f"{where}: {path}: required but missing; add it (see docs/configuration.md)"
+    if kind == "union_tag_invalid":
+        return f"{where}: {path}.kind: {_unknown_kind(err.get('input'))}"
     msg = _with_fix(err)
     # Cross-field checks name their own sub-path first ("machineSets[1].pool: ..."): join it to the path.
     sub = re.match(r"^([a-z][A-Za-z]*(?:\[\d+\])?(?:\.[a-z][A-Za-z]*(?:\[\d+\])?)*): (.*)$", msg, re.S)
@@ -829,6 +866,21 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
     value = err.get("input")
     shown = f" (got {_shown_value(value)})" if isinstance(value, str | int | float | bool) else ""
     return f"{where}: {path}: {msg.rstrip('.') if shown else msg}{shown}"
+
+
+def _unknown_kind(cluster: Any) -> str:
+    kind = cluster.get("kind") if isinstance(cluster, dict) else None
+    hint = (
+        difflib.get_close_matches(kind.lower(), CLUSTER_KINDS, n=1, cutoff=0.5)
+        if isinstance(kind, str)
+        else []
+    )
+    mean = f"did you mean '{hint[0]}'? " if hint else ""
+    what = "is empty" if kind is None else f"unknown cluster kind {_shown_value(kind)}"
+    return (
+        f"{what}; {mean}use standalone (an OpenShift cluster of its own, the "
+        "default when kind is left out) or hosted (a HyperShift hosted cluster), in lowercase"
+    )
 
 
 def _with_fix(err: Mapping[str, Any]) -> str:

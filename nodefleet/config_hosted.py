@@ -217,12 +217,16 @@ _NODEFLEET_ANNOTATIONS = (
 )
 
 
+#: Kubernetes' limit on a namespace name (a DNS label).
+MAX_NAMESPACE = 63
+
+
 class HostedCluster(ConfigModel):
     """A HyperShift ``HostedCluster`` on AWS, declared on the management cluster."""
 
     kind: Literal["hosted"]
     name: Annotated[str, Field(pattern=DNS_LABEL, max_length=40)]
-    namespace: Annotated[str, Field(pattern=DNS_LABEL)] = "clusters"
+    namespace: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)] = "clusters"
     infra_id: Annotated[str, Field(pattern=DNS_LABEL, max_length=27)]
     region: Annotated[str, Field(pattern=REGION)]
     release: OCPRelease = Field(
@@ -288,8 +292,21 @@ class HostedCluster(ConfigModel):
         None, description="apply mode: kubeconfig of the hosted cluster, for the AutoNode classes and pools."
     )
 
+    @property
+    def control_plane_namespace(self) -> str:
+        """The namespace HyperShift creates for the control plane: ``<namespace>-<name>`` (openshift/hypershift
+        ``hypershift-operator/controllers/manifests/manifests.go``, ``HostedControlPlaneNamespace``)."""
+        return f"{self.namespace}-{self.name.replace('.', '-')}"
+
     @model_validator(mode="after")
     def _zone_in_region(self) -> HostedCluster:
+        hcp = self.control_plane_namespace
+        if len(hcp) > MAX_NAMESPACE:
+            raise ValueError(
+                f"name: HyperShift puts the control plane of '{self.name}' in namespace '{hcp}' (<namespace>-<name>, "
+                f"{len(hcp)} characters), and a namespace name has at most {MAX_NAMESPACE}: the control plane could "
+                f"never be created. Shorten name or namespace ({len(hcp) - MAX_NAMESPACE} too many between them)"
+            )
         if not self.zone.startswith(self.region):
             raise ValueError(
                 f"zone: '{self.zone}' is not in region '{self.region}'; use a zone of {self.region}, e.g. "

@@ -15,7 +15,8 @@ Different objects with one identity are refused with both places named.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from nodefleet.config import CONFIG_KEY, Fleet, ResolvedCluster, ResolvedHostedCluster
@@ -253,7 +254,50 @@ def plan_objects(objects: Iterable[StackObject], *, across_stacks: bool = False)
 
 
 def fleet_plan(fleet: Fleet, source: str = "") -> ObjectPlan:
-    return plan_objects(stack_objects(fleet, source))
+    plan = plan_objects(stack_objects(fleet, source))
+    problems = control_plane_problems(_hosted_entries(fleet, source))
+    return ObjectPlan(plan.emitted, plan.shared, [*plan.problems, *problems]) if problems else plan
+
+
+def _hosted_entries(fleet: Fleet, source: str) -> list[tuple[StackObject, str]]:
+    """Each hosted cluster as (an entry naming it, its namespace), keyed by the control-plane namespace
+    HyperShift derives from it (``<namespace>-<name>``) on the management cluster."""
+    entries = []
+    for i, resolved in enumerate(fleet.clusters):
+        if isinstance(resolved, ResolvedHostedCluster):
+            hc = resolved.config
+            key = ObjectKey(MANAGEMENT, "", "Namespace", "", hc.control_plane_namespace)
+            place = f"{CONFIG_KEY}.clusters[{i}]"
+            entries.append((StackObject(key, place, hc.name, {}, fleet.stack, source), hc.namespace))
+    return entries
+
+
+def control_plane_problems(
+    entries: Sequence[tuple[StackObject, str]], *, across_stacks: bool = False
+) -> list[str]:
+    """Hosted clusters whose control planes HyperShift would put in one namespace, or whose namespace is another
+    cluster's control-plane namespace (``clusters`` + ``a-prod`` and ``clusters-a`` + ``prod`` both make
+    ``clusters-a-prod``). One control-plane namespace holds one control plane; deleting a cluster deletes it."""
+    problems: list[str] = []
+    first: dict[str, StackObject] = {}
+    for entry, _ in entries:
+        seen = first.setdefault(entry.key.name, entry)
+        if seen is not entry:
+            problems.append(
+                f"{entry.where(with_stack=across_stacks)}: HyperShift would put its control plane in namespace "
+                f"'{entry.key.name}' (<namespace>-<name>), which is also the control-plane namespace of "
+                f"{seen.where(with_stack=across_stacks)}; two control planes cannot share one namespace. Rename one "
+                "of the clusters, or put it in another namespace"
+            )
+    for entry, namespace in entries:
+        owner = first.get(namespace)
+        if owner is not None:
+            problems.append(
+                f"{entry.where(with_stack=across_stacks)}: its namespace '{namespace}' is the namespace HyperShift "
+                f"creates for the control plane of {owner.where(with_stack=across_stacks)} (<namespace>-<name>), and "
+                "deletes with that cluster, HostedCluster and all. Put the cluster in another namespace"
+            )
+    return problems
 
 
 def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
@@ -265,6 +309,76 @@ def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
     Namespace) do not conflict; different ones do.
     """
     objects: list[StackObject] = []
+    hosted: list[tuple[StackObject, str]] = []
     for fleet, source in fleets:
         objects += fleet_plan(fleet, source).emitted
-    return plan_objects(objects, across_stacks=True).problems
+        hosted += _hosted_entries(fleet, source)
+    problems = _shared_folder_problems(fleets) + plan_objects(objects, across_stacks=True).problems
+    return problems + control_plane_problems(hosted, across_stacks=True)
+
+
+def _shared_folder_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
+    """Two stacks whose render directories coincide and that have a cluster of one name would write one render
+    folder: each render would prune the other's files (``nodefleet render`` refuses the second when it comes to
+    write; this says so for both, before either is rendered)."""
+    owner: dict[tuple[Path, str], tuple[Fleet, str, int]] = {}
+    problems: list[str] = []
+    for fleet, source in fleets:
+        for i, cluster in enumerate(fleet.config.clusters):
+            for folder in render_targets(cluster.name, isinstance(cluster, HostedCluster)):
+                first = owner.setdefault((fleet.render_dir.path, folder), (fleet, source, i))
+                other, other_source, j = first
+                if other is fleet:
+                    continue
+                problems.append(
+                    f"stack '{fleet.stack}' ({source}) {CONFIG_KEY}.clusters[{i}] (cluster '{cluster.name}'): renders "
+                    f"into {fleet.render_directory}/{folder}, which stack '{other.stack}' ({other_source}) "
+                    f"{CONFIG_KEY}.clusters[{j}] (cluster '{other.config.clusters[j].name}') renders into too; two "
+                    "stacks cannot share a render folder (each render would remove the other's files). Put "
+                    "{stack} in output.directory of one of them (e.g. rendered/{stack}), or rename one cluster"
+                )
+    return problems
+
+
+def rendered_tree_problems(mine: Sequence[StackObject], rendered: Sequence[StackObject]) -> list[str]:
+    """Collisions between a stack's objects (with their rendered content: :func:`with_rendered_content`) and
+    what other stacks rendered into the same tree (:func:`rendered_objects`)."""
+    return plan_objects([*mine, *rendered], across_stacks=True).problems
+
+
+def rendered_objects(
+    stack: str, source: str, files: Iterable[tuple[str, str, dict[str, Any]]]
+) -> list[StackObject]:
+    """The objects another stack's last render left in a GitOps tree, each named by its file.
+
+    For a stack whose file is not at hand (rendered with ``--config-file`` from outside ``stacks/``): what it
+    rendered is what the tree syncs. ``files`` are (render folder, path shown, manifest); a folder holding a
+    HostedCluster is a management-side folder, whose objects go to the one management cluster.
+    """
+    files = list(files)
+    management = {target for target, _, manifest in files if manifest.get("kind") == "HostedCluster"}
+    return [
+        StackObject(
+            object_key(MANAGEMENT if target in management else f"cluster {target}", manifest),
+            path,
+            target,
+            manifest,
+            stack,
+            source,
+            target=target,
+        )
+        for target, path, manifest in files
+    ]
+
+
+def with_rendered_content(
+    objects: Iterable[StackObject], manifests: dict[tuple[str, str, str, str, str], dict[str, Any]]
+) -> list[StackObject]:
+    """``objects`` with the manifests a render writes for them (keyed by render folder, group, kind, namespace,
+    name), so that they compare with rendered files: the components add annotations (controller-owned
+    fields, the Karpenter version) the ``render_*`` functions alone do not."""
+    out = []
+    for o in objects:
+        written = manifests.get((o.target, o.key.group, o.key.kind, o.key.namespace, o.key.name))
+        out.append(o if written is None else replace(o, manifest=written))
+    return out

@@ -348,3 +348,41 @@ def test_a_reader_that_goes_away_during_the_json_error_is_not_a_traceback(tmp_pa
     assert err.startswith(
         f"error: {stack}: nodefleet:fleet.clusters[0].machineSets[0].instanceType: 'm6i.xxlarge'"
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            "  nodefleet:fleet:\n",
+            "  nodefleet:flet:\n",
+            "config.nodefleet:flet: not a key nodefleet reads; did you mean",
+        ),
+        (
+            "  nodefleet:fleet:\n",
+            "  fleet:\n",
+            "config.fleet: not a key nodefleet reads; did you mean 'nodefleet:fleet'?",
+        ),
+        (
+            "  nodefleet:fleet:\n",
+            "  Nodefleet:Fleet:\n",
+            "config.Nodefleet:Fleet: not a key nodefleet reads;",
+        ),
+        ("config:\n", "confg:\n", "confg: not a key of a stack file; did you mean 'config'?"),
+        ("config:\n", "Config:\n", "Config: not a key of a stack file; did you mean 'config'?"),
+    ],
+)
+def test_a_misspelled_config_key_is_named_not_reported_missing(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    """'no nodefleet:fleet value; add one under config:' told a user whose file has one, misspelled, to add it."""
+    text = (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text()
+    assert old in text
+    stack = tmp_path / "Pulumi.mine.yaml"
+    stack.write_text(text.replace(old, new, 1))
+    for command in (["check"], ["forecast"], ["render", "--out", str(tmp_path / "out")]):
+        result = nodefleet(*command, "--config-file", str(stack))
+        assert result.returncode == 2, result.stdout + result.stderr
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(f"error: {stack}: ") and expected in line
+    assert not (tmp_path / "out").exists()

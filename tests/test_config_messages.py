@@ -206,3 +206,42 @@ def test_every_pattern_of_the_config_has_words_and_an_example() -> None:
     assert missing == []
     for pattern in patterns:
         assert "e.g." in PATTERN_HELP[pattern] or "such as" in PATTERN_HELP[pattern], pattern
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("hostd", "clusters[0].kind: unknown cluster kind 'hostd'; did you mean 'hosted'?"),
+        ("Hosted", "clusters[0].kind: unknown cluster kind 'Hosted'; did you mean 'hosted'?"),
+        ("Standalone", "clusters[0].kind: unknown cluster kind 'Standalone'; did you mean 'standalone'?"),
+        (None, "clusters[0].kind: is empty; use standalone"),
+        (5, "clusters[0].kind: unknown cluster kind 5; use standalone"),
+    ],
+)
+def test_a_misspelled_cluster_kind_is_named_not_judged_as_standalone(kind: Any, expected: str) -> None:
+    """A hosted cluster with a misspelled kind once got the standalone model's verdict: 'should be
+    standalone', catalog and machineSets missing, and every hosted key unknown."""
+    fleet = stack_fleet("hosted")
+    fleet["clusters"][0]["kind"] = kind
+    with pytest.raises(ConfigError) as exc:
+        load_fleet(fleet, "hosted", PROJECT)
+    (line,) = str(exc.value).splitlines()
+    assert line.startswith("stacks/Pulumi.hosted.yaml: nodefleet:fleet.clusters[0].kind: ")
+    assert expected in line
+    assert "hosted (a HyperShift hosted cluster)" in line
+
+
+def test_a_machine_set_name_over_the_label_value_limit_is_refused(dev_fleet: dict[str, Any]) -> None:
+    """The MachineSet's name is its machine.openshift.io/cluster-api-machineset label value (at most 63
+    characters): a longer one passed check and render, and the machine-api could create no Machine."""
+    cluster = dev_fleet["clusters"][0]
+    cluster["infraId"] = "abcdefghijabcdefghij-7xk2p"  # 26: within the infraId limit
+    cluster["machineSets"][0]["name"] = "w" * 30  # within the name limit: 26 + 30 + "us-east-1a" + 2 = 68
+    with pytest.raises(ConfigError) as exc:
+        load_fleet(dev_fleet, "dev", PROJECT)
+    (line,) = str(exc.value).splitlines()
+    assert line.startswith("stacks/Pulumi.dev.yaml: nodefleet:fleet.clusters[0].machineSets[0].name: ")
+    assert "(68 characters)" in line and "limits to 63 characters" in line
+    assert "Shorten name to at most 25 characters" in line
+    cluster["machineSets"][0]["name"] = "w" * 25
+    load_fleet(dev_fleet, "dev", PROJECT)

@@ -175,3 +175,117 @@ def test_apply_mode_refuses_two_standalone_clusters_through_one_kubeconfig() -> 
         e.value
     )
     assert "one stack per standalone cluster" in str(e.value)
+
+
+def test_render_refuses_an_object_a_stack_from_outside_stacks_rendered_into_the_tree(tmp_path: Path) -> None:
+    """A stack rendered with --config-file from outside stacks/ has no file the next render can read: what
+    its last render left in the tree is compared instead, each object named by its file."""
+    project = copy_project(tmp_path / "project")
+    (project / "stacks").mkdir()
+    elsewhere = tmp_path / "team-stacks"
+    elsewhere.mkdir()
+    files = {}
+    for name, replicas in (("east", 2), ("west", 3)):
+        raw = stack_fleet("hosted")
+        raw["clusters"][0]["nodePools"][0]["replicas"] = replicas
+        files[name] = _stack_file(elsewhere / f"Pulumi.{name}.yaml", raw)
+    first = nodefleet("render", "--config-file", str(files["east"]), cwd=project)
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = nodefleet("render", "--config-file", str(files["west"]), cwd=project)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert "Traceback" not in second.stderr
+    lines = [ln for ln in second.stderr.splitlines() if "NodePool clusters/infra" in ln]
+    assert lines, second.stderr
+    assert "stack 'east' (its last render; its stack file is not in stacks/)" in lines[0]
+    assert "rendered/east/prod-east/1-manifest/" in lines[0]
+    assert f"stack 'west' ({files['west']}) nodefleet:fleet.clusters[0].nodePools[0]" in lines[0]
+    assert not (project / "rendered" / "west").exists()
+    # The same declaration from a third stack is the one object, shared: not a collision.
+    same = stack_fleet("hosted")
+    same["clusters"][0]["nodePools"][0]["replicas"] = 2
+    third = nodefleet(
+        "render", "--config-file", str(_stack_file(elsewhere / "Pulumi.east2.yaml", same)), cwd=project
+    )
+    assert third.returncode == 0, third.stdout + third.stderr
+
+
+def test_two_hosted_clusters_whose_control_plane_namespaces_coincide_are_refused() -> None:
+    """HyperShift puts a control plane in <namespace>-<name>: clusters-a/prod and clusters/a-prod both make
+    clusters-a-prod, two different objects of the stack that pass every name check on their own."""
+    raw = _second_hosted(stack_fleet("hosted"), name="a-prod", infra="a-prod-9zz1a")
+    raw["clusters"][0]["name"], raw["clusters"][0]["namespace"] = "prod", "clusters-a"
+    raw["clusters"][1]["nodePools"][0]["name"] = "infra-a"
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT)
+    (line,) = str(e.value).splitlines()
+    assert line.startswith("stacks/Pulumi.hosted.yaml: nodefleet:fleet.clusters[1] (cluster 'a-prod'): ")
+    assert "namespace 'clusters-a-prod'" in line and "nodefleet:fleet.clusters[0] (cluster 'prod')" in line
+
+
+def test_a_hosted_cluster_in_another_clusters_control_plane_namespace_is_refused() -> None:
+    raw = _second_hosted(stack_fleet("hosted"), name="other", infra="other-9zz1a")
+    raw["clusters"][1]["namespace"] = "clusters-prod-east"
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT)
+    (line,) = str(e.value).splitlines()
+    assert "clusters[1] (cluster 'other'): its namespace 'clusters-prod-east'" in line
+    assert "control plane of nodefleet:fleet.clusters[0] (cluster 'prod-east')" in line
+
+
+def test_control_plane_namespaces_coincide_across_stacks_of_one_tree() -> None:
+    fleets = []
+    for stack, namespace, name in (("a", "clusters-a", "prod"), ("b", "clusters", "a-prod")):
+        raw = stack_fleet("hosted")
+        raw["clusters"][0].update(namespace=namespace, name=name, infraId=f"{name}-4kq8z")
+        fleets.append((load_fleet(raw, stack, PROJECT), f"stacks/Pulumi.{stack}.yaml"))
+    (problem,) = tree_problems(fleets)
+    assert "stack 'b' (stacks/Pulumi.b.yaml) nodefleet:fleet.clusters[0] (cluster 'a-prod')" in problem
+    assert "stack 'a' (stacks/Pulumi.a.yaml) nodefleet:fleet.clusters[0] (cluster 'prod')" in problem
+
+
+def test_a_control_plane_namespace_over_63_characters_is_refused() -> None:
+    raw = stack_fleet("hosted")
+    raw["clusters"][0].update(name="p" * 40, namespace="n" * 23)  # 40 + 1 + 23 = 64
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT)
+    (line,) = str(e.value).splitlines()
+    assert "nodefleet:fleet.clusters[0].name: HyperShift puts the control plane" in line
+    assert "(<namespace>-<name>, 64 characters)" in line and "(1 too many between them)" in line
+    raw["clusters"][0]["namespace"] = "n" * 22
+    load_fleet(raw, "hosted", PROJECT)
+
+
+def test_a_custom_pool_named_like_the_karpenter_operators_pool_is_refused() -> None:
+    """The karpenter-operator creates and owns MachineConfigPool karpenter-<class> for each node class; a stack
+    declaring a pool of that name was accepted, and the two owners would overwrite each other."""
+    from tests.variants import karpenter_operator_fleet
+
+    raw = karpenter_operator_fleet()
+    raw["clusters"][0]["pools"] = [{"name": "infra"}, {"name": "karpenter-general"}]
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "karpenter", PROJECT)
+    (line,) = str(e.value).splitlines()
+    assert line.startswith("stacks/Pulumi.karpenter.yaml: nodefleet:fleet.clusters[0].pools[1].name: ")
+    assert "karpenterOperator.nodeClasses[0] 'general'" in line and "Rename the pool" in line
+    raw["clusters"][0]["pools"] = [{"name": "karpenter-batch"}]  # no class 'batch': an ordinary pool
+    load_fleet(raw, "karpenter", PROJECT)
+
+
+def test_two_stacks_rendering_one_cluster_folder_are_refused_before_either_renders() -> None:
+    """Two stacks sharing output.directory (no {stack}) with a cluster of one name passed fleet check, even
+    with identical objects; the second render then stopped at the folder the first one's record claims."""
+    fleets = []
+    for stack in ("one", "two"):
+        raw = stack_fleet("dev")
+        raw["output"] = {"mode": "render", "directory": "rendered/clusters"}
+        fleets.append((load_fleet(raw, stack, PROJECT), f"stacks/Pulumi.{stack}.yaml"))
+    (problem,) = tree_problems(fleets)
+    assert problem.startswith(
+        "stack 'two' (stacks/Pulumi.two.yaml) nodefleet:fleet.clusters[0] (cluster 'dev'): "
+    )
+    assert "renders into rendered/clusters/dev, which stack 'one' (stacks/Pulumi.one.yaml)" in problem
+    assert "Put {stack} in output.directory" in problem
+    other = stack_fleet("dev")
+    other["output"] = {"mode": "render", "directory": "rendered/clusters"}
+    other["clusters"][0].update(name="dev-b", infraId="dev-b-7xk2p")
+    assert tree_problems([fleets[0], (load_fleet(other, "two", PROJECT), "stacks/Pulumi.two.yaml")]) == []

@@ -274,6 +274,15 @@ def test_engine_status_names_the_missing_parts(tmp_path: Path) -> None:
     assert engine_status(tmp_path).complete
 
 
+def test_engine_status_names_each_missing_part_once(tmp_path: Path) -> None:
+    """Two bootstraps that ran at once append the same lines twice; the report printed every part twice."""
+    (tmp_path / ".engine").mkdir()
+    (tmp_path / ".engine" / "env").write_text("export X=1\n")
+    lines = "kubernetes: missing: download failed\naws: missing: download failed\n"
+    (tmp_path / ".engine" / "status").write_text("venv: ok\n" + lines + lines)
+    assert engine_status(tmp_path).reason == "kubernetes: missing; aws: missing"
+
+
 def test_preview_refuses_on_an_incomplete_engine(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -290,6 +299,32 @@ def test_preview_refuses_on_an_incomplete_engine(
         "the Pulumi engine on this machine is incomplete" in err and "pulumi-language-python: missing" in err
     )
     assert "python -m nodefleet check --stack dev" in err
+
+
+@pytest.mark.parametrize("operation", ["preview", "up"])
+def test_an_invalid_stack_file_is_exit_2_before_the_engine_is_asked(
+    operation: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A wrong stack file is wrong on every engine: on an incomplete one it was reported as the engine's
+    exit 3, and the user fixed the engine first only to learn the file was wrong."""
+    from cli import engine
+    from cli.main import main
+
+    missing = engine.EngineStatus(False, ("pulumi-language-python: missing",))
+    monkeypatch.setattr(engine, "engine_status", lambda project=engine.PROJECT: missing)
+    stack = tmp_path / "Pulumi.typo.yaml"
+    stack.write_text(
+        (PROJECT / "stacks" / "Pulumi.hosted.yaml").read_text().replace("kind: hosted", "kind: Hosted")
+    )
+    assert main([operation, "--config-file", str(stack)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {stack}: nodefleet:fleet.clusters[0].kind: unknown cluster kind 'Hosted'" in err
+    assert "engine" not in err and "Traceback" not in err
+    assert main([operation, "--config-file", str(stack), "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert (
+        doc["error"] == "invalid-input" and doc["problems"][0]["field"] == "nodefleet:fleet.clusters[0].kind"
+    )
 
 
 def test_policy_results_come_from_the_engine_event_stream() -> None:
@@ -311,3 +346,22 @@ def test_policy_results_come_from_the_engine_event_stream() -> None:
             "message": "Boot image RHCOS 410.84… is older than the floor",
         }
     ]
+
+
+def test_upgrade_of_a_stack_without_a_hosted_cluster_says_so() -> None:
+    """'name the hosted cluster with --cluster (hosted clusters: none)', under the file's absolute path, asked
+    a user with only standalone clusters for a --cluster no value could satisfy."""
+    result = nodefleet("upgrade", "--stack", "dev", "--release", "5.0.1", "--dry-run")
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: stacks/Pulumi.dev.yaml: nodefleet:fleet.clusters: no hosted cluster")
+    assert "--cluster" not in line and "set its release in the stack file" in line
+
+
+def test_upgrade_to_a_release_that_does_not_exist_names_the_option() -> None:
+    """The release was written into the stack first, so the message blamed clusters[0].release of the file."""
+    result = nodefleet("upgrade", "--stack", "hosted", "--release", "4.23.0", "--dry-run")
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: --release 4.23.0: OCP 4.23.0 does not exist")
+    assert "clusters[0].release" not in line
