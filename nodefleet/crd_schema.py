@@ -29,7 +29,8 @@ by tests/test_crd_apiserver.py (a Go reference built from those modules, on a ge
    ``optionalOldSelf``.
 6. Validation ratcheting (Kubernetes >= 1.30, locked on since 1.33): on an update, an error of a value whose
    nearest node correlated with the previous object is unchanged is not a rejection; it is reported as a
-   note saying it was ratcheted. CEL runtime errors, transition rules and ObjectMeta are never ratcheted;
+   note saying it was ratcheted. (An object holding a field its schema does not describe, such as any object
+   with ``metadata``, is never unchanged: the API server cannot correlate the field.) CEL runtime errors, transition rules and ObjectMeta are never ratcheted;
    duplicate checks apply only if the previous object had none.
 
 Values unknown during a preview are represented by :data:`UNKNOWN`: checks on them are skipped, and a rule
