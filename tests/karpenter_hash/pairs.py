@@ -108,7 +108,13 @@ _BY_TYPE: dict[str, list[Any]] = {
     "k8s.io/apimachinery/pkg/api/resource.Quantity": ["120Gi", "122880Mi", "128849018880", "1Ti", "1024Gi"],
     "k8s.io/apimachinery/pkg/apis/meta/v1.Duration": ["1h", "60m", "3600s", "0s", "90m"],
     "sigs.k8s.io/karpenter/pkg/apis/v1.NillableDuration": ["720h", "43200m", "Never", "1h", "60m"],
-    "k8s.io/apimachinery/pkg/apis/meta/v1.Time": [],  # not modelled; not generated
+    # A taint's timeAdded: one instant in two zones, a fraction of a second, the next second.
+    "k8s.io/apimachinery/pkg/apis/meta/v1.Time": [
+        "2024-01-01T00:00:00Z",
+        "2024-01-01T01:00:00+01:00",
+        "2024-01-01T00:00:00.5Z",
+        "2024-01-01T00:00:01Z",
+    ],
 }
 _KUBELET_MAP = [
     {"maxPods": 110},
