@@ -29,7 +29,8 @@ by tests/test_crd_apiserver.py (a Go reference built from those modules, on a ge
    ``optionalOldSelf``.
 6. Validation ratcheting (Kubernetes >= 1.30, locked on since 1.33): on an update, an error of a value whose
    nearest node correlated with the previous object is unchanged is not a rejection; it is reported as a
-   note saying it was ratcheted. CEL runtime errors, transition rules and ObjectMeta are never ratcheted;
+   note saying it was ratcheted. (An object holding a field its schema does not describe, such as any object
+   with ``metadata``, is never unchanged: the API server cannot correlate the field.) CEL runtime errors, transition rules and ObjectMeta are never ratcheted;
    duplicate checks apply only if the previous object had none.
 
 Values unknown during a preview are represented by :data:`UNKNOWN`: checks on them are skipped, and a rule
@@ -857,6 +858,66 @@ def _view(value: Any, schema: Mapping[str, Any]) -> Any:
 # ---------------------------------------------------------------------------------------------------------
 
 
+#: ObjectMeta's JSON fields, and the Go type of those a manifest sets.
+_OBJECT_META = {
+    "name": "string",
+    "generateName": "string",
+    "namespace": "string",
+    "selfLink": "string",
+    "uid": "string",
+    "resourceVersion": "string",
+    "generation": "",
+    "creationTimestamp": "",
+    "deletionTimestamp": "",
+    "deletionGracePeriodSeconds": "",
+    "labels": "map[string]string",
+    "annotations": "map[string]string",
+    "ownerReferences": "",
+    "finalizers": "[]string",
+    "managedFields": "",
+}
+
+
+def _go_json_kind(value: Any) -> str:
+    """How encoding/json names a JSON value's kind in an UnmarshalTypeError."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list | tuple) else "object"
+
+
+def _metadata_decode_error(meta: Any) -> str | None:
+    """Why ``metadata`` cannot be read as ObjectMeta (the first field in key order, as encoding/json reports
+    it), or None."""
+    if meta is None or meta is UNKNOWN:
+        return None
+    if not isinstance(meta, Mapping):
+        return f"json: cannot unmarshal {_go_json_kind(meta)} into Go value of type v1.ObjectMeta"
+    for key in sorted(meta):
+        value, go_type = meta[key], _OBJECT_META.get(key, "")
+        if value is None or value is UNKNOWN or not go_type:
+            continue
+        where = f"Go struct field ObjectMeta.{key} of type"
+        if go_type == "string" and not isinstance(value, str):
+            return f"json: cannot unmarshal {_go_json_kind(value)} into {where} string"
+        if go_type == "map[string]string":
+            if not isinstance(value, Mapping):
+                return f"json: cannot unmarshal {_go_json_kind(value)} into {where} map[string]string"
+            for k in sorted(value):
+                if value[k] is not None and value[k] is not UNKNOWN and not isinstance(value[k], str):
+                    return f"json: cannot unmarshal {_go_json_kind(value[k])} into {where} string"
+        if go_type == "[]string":
+            if not isinstance(value, list | tuple):
+                return f"json: cannot unmarshal {_go_json_kind(value)} into {where} []string"
+            for item in value:
+                if item is not None and item is not UNKNOWN and not isinstance(item, str):
+                    return f"json: cannot unmarshal {_go_json_kind(item)} into {where} string"
+    return None
+
+
 #: Name generation (``names.SimpleNameGenerator``): ``generateName`` cut to 58 characters, then 5 random ones
 #: of ``bcdfghjklmnpqrstvwxz2456789``. Any such suffix gives the same verdict; this one stands for it.
 _GENERATED_SUFFIX = "x7k2q"
@@ -943,6 +1004,12 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
                 for err in crd_formats.label_value_errors(item):
                     # The API server names the map, not the key (ValidateLabels); the value says which.
                     walk.fail(f"metadata.{field}", f"Invalid value: {_shown(item)}: {err}")
+    finalizers = meta.get("finalizers")
+    if isinstance(finalizers, list | tuple):
+        for finalizer in finalizers:
+            if isinstance(finalizer, str):
+                for err in crd_formats.qualified_name_errors(finalizer):
+                    walk.fail("metadata.finalizers", f"Invalid value: {_shown(finalizer)}: {err}")
     annotations = meta.get("annotations")
     if isinstance(annotations, Mapping):
         size = sum(
@@ -990,7 +1057,14 @@ def validate_object(
             # or from inputs may not be, so default it the same way.
             old = _copy(old)
             _default(old, schema)
+    meta_error = _metadata_decode_error(body.get("metadata"))
+    if meta_error is not None:
+        # Reading ObjectMeta fails, and the request is refused with that alone (a BadRequest).
+        return [Finding("metadata", meta_error, True)]
     unknown_fields = _unknown_fields(body, schema, "", root=True)
+    meta = body.get("metadata")
+    if isinstance(meta, Mapping):
+        unknown_fields = sorted(unknown_fields + [f"metadata.{k}" for k in meta if k not in _OBJECT_META])
     if unknown_fields:
         # Decoding refuses the request (fieldValidation=Strict, kubectl's default) before any validation.
         return [

@@ -29,6 +29,7 @@ of every supported minor.
 from __future__ import annotations
 
 import copy
+import datetime
 import functools
 import json
 import math
@@ -226,6 +227,34 @@ def quantity_string(text: Any) -> str:
     return f"{amount}{named[exp]}" if exp in named else f"{amount}e{exp}"
 
 
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:Z|([+-])(\d{2}):(\d{2}))"
+)
+
+
+def rfc3339_instant(text: Any) -> tuple[int, int]:
+    """``time.Parse(time.RFC3339, text)`` as (seconds since the epoch, nanoseconds): an upper-case ``T`` and
+    ``Z`` or ``±hh:mm``; a fraction of a second (``.`` or ``,``) is cut to nanoseconds, not rounded."""
+    m = _RFC3339.fullmatch(str(text))
+    if m is None:
+        raise UnhashableValue(f"invalid RFC 3339 time {text!r}")
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    try:
+        days = (datetime.date(year, month, day) - datetime.date(1970, 1, 1)).days
+    except ValueError as err:
+        raise UnhashableValue(f"invalid RFC 3339 time {text!r}: {err}") from None
+    if hour > 23 or minute > 59 or second > 59:
+        raise UnhashableValue(f"invalid RFC 3339 time {text!r}: out of range")
+    offset = 0
+    if m.group(8):
+        off_h, off_m = int(m.group(9)), int(m.group(10))
+        if off_h > 23 or off_m > 59:
+            raise UnhashableValue(f"invalid RFC 3339 time {text!r}: zone offset out of range")
+        offset = (off_h * 3600 + off_m * 60) * (-1 if m.group(8) == "-" else 1)
+    nanos = int((m.group(7) or "")[:9].ljust(9, "0"))
+    return days * 86400 + hour * 3600 + minute * 60 + second - offset, nanos
+
+
 def _go_float(number: float) -> str:
     """``encoding/json`` text of a float64: shortest digits, plain between 1e-6 and 1e21, else ``1e+21`` /
     ``1e-7`` (so an integral float is written as the integer: ``110.0`` is ``110``)."""
@@ -312,7 +341,11 @@ class _Walker:
                 return ("s", quantity_string(value))
             raise UnhashableValue(f"no model of {tid}.String()")
         if d.get("time"):
-            raise UnhashableValue("metav1.Time values are not modelled")
+            raise UnhashableValue("time.Time values are not modelled")
+        if tid.endswith("apimachinery/pkg/apis/meta/v1.Time"):
+            # struct{time.Time}: the embedded Time is hashed by MarshalBinary after UnmarshalJSON's
+            # .Local(), so what counts is the instant, not the zone it was written in.
+            return ("struct", "Time", () if value is None else (("Time", ("t", *rfc3339_instant(value))),))
         if tid.endswith("apimachinery/pkg/apis/meta/v1.Duration"):
             ns = 0 if value is None else go_duration_ns(str(value))
             return ("struct", "Duration", (("Duration", ns),) if ns else ())

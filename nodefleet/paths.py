@@ -155,11 +155,22 @@ RENDER_ALLOW = f"`--root DIR` or {RENDER_ROOTS_ENV}=DIR"
 CATALOG_ALLOW = f"`--catalog-root DIR` or {CATALOG_ROOTS_ENV}=DIR"
 
 
+#: ``{word}``: a placeholder, of which ``output.directory`` knows one, ``{stack}``.
+_PLACEHOLDER = re.compile(r"\{[^{}/]*\}")
+
+
 def render_directory(
     template: str, stack: str, *, project_dir: Path, environ: Mapping[str, str], roots: Sequence[Path] = ()
 ) -> ContainedPath:
     """``output.directory`` for ``stack`` (``{stack}`` replaced), inside the project or an allowed root."""
     check_stack_name(stack)
+    unknown = _PLACEHOLDER.search(template.replace("{stack}", ""))
+    if unknown:
+        raise PathError(
+            f"{template!r} has the placeholder {unknown.group(0)}, which nodefleet does not replace (the folder would "
+            "be named so, braces and all); the only placeholder is {stack}, in lowercase (each cluster gets its own "
+            "folder below the directory anyway), e.g. rendered/{stack}"
+        )
     return contain(
         template.replace("{stack}", stack),
         project_dir=project_dir,

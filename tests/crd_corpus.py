@@ -887,6 +887,13 @@ _EDGE_CASES: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
     ("type-meta", "no-api-version", {k: v for k, v in _edge().items() if k != "apiVersion"}, None),
     ("type-meta", "update-without-kind", {k: v for k, v in _edge().items() if k != "kind"}, _edge()),
     ("type-meta", "other-kind", {**_edge({"size": 7}), "kind": "Gadget"}, None),
+    # metadata that cannot be read as ObjectMeta is refused alone; its unknown fields as any unknown field
+    ("metadata", "not-an-object", {**_edge(), "metadata": "widget-a"}, None),
+    ("metadata", "name-a-number", _edge(meta={"name": 7}), None),
+    ("metadata", "label-a-number", _edge(meta={"labels": {"a": 1}}), None),
+    ("metadata", "unknown-field", _edge(meta={"owner": "me"}), None),
+    ("metadata", "finalizer-invalid", _edge(meta={"finalizers": ["a b"]}), None),
+    ("metadata", "null-label", _edge(meta={"labels": {"a": None}}), None),
     # blocking errors keep every CEL rule from running, at any depth
     ("blocking+cel", "enum-deep", _edge({"parts": [_part(color="green", weight=500)]}), None),
     (

@@ -197,8 +197,13 @@ def test_a_model_that_hashes_an_ignored_field_fails(monkeypatch: pytest.MonkeyPa
             f["hash"] = ""
     wrong_types = dataclasses.replace(real, types=types)
     monkeypatch.setattr(kh, "hash_types", lambda m: wrong_types if m == minor else real)
-    wrong = _disagreements(minor, _answers(minor))
-    assert wrong and all("subnetSelectorTerms" in w for w in wrong)
+    wrong = [p for p, a in _answers(minor) if _ours(p, minor) != a["reason"]]
+    # Only pairs whose subnet terms change are judged wrongly (alone or with other fields).
+    assert wrong and all(
+        json.dumps(p.old["spec"].get("subnetSelectorTerms"))
+        != json.dumps(p.new["spec"].get("subnetSelectorTerms"))
+        for p in wrong
+    )
 
 
 @pytest.mark.goref
@@ -289,3 +294,33 @@ def test_a_requirements_model_ignoring_unlabelled_keys_fails(monkeypatch: pytest
         for labels, (_, new) in zip(case.claims, per_claim, strict=True)
     )
     assert wrong > 50
+
+
+def _python_atoi(text: str) -> tuple[int, bool]:
+    try:
+        return int(text, 10), True
+    except ValueError:
+        return 0, False
+
+
+@pytest.mark.goref
+@pytest.mark.parametrize(
+    ("name", "replace"),
+    [("_normalized", lambda key: key), ("_go_atoi", _python_atoi)],
+    ids=["deprecated-keys-as-written", "python-int"],
+)
+def test_a_requirements_model_reading_keys_or_numbers_otherwise_fails(
+    monkeypatch: pytest.MonkeyPatch, name: str, replace: Any
+) -> None:
+    """The generated nodes tell apart a model that takes ``beta.kubernetes.io/arch`` as a key of its own,
+    and one that reads numbers with Python's ``int`` (``1_0`` is 10, past int64 is no limit)."""
+    from nodefleet import drift
+
+    monkeypatch.setattr(drift, name, replace)
+    minor = kh.DEFAULT_KARPENTER
+    wrong = sum(
+        (REQUIREMENTS_DRIFTED if node_requirements_drifted(case.new, labels) else "") != new
+        for case, per_claim in _requirement_answers(minor)
+        for labels, (_, new) in zip(case.claims, per_claim, strict=True)
+    )
+    assert wrong > 20

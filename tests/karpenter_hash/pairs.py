@@ -108,7 +108,13 @@ _BY_TYPE: dict[str, list[Any]] = {
     "k8s.io/apimachinery/pkg/api/resource.Quantity": ["120Gi", "122880Mi", "128849018880", "1Ti", "1024Gi"],
     "k8s.io/apimachinery/pkg/apis/meta/v1.Duration": ["1h", "60m", "3600s", "0s", "90m"],
     "sigs.k8s.io/karpenter/pkg/apis/v1.NillableDuration": ["720h", "43200m", "Never", "1h", "60m"],
-    "k8s.io/apimachinery/pkg/apis/meta/v1.Time": [],  # not modelled; not generated
+    # A taint's timeAdded: one instant in two zones, a fraction of a second, the next second.
+    "k8s.io/apimachinery/pkg/apis/meta/v1.Time": [
+        "2024-01-01T00:00:00Z",
+        "2024-01-01T01:00:00+01:00",
+        "2024-01-01T00:00:00.5Z",
+        "2024-01-01T00:00:01Z",
+    ],
 }
 _KUBELET_MAP = [
     {"maxPods": 110},
@@ -270,7 +276,10 @@ def _text(obj: Any) -> str:
     return json.dumps(obj)
 
 
-def _field_pairs(kind: str, base: dict[str, Any], types: HashTypes, minor: str) -> Iterator[Pair]:
+def _candidates(
+    kind: str, base: dict[str, Any], types: HashTypes, minor: str
+) -> Iterator[tuple[tuple[Any, ...], list[Any]]]:
+    """Every field under the spec with the values it is given (absent first)."""
     root = types.roots["EC2NodeClass" if kind == "EC2NodeClass" else "NodePoolSpec"]
     schema = _spec_schema(base["apiVersion"], base["kind"], minor)
     values = _Values(types)
@@ -279,6 +288,11 @@ def _field_pairs(kind: str, base: dict[str, Any], types: HashTypes, minor: str) 
         current = _get(base, path)
         if current is not MISSING and current not in candidates:
             candidates.insert(1, current)
+        yield path, candidates
+
+
+def _field_pairs(kind: str, base: dict[str, Any], types: HashTypes, minor: str) -> Iterator[Pair]:
+    for path, candidates in _candidates(kind, base, types, minor):
         dotted = ".".join(str(p) for p in path)
         for i, (a, b) in enumerate(itertools.permutations(candidates, 2)):
             if a is b:
@@ -287,6 +301,29 @@ def _field_pairs(kind: str, base: dict[str, Any], types: HashTypes, minor: str) 
             if _text(old) == _text(new):  # not ==: 110 == 110.0 and key order count in what is sent
                 continue
             yield Pair(f"{kind}:{dotted}#{i}", "field", old, new)
+
+
+#: Seeds of the pairs that change several fields at once, and pairs per seed and kind.
+MULTI_FIELD_SEEDS = (18, 1, 2)
+MULTI_FIELD_COUNT = 40
+
+
+def _multi_field_pairs(kind: str, base: dict[str, Any], types: HashTypes, minor: str) -> Iterator[Pair]:
+    """Two to five fields changed together (a third of them to the same value on both sides), nested
+    fields included: what one field changed alone cannot show (an item twice in one list and a field
+    respelt in another, defaults spelt out beside a real change)."""
+    import random
+
+    fields = list(_candidates(kind, base, types, minor))
+    for seed in MULTI_FIELD_SEEDS:
+        rng = random.Random(f"{seed}/{kind}/{minor}")
+        for i in range(MULTI_FIELD_COUNT):
+            old, new = base, base
+            for path, candidates in rng.sample(fields, rng.randint(2, 5)):
+                a = rng.choice(candidates)
+                b = a if rng.random() < 0.3 else rng.choice(candidates)
+                old, new = _set(old, path, a), _set(new, path, b)
+            yield Pair(f"{kind}:fields#{seed}.{i}", "fields", old, new)
 
 
 def _scenario_pairs(minor: str) -> Iterator[Pair]:
@@ -345,6 +382,8 @@ def pairs(minor: str) -> list[Pair]:
     types = hash_types(minor)
     out = list(_field_pairs("EC2NodeClass", copy.deepcopy(NODE_CLASS), types, minor))
     out += _field_pairs("NodePool", copy.deepcopy(NODE_POOL), types, minor)
+    out += _multi_field_pairs("EC2NodeClass", copy.deepcopy(NODE_CLASS), types, minor)
+    out += _multi_field_pairs("NodePool", copy.deepcopy(NODE_POOL), types, minor)
     out += _scenario_pairs(minor)
     return out
 

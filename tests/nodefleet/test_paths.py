@@ -46,6 +46,10 @@ def _render(project: Path, directory: str, stack: str = "dev", **env: str) -> Pa
         ("rendered/" + "x" * 256, "at most 255"),
         (".", "is the project directory itself"),
         ("rendered/..", "is the project directory itself"),
+        # Placeholders nodefleet does not replace were once kept as literal folder names.
+        ("rendered/{Stack}", "has the placeholder {Stack}, which nodefleet does not replace"),
+        ("rendered/{stack}/{cluster}", "has the placeholder {cluster}"),
+        ("gitops/{ stack }", "has the placeholder { stack }"),
     ],
 )
 def test_every_way_out_is_refused_with_a_fix(project: Path, directory: str, says: str) -> None:
