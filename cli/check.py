@@ -20,6 +20,7 @@ def run(args: argparse.Namespace) -> int:
     limit = _max_providers(args)
     policy_config = _policy_config(args)
     mock = load_run(args)
+    _refuse_tree_collisions(args, mock)
     violations = evaluate_run(mock, POLICIES, policy_config)
     mandatory = [v for v in violations if v.level == "mandatory"]
     # Not a policy: the engine's memory per target cluster is a property of the run, not of a resource.
@@ -52,6 +53,24 @@ def run(args: argparse.Namespace) -> int:
             print(f"  ADVISORY  {name}  {text}")
         print(f"  {len(mandatory)} mandatory, {len(violations) - len(mandatory)} advisory")
     return EXIT_VIOLATIONS if mandatory else EXIT_OK
+
+
+def _refuse_tree_collisions(args: argparse.Namespace, mock: Any) -> None:
+    """What ``render`` would refuse, ``check`` refuses too: objects another stack rendered into the same GitOps
+    tree declares differently (``cli.render``), so that the gate and the render agree."""
+    from cli.render import tree_problems
+    from harness.mockrun import PROJECT_DIR
+    from harness.rendering import plan_render
+    from nodefleet.config import CONFIG_KEY, load_fleet
+
+    stack, config, source = load(args)
+    fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
+    if fleet.config.output.mode != "render":
+        return
+    plan = plan_render(mock, fleet.render_directory, fleet.config.wave)
+    problems = tree_problems(fleet, stack_file_shown(args), fleet.render_dir.path, plan)
+    if problems:
+        raise InputError("\n".join(problems))
 
 
 def _instance_type_advice(args: argparse.Namespace) -> list[str]:

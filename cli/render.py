@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         root = out.path
     else:
         root = fleet.render_dir.path
-    problems = _tree_problems(fleet, stack_file_shown(args), root, plan)
+    problems = tree_problems(fleet, stack_file_shown(args), root, plan)
     if problems:
         raise InputError("\n".join(problems))
     for skipped in plan.skipped:
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _tree_problems(fleet: Any, source: str, root: Path, plan: Any) -> list[str]:
+def tree_problems(fleet: Any, source: str, root: Path, plan: Any) -> list[str]:
     """Objects this stack and another stack rendered into the same GitOps tree declare differently.
 
     The tree is the render root's parent (``rendered/`` for the default ``rendered/{stack}``, which the
@@ -115,8 +115,10 @@ def _tree_problems(fleet: Any, source: str, root: Path, plan: Any) -> list[str]:
         object_key,
         rendered_objects,
         rendered_tree_problems,
-        tree_problems,
         with_rendered_content,
+    )
+    from nodefleet.objects import (
+        tree_problems as problems_across,
     )
     from nodefleet.yamlfile import YAMLFileError
 
@@ -139,7 +141,7 @@ def _tree_problems(fleet: Any, source: str, root: Path, plan: Any) -> list[str]:
             continue
         if other.config.output.mode == "render":
             fleets.append((other, shown))
-    problems = tree_problems(fleets) if len(fleets) > 1 else []
+    problems = problems_across(fleets) if len(fleets) > 1 else []
     if not unread:
         return problems
     rendered = []

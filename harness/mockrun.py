@@ -326,8 +326,8 @@ def _misspelled_config_key(name: str, document: dict[Any, Any], config: dict[Any
     near += difflib.get_close_matches(CONFIG_KEY, keys, n=1, cutoff=0.8)
     if near:
         raise YAMLFileError(
-            f"{name}: config.{near[0]}: not a key nodefleet reads; did you mean '{CONFIG_KEY}'? Rename it (the "
-            f"key is the project name, nodefleet, and the value's name, fleet: see docs/configuration.md)"
+            f"{name}: config.{near[0]}: did you mean {CONFIG_KEY}? nodefleet reads its stack from that key only; "
+            "rename it (the project name, nodefleet, and the value's name, fleet: see docs/configuration.md)"
         )
     if "config" not in document:
         top = [str(k) for k in document if str(k) not in _STACK_FILE_KEYS]

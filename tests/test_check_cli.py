@@ -356,17 +356,17 @@ def test_a_reader_that_goes_away_during_the_json_error_is_not_a_traceback(tmp_pa
         (
             "  nodefleet:fleet:\n",
             "  nodefleet:flet:\n",
-            "config.nodefleet:flet: not a key nodefleet reads; did you mean",
+            "config.nodefleet:flet: did you mean nodefleet:fleet? nodefleet reads",
         ),
         (
             "  nodefleet:fleet:\n",
             "  fleet:\n",
-            "config.fleet: not a key nodefleet reads; did you mean 'nodefleet:fleet'?",
+            "config.fleet: did you mean nodefleet:fleet?",
         ),
         (
             "  nodefleet:fleet:\n",
             "  Nodefleet:Fleet:\n",
-            "config.Nodefleet:Fleet: not a key nodefleet reads;",
+            "config.Nodefleet:Fleet: did you mean nodefleet:fleet?",
         ),
         ("config:\n", "confg:\n", "confg: not a key of a stack file; did you mean 'config'?"),
         ("config:\n", "Config:\n", "Config: not a key of a stack file; did you mean 'config'?"),

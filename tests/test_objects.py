@@ -289,3 +289,21 @@ def test_two_stacks_rendering_one_cluster_folder_are_refused_before_either_rende
     other["output"] = {"mode": "render", "directory": "rendered/clusters"}
     other["clusters"][0].update(name="dev-b", infraId="dev-b-7xk2p")
     assert tree_problems([fleets[0], (load_fleet(other, "two", PROJECT), "stacks/Pulumi.two.yaml")]) == []
+
+
+def test_check_refuses_what_render_would_refuse_in_the_tree(tmp_path: Path) -> None:
+    """check passed a stack whose render then stopped at another stack's object in the same tree: the gate
+    and the render disagreed."""
+    project = copy_project(tmp_path / "project")
+    (project / "stacks").mkdir()
+    for name, infra in (("prod-east", "prod-east-4kq8z"), ("prod-west", "prod-west-9zz1a")):
+        raw = stack_fleet("hosted")
+        raw["clusters"][0]["name"], raw["clusters"][0]["infraId"] = name, infra
+        _stack_file(project / "stacks" / f"Pulumi.{name.removeprefix('prod-')}.yaml", raw)
+    assert nodefleet("render", "--stack", "east", cwd=project).returncode == 0
+    for args in (("check", "--stack", "west"), ("check", "--stack", "west", "--json")):
+        result = nodefleet(*args, cwd=project)
+        assert result.returncode == 2, result.stdout + result.stderr
+        lines = [ln for ln in result.stderr.splitlines() if "NodePool clusters/infra" in ln]
+        assert lines and "stack 'east' (stacks/Pulumi.east.yaml)" in lines[0] and "stack 'west'" in lines[0]
+    assert nodefleet("check", "--stack", "east", cwd=project).returncode == 0
