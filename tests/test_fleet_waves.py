@@ -152,14 +152,15 @@ def test_fleet_preview_on_an_incomplete_engine_says_engine_incomplete(
         raise AssertionError("no stack runs on an incomplete engine")
 
     monkeypatch.setattr(fleet, "_run_one", never)
-    assert main(["fleet", "preview"]) == 3
+    shipped = ",".join(SHIPPED_STACKS)  # a user's own stacks beside them may collide with an example
+    assert main(["fleet", "preview", "--stacks", shipped]) == 3
     captured = capsys.readouterr()
     assert captured.err.startswith(
         "nodefleet fleet preview: engine incomplete (kubernetes: missing); no stack"
     )
     assert "internal error" not in captured.err
     assert "python -m nodefleet fleet check" in captured.err
-    assert main(["fleet", "up", "--json"]) == 3
+    assert main(["fleet", "up", "--stacks", shipped, "--json"]) == 3
     out = json.loads(capsys.readouterr().out)
     assert out["exit"] == 3 and out["error"].startswith("nodefleet fleet up: engine incomplete")
 
