@@ -14,7 +14,7 @@ import pytest
 
 from harness.mockrun import stack_fleet
 
-__all__ = ["PROJECT", "SHARED_DATA", "copy_project", "nodefleet", "stack_fleet"]
+__all__ = ["PROJECT", "SHARED_DATA", "copy_project", "nodefleet", "own_tree", "stack_fleet"]
 
 PROJECT = Path(__file__).resolve().parent.parent
 SHARED_DATA = PROJECT.parent / "shared" / "data"
@@ -45,6 +45,15 @@ def nodefleet(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def own_tree(fleet: dict[str, Any], tmp_path: Path) -> dict[str, str]:
+    """Give a test's stack a GitOps tree of its own, under ``tmp_path``, and return the environment that
+    allows that root. A stack file of a test, checked from the project, would otherwise render into the
+    project's ``rendered/`` and be compared with whatever the user rendered there (``make demo`` renders
+    ``dev``): a variant of an example is then, rightly, a second stack declaring the example's objects."""
+    fleet.setdefault("output", {})["directory"] = str(tmp_path / "rendered" / "{stack}")
+    return {"NODEFLEET_RENDER_ROOT": str(tmp_path)}
 
 
 def copy_project(destination: Path) -> Path:

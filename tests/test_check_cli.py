@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import PROJECT, nodefleet, stack_fleet
+from tests.conftest import PROJECT, nodefleet, own_tree, stack_fleet
 from tests.shipped import SHIPPED_STACKS
 
 BAD = PROJECT / "tests" / "stacks"
@@ -200,6 +200,7 @@ def test_machine_sets_are_judged_by_the_catalog_the_stack_declared(tmp_path: Pat
     stack = tmp_path / "Pulumi.prod-east.yaml"
     fleet = stack_fleet("dev")
     fleet["clusters"][0]["catalog"] = str(catalog)
+    tree = own_tree(fleet, tmp_path)
     stack.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}))
     # The policy pack runs in its own process; its working directory must not matter.
     result = nodefleet(
@@ -208,7 +209,7 @@ def test_machine_sets_are_judged_by_the_catalog_the_stack_declared(tmp_path: Pat
         str(stack),
         "--json",
         cwd=tmp_path,
-        env={"PYTHONPATH": str(PROJECT), "NODEFLEET_CATALOG_ROOTS": str(tmp_path)},
+        env={"PYTHONPATH": str(PROJECT), "NODEFLEET_CATALOG_ROOTS": str(tmp_path), **tree},
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["violations"] == []

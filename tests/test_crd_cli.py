@@ -17,15 +17,18 @@ import yaml
 from harness.mockrun import stack_fleet
 from nodefleet import kinds as k
 from nodefleet.crdstore import CRD_DIR, SOURCES_FILE
-from tests.conftest import nodefleet
+from tests.conftest import nodefleet, own_tree
 from tests.crdobjects import rendered
 
 
 def _nodefleet(*args: str) -> subprocess.CompletedProcess[str]:
-    return nodefleet(*args)
+    """The command line on a stack file of :func:`_stack`, whose GitOps tree is beside it."""
+    stack = Path(args[args.index("--config-file") + 1]) if "--config-file" in args else None
+    return nodefleet(*args, env={"NODEFLEET_RENDER_ROOT": str(stack.parent)} if stack else None)
 
 
 def _stack(tmp_path: Path, name: str, fleet: dict[str, Any]) -> Path:
+    own_tree(fleet, tmp_path)
     path = tmp_path / f"Pulumi.{name}.yaml"
     path.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}))
     return path

@@ -16,7 +16,7 @@ import yaml
 
 from nodefleet.config import ConfigError, load_fleet
 from nodefleet.instance_types import DATA_FILE, architecture_of, instance_type_finding, known_types
-from tests.conftest import PROJECT, nodefleet, stack_fleet
+from tests.conftest import PROJECT, nodefleet, own_tree, stack_fleet
 
 #: The Karpenter release whose generated DescribeInstanceTypes fixture checks the architecture rule.
 KARPENTER = "github.com/aws/karpenter-provider-aws@v1.15.1"
@@ -78,7 +78,9 @@ def test_hosted_node_pools_and_karpenter_families_are_checked() -> None:
 def test_a_type_newer_than_the_list_is_advice_not_an_error(tmp_path: Path) -> None:
     newest = known_types().newest_generation["m"]
     new_type = f"m{newest + 1}i.xlarge"
-    result = nodefleet("check", "--config-file", str(_stack(tmp_path, _dev(instanceType=new_type))))
+    raw = _dev(instanceType=new_type)
+    tree = own_tree(raw, tmp_path)
+    result = nodefleet("check", "--config-file", str(_stack(tmp_path, raw)), env=tree)
     assert result.returncode == 0, result.stdout + result.stderr
     (line,) = [ln for ln in result.stdout.splitlines() if "ADVISORY  instance-type" in ln]
     assert f"machineSets[0].instanceType: '{new_type}' is not in the shipped list" in line

@@ -14,7 +14,7 @@ import yaml
 from nodefleet.config import ConfigError, ResolvedCluster, load_fleet
 from nodefleet.crd_schema import validate_object
 from nodefleet.manifests import render_machine_set
-from tests.conftest import PROJECT, nodefleet, stack_fleet
+from tests.conftest import PROJECT, nodefleet, own_tree, stack_fleet
 from tests.crdschema import crd_of, validate_manifest
 
 INFRA_TAINT = {"key": "node-role.kubernetes.io/infra", "effect": "NoSchedule"}
@@ -137,8 +137,9 @@ def test_a_label_for_another_declared_pool_is_refused() -> None:
 
 def test_check_passes_a_stack_with_tainted_infra_nodes(tmp_path: Path) -> None:
     raw = _infra(taints=[INFRA_TAINT], labels={"team": "platform"}, subnet={"id": "subnet-0f1e2d3c4b5a69788"})
+    tree = own_tree(raw, tmp_path)
     stack = tmp_path / "Pulumi.infra.yaml"
     stack.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": raw}}), encoding="utf-8")
-    result = nodefleet("check", "--config-file", str(stack), "--json")
+    result = nodefleet("check", "--config-file", str(stack), "--json", env=tree)
     assert result.returncode == 0, result.stdout + result.stderr
     assert not [v for v in json.loads(result.stdout)["violations"] if v["policy"] == "crd-schema"]

@@ -15,7 +15,7 @@ from harness.evaluate import Violation, evaluate_resource, evaluate_stack
 from harness.mockrun import stack_fleet
 from nodefleet import kinds as k
 from policies.pack import POLICIES
-from tests.conftest import nodefleet
+from tests.conftest import nodefleet, own_tree
 from tests.crdobjects import rendered
 from tests.nodefleet.test_crd_schema import REJECTED, Change
 from tests.policies.helpers import stack_resource
@@ -145,9 +145,10 @@ def test_check_reports_a_stack_files_restricted_key_once(tmp_path: Path) -> None
     fleet["clusters"][0]["autoNode"]["nodePools"][0]["requirements"] = [
         {"key": "karpenter.sh/instance-family", "values": ["m6i"]}
     ]
+    tree = own_tree(fleet, tmp_path)
     stack = tmp_path / "Pulumi.one-verdict.yaml"
     stack.write_text(yaml.safe_dump({"config": {"nodefleet:fleet": fleet}}))
-    result = nodefleet("check", "--config-file", str(stack), "--json")
+    result = nodefleet("check", "--config-file", str(stack), "--json", env=tree)
     assert result.returncode == 1, result.stderr
     mandatory = [v for v in json.loads(result.stdout)["violations"] if v["level"] == "mandatory"]
     assert [v["policy"] for v in mandatory] == ["crd-schema"]
