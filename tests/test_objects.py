@@ -146,13 +146,20 @@ def test_stacks_sharing_only_identical_objects_pass_the_tree_check() -> None:
     assert tree_problems(fleets) == []
 
 
-def test_render_refuses_an_object_another_stack_rendered_into_the_tree(tmp_path: Path) -> None:
+def _east_and_west(tmp_path: Path) -> Path:
+    """A project copy whose stacks/ holds 'east' and 'west': the hosted example as prod-east and prod-west, both
+    declaring the classic NodePool clusters/infra."""
     project = copy_project(tmp_path / "project")
     (project / "stacks").mkdir()
     for name, infra in (("prod-east", "prod-east-4kq8z"), ("prod-west", "prod-west-9zz1a")):
         raw = stack_fleet("hosted")
         raw["clusters"][0]["name"], raw["clusters"][0]["infraId"] = name, infra
         _stack_file(project / "stacks" / f"Pulumi.{name.removeprefix('prod-')}.yaml", raw)
+    return project
+
+
+def test_render_refuses_an_object_another_stack_rendered_into_the_tree(tmp_path: Path) -> None:
+    project = _east_and_west(tmp_path)
     first = nodefleet("render", "--stack", "east", cwd=project)
     assert first.returncode == 0, first.stdout + first.stderr
     second = nodefleet("render", "--stack", "west", cwd=project)
@@ -294,12 +301,7 @@ def test_two_stacks_rendering_one_cluster_folder_are_refused_before_either_rende
 def test_check_refuses_what_render_would_refuse_in_the_tree(tmp_path: Path) -> None:
     """check passed a stack whose render then stopped at another stack's object in the same tree: the gate
     and the render disagreed."""
-    project = copy_project(tmp_path / "project")
-    (project / "stacks").mkdir()
-    for name, infra in (("prod-east", "prod-east-4kq8z"), ("prod-west", "prod-west-9zz1a")):
-        raw = stack_fleet("hosted")
-        raw["clusters"][0]["name"], raw["clusters"][0]["infraId"] = name, infra
-        _stack_file(project / "stacks" / f"Pulumi.{name.removeprefix('prod-')}.yaml", raw)
+    project = _east_and_west(tmp_path)
     assert nodefleet("render", "--stack", "east", cwd=project).returncode == 0
     for args in (("check", "--stack", "west"), ("check", "--stack", "west", "--json")):
         result = nodefleet(*args, cwd=project)
