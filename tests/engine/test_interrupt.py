@@ -93,6 +93,11 @@ def _run_and_interrupt(
     proc = subprocess.Popen(
         [
             sys.executable,
+            # SIGINT at its default first: a test run started in the background (`make test &`) hands its
+            # children SIGINT ignored, and the Python in the shim would keep ignoring it.
+            "-c",
+            "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+            "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])",
             str(SHIM),
             "--monitor",
             address,
@@ -147,5 +152,6 @@ def test_the_program_installs_it_first_and_the_mock_runtime_does_not() -> None:
     main = (PROJECT / "__main__.py").read_text()
     body = [line for line in main.splitlines() if line and not line.startswith(("#", '"', "from", "import"))]
     assert body[0] == "exit_quietly_when_the_engine_stops_us()"
+    before = signal.getsignal(signal.SIGINT)  # default_int_handler, or SIG_IGN in a run started with `&`
     run_program("dev")
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before
