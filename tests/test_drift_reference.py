@@ -280,6 +280,15 @@ def test_requirements_drift_per_pool_equals_karpenters(minor: str) -> None:
     assert not wrong, f"{len(wrong)} of {cases} pools differ:\n" + "\n".join(wrong[:20])
 
 
+def _wrong_requirement_nodes() -> int:
+    """The generated nodes on which nodefleet's requirements verdict differs from the reference's."""
+    return sum(
+        (REQUIREMENTS_DRIFTED if node_requirements_drifted(case.new, labels) else "") != new
+        for case, per_claim in _requirement_answers(kh.DEFAULT_KARPENTER)
+        for labels, (_, new) in zip(case.claims, per_claim, strict=True)
+    )
+
+
 @pytest.mark.goref
 def test_a_requirements_model_ignoring_unlabelled_keys_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """The requirements comparison can fail: let a node without the key's label pass any requirement."""
@@ -287,12 +296,7 @@ def test_a_requirements_model_ignoring_unlabelled_keys_fails(monkeypatch: pytest
 
     real = drift._allows
     monkeypatch.setattr(drift, "_allows", lambda req, value: value is None or real(req, value))
-    minor = kh.DEFAULT_KARPENTER
-    wrong = sum(
-        (REQUIREMENTS_DRIFTED if node_requirements_drifted(case.new, labels) else "") != new
-        for case, per_claim in _requirement_answers(minor)
-        for labels, (_, new) in zip(case.claims, per_claim, strict=True)
-    )
+    wrong = _wrong_requirement_nodes()
     assert wrong > 50
 
 
@@ -317,10 +321,5 @@ def test_a_requirements_model_reading_keys_or_numbers_otherwise_fails(
     from nodefleet import drift
 
     monkeypatch.setattr(drift, name, replace)
-    minor = kh.DEFAULT_KARPENTER
-    wrong = sum(
-        (REQUIREMENTS_DRIFTED if node_requirements_drifted(case.new, labels) else "") != new
-        for case, per_claim in _requirement_answers(minor)
-        for labels, (_, new) in zip(case.claims, per_claim, strict=True)
-    )
+    wrong = _wrong_requirement_nodes()
     assert wrong > 20
