@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_VIOLATIONS, InputError
+from cli.tree import TREE_JUDGED_ENV
 from nodefleet.stackfile.waves import (
     DEFAULT_WAVE,
     WAVES,
@@ -127,7 +128,12 @@ def _run_one(args: argparse.Namespace, stack: str, path: Path) -> tuple[StackRes
     started = time.perf_counter()
     try:
         proc = subprocess.run(
-            _command(args, stack, path), cwd=PROJECT, capture_output=True, text=True, timeout=args.timeout
+            _command(args, stack, path),
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            timeout=args.timeout,
+            env={**os.environ, TREE_JUDGED_ENV: "1"} if getattr(args, "tree_judged", False) else None,
         )
         code, out, err = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
@@ -338,6 +344,8 @@ def run(args: argparse.Namespace) -> int:
         problems = tree_problems(args, [(name, known[name]) for name in names])
         if problems:
             raise InputError("\n".join(problems))
+        # Every stack file of the folder was judged together: each stack need not read its siblings again.
+        args.tree_judged = names == list(known)
     if args.fleet_command in ("preview", "up") and (code := _engine_incomplete(args)) is not None:
         return code
     health = getattr(args, "health_command", None)
