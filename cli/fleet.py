@@ -62,6 +62,8 @@ class StackResult:
     summary: str
     #: The last lines of the stack's stderr when it did not exit 0 or 1.
     error: str = ""
+    #: CPU seconds of the stack's own process, where known (a process forked from the fork server).
+    cpu: float | None = None
 
 
 def discover(stacks_dir: Path) -> dict[str, Path]:
@@ -132,13 +134,14 @@ def _summary(command: str, code: int, stdout: str) -> str:
 def _run_one(args: argparse.Namespace, stack: str, path: Path) -> tuple[StackResult, str]:
     started = time.perf_counter()
     command = _command(args, stack, path)
+    cpu: float | None = None
     env = {**os.environ, TREE_JUDGED_ENV: "1"} if getattr(args, "tree_judged", False) else dict(os.environ)
     if args.fleet_command in FORKED and forkrun.available():
         done = forkrun.run(command[3:], cwd=PROJECT, env=env, timeout=args.timeout)
         if done is None:
             code, out, err = EXIT_INTERNAL, "", f"timed out after {args.timeout:.0f}s (--timeout)"
         else:
-            code, out, err = done
+            code, out, err, cpu = done.code, done.stdout, done.stderr, done.cpu_seconds
     else:
         try:
             proc = subprocess.run(
@@ -153,7 +156,7 @@ def _run_one(args: argparse.Namespace, stack: str, path: Path) -> tuple[StackRes
         err = f"exited {code} (signal or crash); counted as 3. {err}"
         code = EXIT_INTERNAL
     error = "" if code in (EXIT_OK, EXIT_VIOLATIONS) else " ".join(err.strip().splitlines()[-3:])
-    return StackResult(stack, code, seconds, _summary(args.fleet_command, code, out), error), out
+    return StackResult(stack, code, seconds, _summary(args.fleet_command, code, out), error, cpu), out
 
 
 def add_wave_arguments(p: argparse.ArgumentParser) -> None:

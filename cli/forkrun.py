@@ -16,7 +16,9 @@ import contextlib
 import io
 import multiprocessing
 import os
+import resource
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -38,9 +40,23 @@ PRELOAD = (
 
 _context: Any = None
 
+#: Set to 0 to run every stack in a fresh interpreter instead (to compare, or to rule the fork server out).
+FORK_ENV = "NODEFLEET_FLEET_FORK"
+
+
+@dataclass(frozen=True)
+class Done:
+    """What a forked command left: its exit code and output, and the CPU time and peak memory of its process."""
+
+    code: int
+    stdout: str
+    stderr: str
+    cpu_seconds: float | None = None
+    peak_rss_mib: float | None = None
+
 
 def available() -> bool:
-    return "forkserver" in multiprocessing.get_all_start_methods()
+    return "forkserver" in multiprocessing.get_all_start_methods() and os.environ.get(FORK_ENV, "1") != "0"
 
 
 def _ctx() -> Any:
@@ -61,22 +77,22 @@ def _child(argv: Sequence[str], cwd: str, env: Mapping[str, str], conn: Connecti
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
-    conn.send((code, out.getvalue(), err.getvalue()))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = round(usage.ru_utime + usage.ru_stime, 2)
+    conn.send(Done(code, out.getvalue(), err.getvalue(), cpu, round(usage.ru_maxrss / 1024, 1)))
     conn.close()
 
 
-def run(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float | None
-) -> tuple[int, str, str] | None:
-    """(exit code, stdout, stderr) of ``python -m nodefleet <argv>`` in a process forked from the fork server;
-    ``None`` when it did not finish within ``timeout`` seconds (it is killed). A process that died without
-    reporting (a signal, a crash) gives its exit status as a subprocess would: negative for a signal."""
+def run(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float | None) -> Done | None:
+    """``python -m nodefleet <argv>`` in a process forked from the fork server; ``None`` when it did not finish
+    within ``timeout`` seconds (it is killed). A process that died without reporting (a signal, a crash) gives
+    its exit status as a subprocess would: negative for a signal."""
     ctx = _ctx()
     receive, send = ctx.Pipe(duplex=False)
     process = ctx.Process(target=_child, args=(tuple(argv), str(cwd), dict(env), send), daemon=True)
     process.start()
     send.close()
-    result: tuple[int, str, str] | None = None
+    result: Done | None = None
     try:
         if receive.poll(timeout):
             result = receive.recv()
@@ -90,5 +106,5 @@ def run(
         return None
     process.join()
     if result is None:
-        return process.exitcode if process.exitcode is not None else -9, "", ""
+        return Done(process.exitcode if process.exitcode is not None else -9, "", "")
     return result

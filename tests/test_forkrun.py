@@ -16,8 +16,9 @@ def test_a_forked_command_says_what_a_fresh_process_says(args: tuple[str, ...]) 
     fresh = nodefleet(*args)
     forked = forkrun.run(args, cwd=PROJECT, env=dict(os.environ), timeout=600)
     assert forked is not None
-    code, out, err = forked
+    code, out, err = forked.code, forked.stdout, forked.stderr
     assert code == fresh.returncode
+    assert forked.cpu_seconds is not None and forked.cpu_seconds > 0
     if "--json" in args:
         assert out == fresh.stdout
     else:  # the first line names the elapsed time
@@ -32,13 +33,15 @@ def test_a_bad_stack_file_is_an_input_error_in_a_forked_process_too(tmp_path: Pa
         ["check", "--config-file", str(path)], cwd=PROJECT, env=dict(os.environ), timeout=600
     )
     assert forked is not None
-    code, _, err = forked
+    code, err = forked.code, forked.stderr
     assert code == 2
     assert "clusterz" in err and "Traceback" not in err
 
 
-def test_this_platform_has_the_fork_server() -> None:
+def test_this_platform_has_the_fork_server(monkeypatch: pytest.MonkeyPatch) -> None:
     assert forkrun.available()  # Linux and macOS: fleet forks the mock-runtime commands
+    monkeypatch.setenv(forkrun.FORK_ENV, "0")
+    assert not forkrun.available()
 
 
 def test_a_forked_command_past_its_timeout_is_killed() -> None:
