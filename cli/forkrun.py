@@ -17,6 +17,8 @@ import io
 import multiprocessing
 import os
 import resource
+import runpy
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -68,15 +70,22 @@ def _ctx() -> Any:
 
 
 def _child(argv: Sequence[str], cwd: str, env: Mapping[str, str], conn: Connection) -> None:
-    """In the forked process: the command as ``python -m nodefleet`` runs it, its output captured."""
+    """In the forked process: the command as ``python -m nodefleet`` runs it (the same module, run as
+    ``__main__``, with the same ``sys.argv``), its output captured."""
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
-    from cli.main import main
-
+    sys.argv = ["nodefleet", *argv]
     out, err = io.StringIO(), io.StringIO()
+    code: Any = 0
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
+        try:
+            runpy.run_module("nodefleet", run_name="__main__", alter_sys=True)
+        except SystemExit as exit_:
+            code = exit_.code
+    if not isinstance(code, int):  # sys.exit("message") prints it and exits 1, as the interpreter does
+        err.write(f"{code}\n" if code is not None else "")
+        code = 0 if code is None else 1
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = round(usage.ru_utime + usage.ru_stime, 2)
     conn.send(Done(code, out.getvalue(), err.getvalue(), cpu, round(usage.ru_maxrss / 1024, 1)))
