@@ -175,6 +175,12 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "NODEFLEET_FLEET_FORK": "0"} if args.no_fork else None
         proc = subprocess.run(cmd, cwd=PROJECT_DIR, capture_output=True, text=True, env=env)
     summary = json.loads(proc.stdout)
+    if "stacks" not in summary:  # the fleet refused the generated stacks as a whole
+        print(
+            f"fleet {args.command} refused the fleet (exit {proc.returncode}):\n{proc.stderr}",
+            file=sys.stderr,
+        )
+        return proc.returncode or 1
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     summary["peakRssMiB"] = round(usage.ru_maxrss / 1024, 1)
     # CPU time of every process the fleet ran (the runner included): on a busy machine wall times stretch,
