@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodefleet import crd_cel
-from nodefleet.crd_schema import _FORMATS as _STRING_FORMATS
+from nodefleet.crd_strfmt import SUPPORTED, normalized
 from nodefleet.crdstore import CrdIndex, CrdVersion
 
 __all__ = ["CrdCoverage", "coverage", "rule_sites"]
@@ -97,7 +97,7 @@ def _one(version: CrdVersion, sets: list[str], log: Log | None = None) -> CrdCov
     for fmt in _formats(version.schema):
         if fmt in _NUMERIC_FORMATS:
             continue
-        (cov.formats_checked if fmt in _STRING_FORMATS or fmt == "uri" else cov.formats_unchecked).add(fmt)
+        (cov.formats_checked if normalized(fmt) in SUPPORTED else cov.formats_unchecked).add(fmt)
     return cov
 
 

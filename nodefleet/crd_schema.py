@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from nodefleet import crd_cel, crd_formats
+from nodefleet import crd_cel, crd_formats, crd_strfmt
 from nodefleet import crd_rule_log as rule_log
 from nodefleet.crdstore import CrdVersion
 
@@ -149,13 +149,62 @@ def escape_property(name: str) -> str | None:
 # ---------------------------------------------------------------------------------------------------------
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _copy(value: Any) -> Any:
-    """A copy of JSON-shaped data (a few times faster than ``copy.deepcopy``, which this path is hot for)."""
+    """A copy of JSON-shaped data (a few times faster than ``copy.deepcopy``, which this path is hot for), with
+    its numbers as the API server decodes them from the JSON a client sends (:func:`_json_number`)."""
     if isinstance(value, Mapping):
         return {k: _copy(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_copy(v) for v in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _json_number(value)
     return value
+
+
+def _json_number(value: int | float) -> int | float:
+    """A number as it arrives in the API server: a client (kubectl, the Pulumi provider) marshals it to JSON,
+    where a whole float is written without a fraction (YAML's ``1.0`` becomes ``1``), and the API server
+    decodes an integer that fits in int64 as int64 and any other number as float64 (so ``2**63`` is a float
+    and fails an ``integer`` type)."""
+    if isinstance(value, float):
+        if (
+            math.isfinite(value)
+            and value.is_integer()
+            and abs(value) < 1e21
+            and _INT64_MIN <= value <= _INT64_MAX
+        ):
+            return int(value)
+        return value
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        return value
+
+
+def _json_integer(value: Any) -> bool:
+    """Whether kube-openapi accepts a decoded JSON number as an ``integer``: an int64, or a float64 that
+    ``swag.IsFloat64AJSONInteger`` takes for one (within 2**53, and within a relative 1e-9 of a whole number)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return _INT64_MIN <= value <= _INT64_MAX
+    if not isinstance(value, float) or not math.isfinite(value) or abs(value) > 2**53 - 1:
+        return False
+    trunc = int(value)
+    # Go converts a float64 to uint64 through int64 on amd64: a negative value wraps around.
+    g = float(trunc if trunc >= 0 else trunc + 2**64)
+    if value == g or value == float(trunc):
+        return True
+    diff = abs(value - g)
+    tiny = 5e-324
+    if value == 0 or g == 0 or diff < tiny:
+        return diff < 1e-9 * tiny
+    return diff / min(abs(value) + abs(g), 1.7976931348623157e308) < 1e-9
 
 
 def _json_type(value: Any) -> str:
@@ -176,17 +225,43 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
+def _go_float(value: float) -> str:
+    """A float64 as Go's ``%v`` prints it (``strconv.FormatFloat(v, 'g', -1, 64)``): the shortest digits, in
+    exponent form when the exponent is below -4 or at least 6 (``2.5``, ``1e+06``, ``-9.223372036854776e+18``)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1, value) < 0 else "0"
+    text = repr(abs(value))
+    digits_part, _, exp_part = text.partition("e")
+    whole, _, frac = digits_part.partition(".")
+    digits = (whole + frac).lstrip("0")
+    lead_zeros = len(whole + frac) - len((whole + frac).lstrip("0"))
+    dp = len(whole) + int(exp_part or 0) - lead_zeros
+    digits = digits.rstrip("0") or "0"
+    exp = dp - 1
+    sign = "-" if value < 0 else ""
+    if exp < -4 or exp >= 6:
+        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mant}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if dp <= 0:
+        return f"{sign}0.{'0' * -dp}{digits}"
+    if dp >= len(digits):
+        return f"{sign}{digits}{'0' * (dp - len(digits))}"
+    return f"{sign}{digits[:dp]}.{digits[dp:]}"
+
+
 def _shown(value: Any) -> str:
     """A value as the API server prints it in a field error (``field.Error.ErrorBody``): numbers and booleans
     as they are, strings quoted, anything else as compact JSON."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
-        return (
-            str(int(value))
-            if isinstance(value, float) and value.is_integer() and abs(value) < 1e21
-            else str(value)
-        )
+    if isinstance(value, float):
+        return _go_float(value)
+    if isinstance(value, int):
+        return str(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     try:
@@ -203,6 +278,31 @@ _RATCHETED = (
     "the previous object already holds this value, and the API server accepts an update that leaves an "
     "invalid value unchanged (validation ratcheting, Kubernetes >= 1.30); a new object would be refused"
 )
+
+
+_GO_TYPES = {bool: "bool", int: "int64", float: "float64", str: "string"}
+
+
+def _conversion_error(value: Any, schema: Mapping[str, Any]) -> str:
+    """What the CEL validator's ``UnstructuredToVal`` says of a value its schema's type does not allow."""
+    if schema.get("x-kubernetes-int-or-string"):
+        return "invalid data, expected XIntOrString value to be either a string or integer"
+    kind = schema.get("type")
+    if kind == "object":
+        return "invalid data, expected a map for the provided schema with type=object"
+    if kind == "array":
+        return "invalid data, expected an array for the provided schema with type=array"
+    go_type = (
+        "map[string]interface {}"
+        if isinstance(value, Mapping)
+        else "[]interface {}"
+        if isinstance(value, list | tuple)
+        else _GO_TYPES.get(type(value), type(value).__name__)
+    )
+    expected = {"string": "string", "number": "float", "integer": "int", "boolean": "bool"}.get(
+        str(kind), kind
+    )
+    return f"invalid data, expected {expected}, got {go_type}"
 
 
 def _type_message(value: Any, schema: Mapping[str, Any], path: str) -> str:
@@ -298,7 +398,7 @@ def _is_integral(value: Any) -> bool:
 
 def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
     if schema.get("x-kubernetes-int-or-string"):
-        return isinstance(value, str) or _is_integral(value)
+        return isinstance(value, str) or _json_integer(value)
     kind = schema.get("type")
     if kind is None:
         return True
@@ -309,7 +409,7 @@ def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
     if kind == "string":
         return isinstance(value, str)
     if kind == "integer":
-        return _is_integral(value)
+        return _json_integer(value)
     if kind == "number":
         return isinstance(value, int | float) and not isinstance(value, bool)
     if kind == "boolean":
@@ -322,24 +422,9 @@ def _regex(pattern: str) -> Any:
     return crd_formats.re2_compile(pattern)
 
 
-_FORMATS = {
-    "hostname": crd_formats.is_hostname,
-    "date-time": crd_formats.is_date_time,
-    "datetime": crd_formats.is_date_time,
-    "duration": crd_formats.is_duration,
-}
-
-
 def _format_ok(fmt: str, value: str) -> bool | None:
-    """Whether ``value`` is valid in string format ``fmt``; None when this validator does not know ``fmt``."""
-    if fmt == "uri":
-        try:
-            crd_formats.parse_request_uri(value)
-        except crd_formats.FormatError:
-            return False
-        return True
-    check = _FORMATS.get(fmt)
-    return check(value) if check else None
+    """Whether ``value`` is valid in string format ``fmt``; None where the API server does not check ``fmt``."""
+    return crd_strfmt.format_ok(fmt, value)
 
 
 def _map_item(item: Any) -> bool:
@@ -501,7 +586,13 @@ class _Walk:
             if isinstance(value, int | float) and not isinstance(value, bool):
                 # ...and picks its value validators by the value's kind: 1.5 for an integer meets the bounds.
                 self._number(value, schema, path)
-            return value, False
+            # The CEL validator cannot convert the value to the schema's type: a rule that reads it fails at
+            # run time (it runs when the type error was ratcheted), and runtime errors are never ratcheted.
+            invalid = crd_cel.invalid_data(_conversion_error(value, schema))
+            rules = schema.get("x-kubernetes-validations")
+            if rules:
+                self.sites.append(_Site(cpath, rules, schema, invalid, False, old, spath, self.anchor, value))
+            return invalid, False
         if (
             isinstance(value, float)
             and value.is_integer()
@@ -557,21 +648,21 @@ class _Walk:
         return not probe.findings
 
     def _string(self, value: str, schema: Mapping[str, Any], path: str) -> None:
+        # kube-openapi's string validator stops at its first error: too long, else too short, else the pattern.
         if "maxLength" in schema and len(value) > int(schema["maxLength"]):
-            # The API server's words; it counts characters, not bytes (the note says how many).
+            # The API server's words ("bytes"), though it counts characters: the note on the next line says so.
             self.fail(
                 path,
-                f"Too long: may not be more than {schema['maxLength']} bytes (the API server counts characters: "
-                f"this value has {len(value)})",
+                f"Too long: may not be more than {schema['maxLength']} bytes\n(the API server counts characters, "
+                f"not bytes: this value has {len(value)})",
                 blocks=True,
             )
-        if "minLength" in schema and len(value) < int(schema["minLength"]):
+        elif "minLength" in schema and len(value) < int(schema["minLength"]):
             self.fail(
                 path,
                 f"Invalid value: {_shown(value)}: {path} in body should be at least {schema['minLength']} chars long",
             )
-        pattern = schema.get("pattern")
-        if pattern is not None and not _regex(pattern).search(value):
+        elif (pattern := schema.get("pattern")) is not None and not _regex(pattern).search(value):
             self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should match '{pattern}'")
         fmt = schema.get("format")
         if fmt and _format_ok(str(fmt), value) is False:
@@ -642,8 +733,8 @@ class _Walk:
             else:
                 self.fail(
                     _child(path, key),
-                    f'unknown field "{key}": the CRD schema does not declare it, so the API server drops it '
-                    "(pruning) or, under fieldValidation=Strict, rejects the request",
+                    f'unknown field "{key}"\n(the CRD schema does not declare it: the API server drops it '
+                    "(pruning) or, under fieldValidation=Strict, kubectl's default, rejects the request)",
                 )
                 continue
             unknown = unknown or child_unknown
@@ -1070,7 +1161,7 @@ def validate_object(
         return [
             Finding(
                 path,
-                f'unknown field "{path}" (the CRD schema does not declare it: the API server refuses the '
+                f'unknown field "{path}"\n(the CRD schema does not declare it: the API server refuses the '
                 "request under fieldValidation=Strict, kubectl's default, or drops the field under Ignore)",
                 True,
             )
@@ -1122,8 +1213,8 @@ def validate_object(
         elif not schema.get("x-kubernetes-preserve-unknown-fields"):
             walk.fail(
                 key,
-                f'unknown field "{key}": the CRD schema does not declare it, so the API server drops it (pruning) '
-                "or, under fieldValidation=Strict, rejects the request",
+                f'unknown field "{key}"\n(the CRD schema does not declare it: the API server drops it (pruning) '
+                "or, under fieldValidation=Strict, kubectl's default, rejects the request)",
             )
     if not patch:
         for key in schema.get("required") or ():
@@ -1220,8 +1311,17 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
         if rule_log.active():
             rule_log.record(crd.crd.file, crd.version, site.spath, rule.rule, outcome.passed)
         if outcome.passed is None:
+            # The API server compiled this rule when the CRD was written, so it evaluates it; a rule judged
+            # neither way here must not let the object through.
             walk.findings.append(
-                Finding(site.path, f"cannot evaluate rule here: {outcome.detail}", False, rule.rule)
+                Finding(
+                    site.path,
+                    f"cannot evaluate rule here: {outcome.detail}\n(nodefleet could not judge this rule, which "
+                    "the API server evaluates: the object is refused until the rule can be checked; `nodefleet "
+                    "crds coverage` lists such rules)",
+                    True,
+                    rule.rule,
+                )
             )
             continue
         if outcome.passed:
