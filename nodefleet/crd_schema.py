@@ -390,12 +390,6 @@ def _same(a: Any, b: Any, schema: Mapping[str, Any]) -> bool:
     return bool(a == b)
 
 
-def _is_integral(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, float) and math.isfinite(value) and value.is_integer()
-    )
-
-
 def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
     if schema.get("x-kubernetes-int-or-string"):
         return isinstance(value, str) or _json_integer(value)
@@ -537,7 +531,7 @@ class _Walk:
         """Report an error; ``blocks``: one after which the API server does not run CEL rules (a Required,
         enum, too-long, too-many or type error: customresource strategy ``hasBlockingErr``)."""
         if self.anchor:
-            self.findings.append(Finding(path, f"{message} (ratcheted: {_RATCHETED})", False))
+            self.findings.append(Finding(path, f"{message}\n(ratcheted: {_RATCHETED})", False))
             return
         if blocks:
             self.type_errors = True
@@ -766,6 +760,13 @@ class _Walk:
         unknown = False
         # listtype checks a map list's keys only when every item is an object or null.
         map_keys = list_type == "map" and all(_map_item(item) for item in value)
+        if list_type == "map" and not map_keys and self.check_lists:
+            # ...and otherwise says so of its first other item (its type error is reported besides).
+            first = next(i for i, item in enumerate(value) if not _map_item(item))
+            self.fail(
+                f"{path}[{first}]",
+                f"Invalid value: {_shown(value[first])}: must be an object for an array of list-type map",
+            )
         for i, item in enumerate(value):
             item_path = f"{path}[{i}]"
             old_item: Any = _ABSENT
@@ -860,17 +861,46 @@ def _unknown_below_preserved(value: Any, schema: Mapping[str, Any], path: str) -
     return found
 
 
+def _go_v(value: Any) -> str:
+    """A decoded JSON value as Go's ``%v`` prints it."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _go_float(value)
+    if isinstance(value, Mapping):
+        return "map[" + " ".join(f"{k}:{_go_v(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list | tuple):
+        return "[" + " ".join(_go_v(v) for v in value) + "]"
+    return str(value)
+
+
+def _go_type(value: Any) -> str:
+    """A decoded JSON value's Go type as ``%T`` prints it."""
+    if isinstance(value, Mapping):
+        return "map[string]interface {}"
+    if isinstance(value, list | tuple):
+        return "[]interface {}"
+    return _GO_TYPES.get(type(value), type(value).__name__)
+
+
 def _scale_replicas(body: Mapping[str, Any], replicas_path: str, walk: _Walk) -> None:
-    """The scale subresource's check of ``specReplicasPath`` (customresource ``ValidateScaleSpec``)."""
+    """The scale subresource's check of ``specReplicasPath`` (customresource ``ValidateScaleSpec``), with the
+    errors of ``unstructured.NestedInt64`` in its words."""
     value: Any = body
     parts = replicas_path.lstrip(".").split(".")
-    for part in parts:
+    for i, part in enumerate(parts):
         if value is UNKNOWN:
             return
         if not isinstance(value, Mapping):
+            where = "." + ".".join(parts[: i + 1])
             walk.findings.append(
                 Finding(
-                    replicas_path, f"Invalid value: 0: {replicas_path} accessor error: not an object", True
+                    replicas_path,
+                    f"Invalid value: 0: {where} accessor error: {_go_v(value)} is of the type {_go_type(value)}, "
+                    "expected map[string]interface{}",
+                    True,
                 )
             )
             return
@@ -879,11 +909,12 @@ def _scale_replicas(body: Mapping[str, Any], replicas_path: str, walk: _Walk) ->
         value = value[part]
     if value is UNKNOWN:
         return
-    if not _is_integral(value):  # the engine carries 2 as 2.0; JSON decoding makes it int64 again
+    if isinstance(value, bool) or not isinstance(value, int):  # decoded from JSON: an int64, or not one
         walk.findings.append(
             Finding(
                 replicas_path,
-                f"Invalid value: 0: {replicas_path} accessor error: {_shown(value)} is not an integer",
+                f"Invalid value: 0: .{'.'.join(parts)} accessor error: {_go_v(value)} is of the type "
+                f"{_go_type(value)}, expected int64",
                 True,
             )
         )
@@ -911,7 +942,9 @@ def _has_duplicates(value: Any, schema: Mapping[str, Any]) -> bool:
     elif isinstance(value, list):
         items: Mapping[str, Any] = schema.get("items") or {}
         list_type = schema.get("x-kubernetes-list-type")
-        if list_type == "set" or (list_type == "map" and all(_map_item(item) for item in value)):
+        if list_type == "map" and not all(_map_item(item) for item in value):
+            return True  # listtype's "must be an object" error
+        if list_type == "set" or list_type == "map":
             keys: Sequence[str] = schema.get("x-kubernetes-list-map-keys") or ()
             seen = set()
             for item in value:
@@ -1110,7 +1143,7 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
             # A Too long error: it keeps the CEL rules from running.
             walk.fail(
                 "metadata.annotations",
-                f"Too long: may not be more than 262144 bytes (the annotations hold {size})",
+                f"Too long: may not be more than 262144 bytes\n(the annotations hold {size} bytes)",
                 blocks=True,
             )
     return {key: meta[key] for key in ("name", "generateName") if isinstance(meta.get(key), str)}
@@ -1342,7 +1375,7 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
         message = _rule_message(site, str(rule.reason or ""), outcome.message)
         if site.ratchet and not rule.transition:
             # Rules reading oldSelf are never ratcheted; others are when their node is unchanged.
-            walk.findings.append(Finding(path, f"{message} (ratcheted: {_RATCHETED})", False, rule.rule))
+            walk.findings.append(Finding(path, f"{message}\n(ratcheted: {_RATCHETED})", False, rule.rule))
             continue
         walk.findings.append(Finding(path, message, True, rule.rule))
 

@@ -45,6 +45,7 @@ def gadgets() -> CrdVersion:
         version=version["name"],
         schema=version["schema"]["openAPIV3Schema"],
         status_subresource=False,
+        scale_replicas_path=version["subresources"]["scale"]["specReplicasPath"],
     )
 
 
@@ -243,6 +244,15 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
     ("set-list", "words-twice", _g({"words": ["alpha", "alpha"]}), None),
     ("set-list", "ports-three-equal", _g({"ports": [443, 443.0, 443]}), None),
     # the API server's own words
+    ("messages", "replicas-fraction", _g({"replicas": 2.5}), None),
+    ("messages", "replicas-negative", _g({"replicas": -1}), None),
+    ("messages", "replicas-beyond-int32", _g({"replicas": 2**31}), None),
+    ("messages", "replicas-beyond-int64", _g({"replicas": 2**64}), None),
+    ("messages", "replicas-whole-float", _g({"replicas": 3.0}), None),
+    ("messages", "slots-string-first", _g({"slots": ["a", {"id": "x"}]}), None),
+    ("messages", "slots-number-later", _g({"slots": [{"id": "x"}, 5, "b"]}), None),
+    ("messages", "slots-null-and-string", _g({"slots": [None, "b"]}), None),
+    ("messages", "slots-duplicate", _g({"slots": [{"id": "x"}, {"id": "x", "size": 2}]}), None),
     ("messages", "code-too-long-and-unmatched", _g({"code": "ABCDEFG"}), None),
     ("messages", "code-too-long-multibyte", _g({"code": "ééééé"}), None),
     ("messages", "code-unmatched", _g({"code": "AB"}), None),
@@ -280,6 +290,12 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = [
         "ports-string-kept",
         _g({"ports": ["http"], "count": 5}),
         _g({"ports": ["http"]}),
+    ),
+    (
+        "ratchet-cel",
+        "slots-string-kept",
+        _g({"slots": ["a", {"id": "x"}], "count": 6}),
+        _g({"slots": ["a", {"id": "x"}]}),
     ),
     ("ratchet-cel", "count-string-kept", _g({"count": "many", "total": 1}), _g({"count": "many"})),
     (
