@@ -100,7 +100,20 @@ def _compile(expression: str, optional_old_self: bool) -> tuple[Any | None, str 
 
 
 def compile_rule(spec: Mapping[str, Any]) -> CompiledRule:
-    """Compile one validation entry (``rule``, ``message``, ``messageExpression``, ``fieldPath``, ...)."""
+    """Compile one validation entry (``rule``, ``message``, ``messageExpression``, ``fieldPath``, ...); the same
+    entry again gives the same compiled rule."""
+    key = tuple(spec.get(k) for k in _SPEC_KEYS)
+    found = _COMPILED.get(key)
+    if found is None:
+        found = _COMPILED[key] = _compile_rule(spec)
+    return found
+
+
+_SPEC_KEYS = ("rule", "message", "messageExpression", "fieldPath", "reason", "optionalOldSelf")
+_COMPILED: dict[tuple[Any, ...], CompiledRule] = {}
+
+
+def _compile_rule(spec: Mapping[str, Any]) -> CompiledRule:
     rule = str(spec.get("rule", ""))
     optional_old_self = bool(spec.get("optionalOldSelf", False))
     program, error = _compile(rule, optional_old_self)

@@ -20,6 +20,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cache
 from typing import Any
 
 import re2
@@ -473,15 +474,19 @@ def re2_compile(pattern: str) -> Any:
     return re2.compile(pattern, options)
 
 
-_HOSTNAME = re2_compile(
-    r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}"
-    r"[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z0-9\p{S}\p{L}])(-?[a-zA-Z0-9\p{S}\p{L}]){1,62})$"
-)
+@cache
+def _hostname() -> Any:
+    # kube-openapi's HostnamePattern (its last label letters only); compiled on first use, since RE2 takes
+    # most of a second to build its Unicode classes.
+    return re2_compile(
+        r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}"
+        r"\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$"
+    )
 
 
 def is_hostname(value: str) -> bool:
     """strfmt ``IsHostname``: the pattern, at most 255 bytes, labels of at most 63 bytes."""
-    if not _HOSTNAME.search(value) or len(value.encode()) > 255:
+    if not _hostname().search(value) or len(value.encode()) > 255:
         return False
     return all(len(p.encode()) <= 63 for p in value.split("."))
 

@@ -45,7 +45,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from nodefleet import crd_cel, crd_formats, crd_strfmt
@@ -154,7 +154,17 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 def _copy(value: Any) -> Any:
     """A copy of JSON-shaped data (a few times faster than ``copy.deepcopy``, which this path is hot for), with
-    its numbers as the API server decodes them from the JSON a client sends (:func:`_json_number`)."""
+    its numbers as the API server decodes them from the JSON a client sends (:func:`_json_number`). Mappings
+    become dicts and sequences lists, so what is judged holds nothing else."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy(v) for v in value]
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int or kind is float:
+        return _json_number(value)
     if isinstance(value, Mapping):
         return {k: _copy(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -218,7 +228,7 @@ def _json_type(value: Any) -> str:
         return "number"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return "object"
     if isinstance(value, Sequence):
         return "array"
@@ -294,7 +304,7 @@ def _conversion_error(value: Any, schema: Mapping[str, Any]) -> str:
         return "invalid data, expected an array for the provided schema with type=array"
     go_type = (
         "map[string]interface {}"
-        if isinstance(value, Mapping)
+        if isinstance(value, dict)
         else "[]interface {}"
         if isinstance(value, list | tuple)
         else _GO_TYPES.get(type(value), type(value).__name__)
@@ -314,7 +324,7 @@ def _type_message(value: Any, schema: Mapping[str, Any], path: str) -> str:
 
 def _map_key(item: Any, keys: Sequence[str], items: Mapping[str, Any]) -> str | None:
     """The key of a ``list-type: map`` item (a missing key takes its default), or None when it has none."""
-    if not isinstance(item, Mapping):
+    if not isinstance(item, dict):
         return None
     props: Mapping[str, Any] = items.get("properties") or {}
     found = {}
@@ -332,8 +342,8 @@ def _equal(a: Any, b: Any) -> bool:
     """JSON deep equality (reflect.DeepEqual on decoded JSON): a boolean never equals a number."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
-    if isinstance(a, Mapping):
-        return isinstance(b, Mapping) and a.keys() == b.keys() and all(_equal(v, b[k]) for k, v in a.items())
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_equal(v, b[k]) for k, v in a.items())
     if isinstance(a, list | tuple):
         return (
             isinstance(b, list | tuple)
@@ -353,15 +363,15 @@ def _same(a: Any, b: Any, schema: Mapping[str, Any]) -> bool:
     field of ``metadata``) never equals its previous value: the field cannot be correlated."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
-    if isinstance(a, Mapping):
-        if not isinstance(b, Mapping) or a.keys() != b.keys():
+    if isinstance(a, dict):
+        if not isinstance(b, dict) or a.keys() != b.keys():
             return False
         props: Mapping[str, Any] = schema.get("properties") or {}
         addl = schema.get("additionalProperties")
         for k, v in a.items():
             if k in props:
                 sub: Mapping[str, Any] = props[k]
-            elif isinstance(addl, Mapping):
+            elif isinstance(addl, dict):
                 sub = addl
             else:
                 return False
@@ -397,7 +407,7 @@ def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
     if kind is None:
         return True
     if kind == "object":
-        return isinstance(value, Mapping)
+        return isinstance(value, dict)
     if kind == "array":
         return isinstance(value, list | tuple)
     if kind == "string":
@@ -416,6 +426,13 @@ def _regex(pattern: str) -> Any:
     return crd_formats.re2_compile(pattern)
 
 
+@lru_cache(maxsize=1 << 16)
+def _matches(pattern: str, value: str) -> bool:
+    """Whether RE2 finds ``pattern`` in ``value``; the answers are kept, since the same few values of a fleet
+    meet the same patterns again and again."""
+    return _regex(pattern).search(value) is not None
+
+
 def _format_ok(fmt: str, value: str) -> bool | None:
     """Whether ``value`` is valid in string format ``fmt``; None where the API server does not check ``fmt``."""
     return crd_strfmt.format_ok(fmt, value)
@@ -423,7 +440,7 @@ def _format_ok(fmt: str, value: str) -> bool | None:
 
 def _map_item(item: Any) -> bool:
     """Whether ``item`` may sit in a ``list-type: map`` list (structural listtype: an object or null)."""
-    return item is None or item is UNKNOWN or isinstance(item, Mapping)
+    return item is None or item is UNKNOWN or isinstance(item, dict)
 
 
 def _list_key(item: Mapping[str, Any], keys: Sequence[str]) -> str:
@@ -438,54 +455,39 @@ def _list_key(item: Mapping[str, Any], keys: Sequence[str]) -> str:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _prune_nulls(value: Any, schema: Mapping[str, Any] | None) -> None:
-    """Remove the entries of objects and maps that are null where the schema is not nullable and has no
-    default (PruneNonNullableNullsWithoutDefaults). A null list item stays: defaulting gives it the items'
-    default, else it fails its type check."""
-    if schema is None:
-        return
+def _default(value: Any, schema: Mapping[str, Any]) -> None:
+    """What decoding does to a request body before validation: null pruning, then defaulting, in one pass
+    (a default never holds a null to prune: the API server refuses such a CRD)."""
     if isinstance(value, dict):
         props: Mapping[str, Any] = schema.get("properties") or {}
         addl = schema.get("additionalProperties")
-        for key in list(value):
-            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
-            if value[key] is None and sub is not None and not sub.get("nullable") and "default" not in sub:
-                del value[key]
-            else:
-                _prune_nulls(value[key], sub)
-    elif isinstance(value, list):
-        items = schema.get("items")
-        for item in value:
-            _prune_nulls(item, items if isinstance(items, Mapping) else None)
-
-
-def _apply_defaults(value: Any, schema: Mapping[str, Any]) -> None:
-    if isinstance(value, dict):
-        props: Mapping[str, Any] = schema.get("properties") or {}
+        if not isinstance(addl, dict):
+            addl = None
+        for key in [k for k, v in value.items() if v is None]:
+            sub = props.get(key) if key in props else addl
+            if sub is not None and not sub.get("nullable") and "default" not in sub:
+                del value[key]  # PruneNonNullableNullsWithoutDefaults
         for key, sub in props.items():
             if "default" in sub and (key not in value or (value[key] is None and not sub.get("nullable"))):
                 value[key] = _copy(sub["default"])
-        addl = schema.get("additionalProperties")
-        for key, item in list(value.items()):
-            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
+        for key, item in value.items():
+            sub = props.get(key) if key in props else addl
             if sub is not None:
-                if key not in props and item is None and not sub.get("nullable") and "default" in sub:
-                    value[key] = item = _copy(sub["default"])
-                _apply_defaults(item, sub)
+                if item is None:
+                    if key not in props and not sub.get("nullable") and "default" in sub:
+                        value[key] = _copy(sub["default"])
+                        _default(value[key], sub)
+                elif type(item) is dict or type(item) is list:
+                    _default(item, sub)
     elif isinstance(value, list):
         items = schema.get("items")
-        if isinstance(items, Mapping):
+        if isinstance(items, dict):
             for i, item in enumerate(value):
                 if item is None and not items.get("nullable") and "default" in items:
                     # A null item takes the items' default (schema/defaulting Default), like a map entry.
                     value[i] = item = _copy(items["default"])
-                _apply_defaults(item, items)
-
-
-def _default(value: Any, schema: Mapping[str, Any]) -> None:
-    """What decoding does to a request body before validation: null pruning, then defaulting."""
-    _prune_nulls(value, schema)
-    _apply_defaults(value, schema)
+                if type(item) is dict or type(item) is list:
+                    _default(item, items)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -598,7 +600,7 @@ class _Walk:
         self._values(value, schema, path)
         view: Any
         unknown = False
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):
             view, unknown = self._object(value, schema, path, old, spath, cpath)
         elif isinstance(value, list | tuple):
             view, unknown = self._array(value, schema, path, old, spath, cpath)
@@ -656,7 +658,7 @@ class _Walk:
                 path,
                 f"Invalid value: {_shown(value)}: {path} in body should be at least {schema['minLength']} chars long",
             )
-        elif (pattern := schema.get("pattern")) is not None and not _regex(pattern).search(value):
+        elif (pattern := schema.get("pattern")) is not None and not _matches(pattern, value):
             self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should match '{pattern}'")
         fmt = schema.get("format")
         if fmt and _format_ok(str(fmt), value) is False:
@@ -691,7 +693,7 @@ class _Walk:
         addl = schema.get("additionalProperties")
         preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
         embedded = bool(schema.get("x-kubernetes-embedded-resource"))
-        old_map = old if isinstance(old, Mapping) else None
+        old_map = old if isinstance(old, dict) else None
         if not self.patch:
             for key in schema.get("required") or ():
                 if key not in value:
@@ -717,7 +719,7 @@ class _Walk:
                 name = escape_property(key)
                 if name is not None:
                     view[name] = child_view
-            elif isinstance(addl, Mapping):
+            elif isinstance(addl, dict):
                 child_view, child_unknown = self.walk(
                     item, addl, _child(path, key), old_item, f"{spath}{{}}", f"{cpath}[{key}]"
                 )
@@ -776,7 +778,7 @@ class _Walk:
                     reported.add("{}")
                     self.fail(item_path, "Duplicate value: {}")
                 seen.add("{}")
-            elif item is not UNKNOWN and list_type == "map" and isinstance(item, Mapping):
+            elif item is not UNKNOWN and list_type == "map" and isinstance(item, dict):
                 missing = [
                     k
                     for k in keys
@@ -819,7 +821,7 @@ def _unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: str, roo
         return _unknown_below_preserved(value, schema, path)
     embedded = root or bool(schema and schema.get("x-kubernetes-embedded-resource"))
     found: list[str] = []
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         if schema is None:
             return sorted(_child(path, str(k)) for k in value)
         props: Mapping[str, Any] = schema.get("properties") or {}
@@ -830,20 +832,20 @@ def _unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: str, roo
             if key in props:
                 found += _unknown_fields(item, props[key], _child(path, key))
             elif addl is not None and addl is not False:
-                found += _unknown_fields(item, addl if isinstance(addl, Mapping) else {}, _child(path, key))
+                found += _unknown_fields(item, addl if isinstance(addl, dict) else {}, _child(path, key))
             else:
                 found.append(_child(path, key))
     elif isinstance(value, list | tuple):
         items = schema.get("items") if schema is not None else None
         for i, item in enumerate(value):
-            found += _unknown_fields(item, items if isinstance(items, Mapping) else None, f"{path}[{i}]")
+            found += _unknown_fields(item, items if isinstance(items, dict) else None, f"{path}[{i}]")
     return sorted(found) if root else found
 
 
 def _unknown_below_preserved(value: Any, schema: Mapping[str, Any], path: str) -> list[str]:
     found: list[str] = []
     embedded = bool(schema.get("x-kubernetes-embedded-resource"))
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         props: Mapping[str, Any] = schema.get("properties") or {}
         addl = schema.get("additionalProperties")
         for key, item in value.items():
@@ -851,11 +853,11 @@ def _unknown_below_preserved(value: Any, schema: Mapping[str, Any], path: str) -
                 continue
             if key in props:
                 found += _unknown_fields(item, props[key], _child(path, key))
-            elif isinstance(addl, Mapping):
+            elif isinstance(addl, dict):
                 found += _unknown_fields(item, addl, _child(path, key))
     elif isinstance(value, list | tuple):
         items = schema.get("items")
-        if isinstance(items, Mapping):
+        if isinstance(items, dict):
             for i, item in enumerate(value):
                 found += _unknown_below_preserved(item, items, f"{path}[{i}]")
     return found
@@ -869,7 +871,7 @@ def _go_v(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return _go_float(value)
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return "map[" + " ".join(f"{k}:{_go_v(value[k])}" for k in sorted(value)) + "]"
     if isinstance(value, list | tuple):
         return "[" + " ".join(_go_v(v) for v in value) + "]"
@@ -878,7 +880,7 @@ def _go_v(value: Any) -> str:
 
 def _go_type(value: Any) -> str:
     """A decoded JSON value's Go type as ``%T`` prints it."""
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return "map[string]interface {}"
     if isinstance(value, list | tuple):
         return "[]interface {}"
@@ -893,7 +895,7 @@ def _scale_replicas(body: Mapping[str, Any], replicas_path: str, walk: _Walk) ->
     for i, part in enumerate(parts):
         if value is UNKNOWN:
             return
-        if not isinstance(value, Mapping):
+        if not isinstance(value, dict):
             where = "." + ".".join(parts[: i + 1])
             walk.findings.append(
                 Finding(
@@ -932,11 +934,11 @@ def _scale_replicas(body: Mapping[str, Any], replicas_path: str, walk: _Walk) ->
 
 def _has_duplicates(value: Any, schema: Mapping[str, Any]) -> bool:
     """Whether a set or map list anywhere in ``value`` holds a duplicate (structural ``listtype``)."""
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         props: Mapping[str, Any] = schema.get("properties") or {}
         addl = schema.get("additionalProperties")
         for key, item in value.items():
-            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
+            sub = props.get(key) if key in props else (addl if isinstance(addl, dict) else None)
             if sub is not None and _has_duplicates(item, sub):
                 return True
     elif isinstance(value, list):
@@ -949,7 +951,7 @@ def _has_duplicates(value: Any, schema: Mapping[str, Any]) -> bool:
             seen = set()
             for item in value:
                 key = (
-                    _list_key(item if isinstance(item, Mapping) else {}, keys)
+                    _list_key(item if isinstance(item, dict) else {}, keys)
                     if list_type == "map"
                     else json.dumps(item, sort_keys=True, default=repr)
                 )
@@ -963,7 +965,7 @@ def _has_duplicates(value: Any, schema: Mapping[str, Any]) -> bool:
 def _holds_unknown(value: Any) -> bool:
     if value is UNKNOWN:
         return True
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return any(_holds_unknown(v) for v in value.values())
     if isinstance(value, list | tuple):
         return any(_holds_unknown(v) for v in value)
@@ -1018,7 +1020,7 @@ def _metadata_decode_error(meta: Any) -> str | None:
     it), or None."""
     if meta is None or meta is UNKNOWN:
         return None
-    if not isinstance(meta, Mapping):
+    if not isinstance(meta, dict):
         return f"json: cannot unmarshal {_go_json_kind(meta)} into Go value of type v1.ObjectMeta"
     for key in sorted(meta):
         value, go_type = meta[key], _OBJECT_META.get(key, "")
@@ -1028,7 +1030,7 @@ def _metadata_decode_error(meta: Any) -> str | None:
         if go_type == "string" and not isinstance(value, str):
             return f"json: cannot unmarshal {_go_json_kind(value)} into {where} string"
         if go_type == "map[string]string":
-            if not isinstance(value, Mapping):
+            if not isinstance(value, dict):
                 return f"json: cannot unmarshal {_go_json_kind(value)} into {where} map[string]string"
             for k in sorted(value):
                 if value[k] is not None and value[k] is not UNKNOWN and not isinstance(value[k], str):
@@ -1070,14 +1072,14 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
     if meta is None:
         meta = {}
     update = old is not None and not patch
-    if not isinstance(meta, Mapping):
+    if not isinstance(meta, dict):
         walk.type_errors = True
         walk.fail("metadata", f"Invalid value: {_shown(meta)}: must be of type object")
         return {}
     name = meta.get("name")
     generate = meta.get("generateName")
     if update:
-        old_meta = old if isinstance(old, Mapping) else {}
+        old_meta = old if isinstance(old, dict) else {}
         if isinstance(generate, str):
             for err in _path_segment_errors(generate, True):
                 walk.fail("metadata.generateName", f"Invalid value: {_shown(generate)}: {err}")
@@ -1117,7 +1119,7 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
         entries = meta.get(field)
         if entries is UNKNOWN or entries is None:
             continue
-        if not isinstance(entries, Mapping):
+        if not isinstance(entries, dict):
             walk.fail(f"metadata.{field}", f"Invalid value: {_shown(entries)}: must be a map of strings")
             continue
         for key, item in entries.items():
@@ -1135,7 +1137,7 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
                 for err in crd_formats.qualified_name_errors(finalizer):
                     walk.fail("metadata.finalizers", f"Invalid value: {_shown(finalizer)}: {err}")
     annotations = meta.get("annotations")
-    if isinstance(annotations, Mapping):
+    if isinstance(annotations, dict):
         size = sum(
             len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items() if v is not UNKNOWN
         )
@@ -1174,12 +1176,13 @@ def validate_object(
         if old is not None and isinstance(old.get("status"), Mapping):
             body["status"] = _copy(old["status"])
     schema = crd.schema
+    if old is not None:
+        old = _copy(old)
     if not patch:
         _default(body, schema)
         if old is not None:
             # The stored object was defaulted when it was written; a previous object read back from a render
             # or from inputs may not be, so default it the same way.
-            old = _copy(old)
             _default(old, schema)
     meta_error = _metadata_decode_error(body.get("metadata"))
     if meta_error is not None:
@@ -1187,7 +1190,7 @@ def validate_object(
         return [Finding("metadata", meta_error, True)]
     unknown_fields = _unknown_fields(body, schema, "", root=True)
     meta = body.get("metadata")
-    if isinstance(meta, Mapping):
+    if isinstance(meta, dict):
         unknown_fields = sorted(unknown_fields + [f"metadata.{k}" for k in meta if k not in _OBJECT_META])
     if unknown_fields:
         # Decoding refuses the request (fieldValidation=Strict, kubectl's default) before any validation.
@@ -1312,7 +1315,7 @@ def _has_rules(file: str, version: str, schema: Mapping[str, Any]) -> bool:
 
 
 def _old_view(site: _Site) -> Any:
-    if site.path == "" and isinstance(site.old, Mapping):
+    if site.path == "" and isinstance(site.old, dict):
         return _root_view(site.old, site.schema)
     return _view(site.old, site.schema)
 
@@ -1441,7 +1444,7 @@ def _normalized_field_path(field_path: str, schema: Mapping[str, Any]) -> str | 
                 return None
             parts.append(f".{name}" if parts else name)
             schema = props[name]
-        elif isinstance(addl, Mapping):
+        elif isinstance(addl, dict):
             parts.append(f"[{name}]")
             schema = addl
         else:
@@ -1480,7 +1483,7 @@ def _root_view(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, A
     view: dict[str, Any] = {}
     props: Mapping[str, Any] = schema.get("properties") or {}
     for key, value in obj.items():
-        if key == "metadata" and isinstance(value, Mapping):
+        if key == "metadata" and isinstance(value, dict):
             view["metadata"] = {
                 k: value[k] for k in ("name", "generateName") if isinstance(value.get(k), str)
             }

@@ -431,12 +431,14 @@ class CrdIndex:
     _base: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
     _in_sets: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict, repr=False)
     _versions: dict[tuple[str, str], CrdVersion] = field(default_factory=dict, repr=False)
+    #: Each file as read to index it, kept until its versions are built (YAML is most of start-up).
+    _docs: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def _version(self, file: str, api_version: str) -> CrdVersion | None:
         key = (file, api_version)
         if key not in self._versions:
             crd = next(c for c in self.crds if c.file == file)
-            doc = _read_crd(self.directory / file)
+            doc = self._docs.pop(file, None) or _read_crd(self.directory / file)
             for v in doc["spec"].get("versions") or []:
                 if not v.get("served"):
                     continue
@@ -559,11 +561,13 @@ def _index(directory: Path) -> CrdIndex:
         }
         sets = manifest.sets
     by_file: dict[str, ShippedCrd] = {}
+    docs: dict[str, dict[str, Any]] = {}
     for file, sources in sorted(files.items()):
         path = directory / file
         if not path.is_file():
             raise CrdError(f"{path}: listed in {SOURCES_FILE} but missing; restore it or rerun the refresh")
-        crd = _describe(file, _sha256(path), _read_crd(path), sources)
+        doc = docs[file] = _read_crd(path)
+        crd = _describe(file, _sha256(path), doc, sources)
         crds.append(crd)
         by_file[file] = crd
     in_sets: dict[str, dict[tuple[str, str], str]] = {}
@@ -582,7 +586,7 @@ def _index(directory: Path) -> CrdIndex:
     default = manifest.default if manifest else None
     if default is not None and default not in sets:
         raise CrdError(f"{directory / SOURCES_FILE}: karpenter.default '{default}' is not one of its sets")
-    return CrdIndex(directory, crds, dict(sets), default, base, in_sets)
+    return CrdIndex(directory, crds, dict(sets), default, base, in_sets, _docs=docs)
 
 
 @cache
