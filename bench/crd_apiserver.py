@@ -47,7 +47,7 @@ def _crd_versions(cases: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
     as the index reads one (the edge CRDs)."""
     import yaml
 
-    from nodefleet.crdstore import CRD_DIR, CrdVersion, ShippedCrd, load_index
+    from nodefleet.apiserver.store import CRD_DIR, CrdVersion, ShippedCrd, load_index
 
     shipped = {(str(CRD_DIR / v.crd.file), v.version): v for v in load_index().all_versions()}
     out: dict[tuple[str, str], Any] = {}
@@ -81,7 +81,7 @@ def _crd_versions(cases: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
 def judge(lines: Iterator[str]) -> dict[str, Any]:
     """crd-schema over the reference's JSON lines; the counts, and the CPU seconds start-up took."""
     started = time.process_time()
-    from nodefleet.crd_schema import validate_object
+    from nodefleet.apiserver.schema import validate_object
 
     cases = [json.loads(line) for line in lines if line.strip()]
     crds = _crd_versions(cases)

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from nodefleet.crdstore import CrdVersion, ShippedCrd
+from nodefleet.apiserver.store import CrdVersion, ShippedCrd
 
 GADGETS = Path(__file__).resolve().parent / "data" / "crd-edges" / "gadgets.edges.nodefleet.io.yaml"
 

@@ -1,0 +1,328 @@
+"""CEL for CRD ``x-kubernetes-validations`` rules: the real CEL implementation plus Kubernetes' libraries.
+
+The engine is ``cel-expr-python``, the Python binding of Google's C++ CEL implementation: it parses every
+rule of the shipped CRDs (optional field selection ``self.?x`` included), its regular expressions are RE2 as
+in the API server, and it evaluates a rule in microseconds. docs/crd-validation.md records the comparison with
+``cel-python`` and ``common-expression-language`` that chose it.
+
+Kubernetes adds libraries on top of standard CEL; ``nodefleet/apiserver/cel_library.py`` provides all of them as
+the API server's environment has them (``python -m nodefleet crds coverage`` lists the functions the shipped
+CRDs call and flags any a refreshed CRD adds).
+
+A rule compiles once per process (:func:`compile_rule` is cached on its text). A rule that does not compile
+here, or that calls something this environment lacks, yields ``None`` ("cannot evaluate") with the reason;
+apiserver.schema makes that a blocking error, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+
+from nodefleet.apiserver import cel_library as library
+
+FUNCTIONS = library.FUNCTIONS
+
+__all__ = [
+    "FUNCTIONS",
+    "CompiledRule",
+    "RuleOutcome",
+    "compile_rule",
+    "evaluate",
+    "invalid_data",
+    "references_old_self",
+]
+
+
+@cache
+def _env() -> Any:
+    return cel.NewEnv(
+        config=cel.NewEnvConfigFromYaml(library.CONFIG),
+        variables={
+            "self": cel.Type.DYN,
+            "oldSelf": cel.Type.DYN,
+            "__nf_old": cel.Type.DYN,
+            "__nf_has_old": cel.Type.BOOL,
+        },
+        extensions=[ext_optional.ExtOptional(), ext_strings.ExtStrings(), ext_bindings.ExtBindings()],
+        functions=library.declarations(),
+    )
+
+
+_OLD_SELF = re.compile(r"\boldSelf\b")
+
+
+def _strip_strings(expression: str) -> str:
+    """The expression with string literals blanked, so identifiers inside them are not mistaken for code."""
+    return re.sub(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"", '""', expression)
+
+
+def references_old_self(rule: str) -> bool:
+    """Whether ``rule`` is a transition rule (reads ``oldSelf``), as the API server decides from the AST."""
+    return bool(_OLD_SELF.search(_strip_strings(rule)))
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """One ``x-kubernetes-validations`` entry, compiled; ``error`` says why it cannot be evaluated."""
+
+    rule: str
+    message: str | None
+    message_expression: str | None
+    field_path: str | None
+    reason: str | None
+    optional_old_self: bool
+    transition: bool
+    program: Any | None
+    message_program: Any | None
+    error: str | None
+
+
+@cache
+def _compile(expression: str, optional_old_self: bool) -> tuple[Any | None, str | None]:
+    try:
+        source = library.rewrite(expression)
+    except ValueError as e:
+        return None, f"Syntax error: {e}"
+    if optional_old_self:
+        # oldSelf as optional<T>: none on create, of(old) on update (KEP-4008's optionalOldSelf).
+        source = f"cel.bind(oldSelf, __nf_has_old ? optional.of(__nf_old) : optional.none(), ({source}))"
+    try:
+        return _env().compile(source), None
+    except Exception as e:  # the binding raises RuntimeError/ValueError with the checker's message
+        return None, " ".join(str(e).split())
+
+
+def compile_rule(spec: Mapping[str, Any]) -> CompiledRule:
+    """Compile one validation entry (``rule``, ``message``, ``messageExpression``, ``fieldPath``, ...); the same
+    entry again gives the same compiled rule."""
+    key = tuple(spec.get(k) for k in _SPEC_KEYS)
+    found = _COMPILED.get(key)
+    if found is None:
+        found = _COMPILED[key] = _compile_rule(spec)
+    return found
+
+
+_SPEC_KEYS = ("rule", "message", "messageExpression", "fieldPath", "reason", "optionalOldSelf")
+_COMPILED: dict[tuple[Any, ...], CompiledRule] = {}
+
+
+def _compile_rule(spec: Mapping[str, Any]) -> CompiledRule:
+    rule = str(spec.get("rule", ""))
+    optional_old_self = bool(spec.get("optionalOldSelf", False))
+    program, error = _compile(rule, optional_old_self)
+    message_expression = spec.get("messageExpression")
+    message_program = None
+    if message_expression:
+        # The API server evaluates a messageExpression with oldSelf bound as the plain previous value, also
+        # under optionalOldSelf (its activation, not the optional one): oldSelf.value() there fails, and the
+        # rule's message is used.
+        message_program, _ = _compile(str(message_expression), False)
+    return CompiledRule(
+        rule=rule,
+        message=spec.get("message"),
+        message_expression=message_expression,
+        field_path=spec.get("fieldPath"),
+        reason=spec.get("reason"),
+        optional_old_self=optional_old_self,
+        transition=references_old_self(rule),
+        program=program,
+        message_program=message_program,
+        error=error,
+    )
+
+
+@dataclass(frozen=True)
+class RuleOutcome:
+    """``passed`` True/False, or None when the rule cannot be evaluated here (``detail`` says why)."""
+
+    passed: bool | None
+    message: str = ""
+    detail: str = ""
+    #: The runtime error when the rule failed by erroring (e.g. a missing field) rather than by being false.
+    error: str = ""
+
+
+#: Runtime errors that mean this environment, not the object, is at fault (the API server type-checks rules
+#: against the schema, so a well-typed object never meets them there).
+_GAP_ERRORS = ("No matching overloads", "no matching overload", "Unimplemented", "UNIMPLEMENTED")
+
+_ABSENT = object()
+
+#: The key of the stand-in for a value the API server's CEL validator cannot convert to its schema's type.
+_INVALID = "#invalid"
+
+
+def invalid_data(message: str) -> dict[str, str]:
+    """A value CEL cannot read: any use of it fails at run time with ``message`` (cel-go's error value)."""
+    return {_INVALID: message}
+
+
+def _invalid_in(value: Any) -> str | None:
+    """The conversion error of the first unconvertible value inside ``value``, if any."""
+    if isinstance(value, Mapping):
+        if _INVALID in value and len(value) == 1:
+            return str(value[_INVALID])
+        value = value.values()
+    elif not isinstance(value, list):
+        return None
+    for item in value:
+        found = _invalid_in(item)
+        if found is not None:
+            return found
+    return None
+
+
+#: What Go's ``strings.TrimSpace`` removes (``unicode.IsSpace``), which the API server applies to a rule's
+#: ``message`` and to what its ``messageExpression`` returns; Python's ``str.strip`` removes more.
+_GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
+
+#: The longest ``messageExpression`` result the API server uses, in bytes (``MaxEvaluatedMessageExpressionSizeBytes``).
+_MAX_MESSAGE_BYTES = 5 * 1024
+
+
+def _go_trim(text: str) -> str:
+    """``text`` as Go's ``strings.TrimSpace`` leaves it."""
+    return text.strip(_GO_SPACE)
+
+
+def _named(rule: CompiledRule) -> str:
+    """How a runtime error names its rule (``ruleErrorString``): the message, else the rule itself."""
+    return _go_trim(rule.message) if rule.message else _go_trim(rule.rule)
+
+
+def _default_message(rule: CompiledRule) -> str:
+    """The rule's ``message`` (trimmed), else ``failed rule: <rule>`` (cel ``ruleMessageOrDefault``)."""
+    return _go_trim(rule.message) if rule.message else f"failed rule: {_go_trim(rule.rule)}"
+
+
+def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> RuleOutcome:
+    """Evaluate ``rule`` with ``self`` (and ``oldSelf`` when given) the way the API server does.
+
+    False gives the rule's message (``messageExpression`` first, as Kubernetes does, falling back to
+    ``message``, then to ``failed rule: <rule>``); a runtime error is a rejection with the error, as the API
+    server reports it; an error caused by this environment is "cannot evaluate".
+    """
+    if rule.program is None:
+        return RuleOutcome(None, detail=f"does not compile here: {rule.error}")
+    has_old = old_value is not _ABSENT
+    if isinstance(self_value, Mapping) and _INVALID in self_value and len(self_value) == 1:
+        # cel-go binds self to the conversion error: the rule evaluates to it.
+        error = str(self_value[_INVALID])
+        return RuleOutcome(False, message=f"{error} evaluating rule: {_named(rule)}", error=error)
+    data = {
+        "self": self_value,
+        "oldSelf": old_value if has_old else None,
+        "__nf_old": old_value if has_old else None,
+        "__nf_has_old": has_old,
+    }
+    try:
+        result = rule.program.eval(data=data)
+    except Exception as e:
+        return RuleOutcome(None, detail=f"evaluation failed here: {' '.join(str(e).split())}")
+    kind = result.type().name()
+    if kind == "ERROR":
+        error = " ".join(str(result.value()).split())
+        invalid = _invalid_in(self_value) or (_invalid_in(old_value) if has_old else None)
+        if _go_error(error).startswith("no such overload"):
+            pass  # a library function refused its arguments: worded as such below
+        elif invalid is not None:
+            error = invalid  # the rule read a value the API server could not convert: that error is cel-go's
+        elif any(marker in error for marker in _GAP_ERRORS):
+            return RuleOutcome(None, detail=f"needs what this environment lacks: {error}")
+        # As the API server words it (apiextensions-apiserver, cel/validation.go): cel-go's error text, then
+        # the rule's message, or the rule when it has none (ruleErrorString).
+        named = _named(rule)
+        words = _go_error(error)
+        if words.startswith("no such overload"):
+            return RuleOutcome(
+                False,
+                message=f"'{words}': call arguments did not match a supported operator, function or macro "
+                f"signature for rule: {named}",
+                error=error,
+            )
+        if _NULL_SELECT in error:
+            words = _null_select(rule, data) or words
+        return RuleOutcome(False, message=f"{words} evaluating rule: {named}", error=error)
+    if kind != "BOOL":
+        return RuleOutcome(None, detail=f"returned {kind.lower()}, not bool")
+    if result.value():
+        return RuleOutcome(True)
+    return RuleOutcome(False, message=_message(rule, data))
+
+
+_GO_ERRORS = (
+    (re.compile(r"^NOT_FOUND: Key not found in map ?: ?\"?(.*?)\"?$"), "no such key: {0}"),
+    (re.compile(r"^UNKNOWN: Index error: index=(-?\d+) size=\d+$"), "index out of bounds: {0}"),
+    (
+        re.compile(r"^INVALID_ARGUMENT: cannot convert (\w+) to (\w+)$"),
+        "type conversion error from '{0}' to '{1}'",
+    ),
+    # An error a Kubernetes library function raised (apiserver.cel_library): its message is the Go function's.
+    (re.compile(r"^(?:OUT_OF_RANGE|UNKNOWN|INVALID_ARGUMENT): (no such overload.*)$"), "{0}"),
+    (re.compile(r"^(?:OUT_OF_RANGE|UNKNOWN): (.*)$"), "{0}"),
+)
+
+
+#: This evaluator's error for selecting a field of null (a null item of a nullable list, say); cel-go says
+#: ``no such key: <field>``, naming the field this error leaves out.
+_NULL_SELECT = "Applying SELECT to non-message type"
+
+
+def _no_nulls(value: Any) -> Any:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {k: _no_nulls(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_nulls(v) for v in value]
+    return value
+
+
+def _null_select(rule: CompiledRule, data: Mapping[str, Any]) -> str | None:
+    """cel-go's words for a field selected of null: the rule evaluated again with each null an empty map,
+    where the same selection names its field."""
+    assert rule.program is not None
+    again = {**data, "self": _no_nulls(data["self"])}
+    if data["__nf_has_old"]:
+        again["oldSelf"] = again["__nf_old"] = _no_nulls(data["__nf_old"])
+    try:
+        result = rule.program.eval(data=again)
+    except Exception:
+        return None
+    if result.type().name() != "ERROR":
+        return None
+    words = _go_error(" ".join(str(result.value()).split()))
+    return words if words.startswith("no such key: ") else None
+
+
+def _go_error(error: str) -> str:
+    """cel-go's wording of a runtime error this evaluator words its own way (the ones CRD rules hit)."""
+    for pattern, words in _GO_ERRORS:
+        found = pattern.match(error)
+        if found:
+            return words.format(*found.groups())
+    return error
+
+
+def _message(rule: CompiledRule, data: Mapping[str, Any]) -> str:
+    unbound = not data["__nf_has_old"] and references_old_self(rule.message_expression or "")
+    if rule.message_program is not None and not unbound:  # without a previous value oldSelf is unbound
+        try:
+            value = rule.message_program.eval(data=data)
+        except Exception:
+            value = None
+        if value is not None and value.type().name() == "STRING":
+            # As evalMessageExpression takes it: trimmed, non-empty, one line, at most 5 KiB; else the message.
+            text = _go_trim(str(value.value()))
+            if text and "\n" not in text and len(text.encode()) <= _MAX_MESSAGE_BYTES:
+                return text
+    return _default_message(rule)
