@@ -1,6 +1,6 @@
 """``fleet``: one command over many stacks, one process per stack, a bounded number at a time, wave by wave.
 
-Stacks run in the order of their waves (``nodefleet:fleet.wave``, :mod:`nodefleet.waves`): every stack of a
+Stacks run in the order of their waves (``nodefleet:fleet.wave``, :mod:`nodefleet.stackfile.waves`): every stack of a
 wave finishes before the next wave starts. Between waves a health gate decides whether the rollout goes
 on: the wave's stacks all exited 0 and, with ``--health-command``, that command (given the wave's name and
 stacks in ``NODEFLEET_WAVE`` and ``NODEFLEET_WAVE_STACKS``) exited 0 too. The gate is on for the commands
@@ -10,7 +10,8 @@ unless ``--gate`` asks for it; when it stops the rollout, the later waves' stack
 
 Each stack runs as its own ``python -m nodefleet <command> --stack <name>`` process: Python programs share
 global state (the Pulumi runtime, the event loop, module-level caches), so two stacks never run in one
-interpreter (pulumi/pulumi#6052). A progress line is printed as each stack finishes, then a summary table;
+interpreter (pulumi/pulumi#6052). For the mock-runtime commands (check, render, forecast) that process is
+forked from a fork server that imported nodefleet once (:mod:`cli.forkrun`), which halves a stack's CPU time. A progress line is printed as each stack finishes, then a summary table;
 ``--json`` prints the summary as JSON instead. The fleet's exit code is the worst of its stacks by the
 contract in :mod:`cli.exits` (3 > 2 > 1 > 0; a stack killed by a signal or a timeout counts as 3), and a
 failing stack never stops the others.
@@ -30,11 +31,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from cli import forkrun
 from cli.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_VIOLATIONS, InputError
-from nodefleet.waves import DEFAULT_WAVE, WAVES, StackWave, WaveError, label_value, normalize_wave, plan_waves
+from cli.tree import TREE_JUDGED_ENV
+from nodefleet.stackfile.waves import (
+    DEFAULT_WAVE,
+    WAVES,
+    StackWave,
+    WaveError,
+    label_value,
+    normalize_wave,
+    plan_waves,
+)
 
 PROJECT = Path(__file__).resolve().parent.parent
 COMMANDS = ("check", "preview", "up", "render", "forecast", "report", "matrix")
+#: Commands that run the program under the mock runtime: each stack's process is forked from a fork server
+#: that has imported them once (:mod:`cli.forkrun`), instead of a fresh interpreter.
+FORKED = ("check", "render", "forecast")
 #: Commands whose waves are gated by default: they change clusters, or the tree a GitOps tool applies.
 GATED = ("up", "render")
 _CONTRACT = (EXIT_OK, EXIT_VIOLATIONS, EXIT_INVALID, EXIT_INTERNAL)
@@ -48,6 +62,8 @@ class StackResult:
     summary: str
     #: The last lines of the stack's stderr when it did not exit 0 or 1.
     error: str = ""
+    #: CPU seconds of the stack's own process, where known (a process forked from the fork server).
+    cpu: float | None = None
 
 
 def discover(stacks_dir: Path) -> dict[str, Path]:
@@ -117,20 +133,30 @@ def _summary(command: str, code: int, stdout: str) -> str:
 
 def _run_one(args: argparse.Namespace, stack: str, path: Path) -> tuple[StackResult, str]:
     started = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            _command(args, stack, path), cwd=PROJECT, capture_output=True, text=True, timeout=args.timeout
-        )
-        code, out, err = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, out = EXIT_INTERNAL, ""
-        err = f"timed out after {exc.timeout:.0f}s (--timeout)"
+    command = _command(args, stack, path)
+    cpu: float | None = None
+    env = {**os.environ, TREE_JUDGED_ENV: "1"} if getattr(args, "tree_judged", False) else dict(os.environ)
+    if args.fleet_command in FORKED and forkrun.available():
+        done = forkrun.run(command[3:], cwd=PROJECT, env=env, timeout=args.timeout)
+        if done is None:
+            code, out, err = EXIT_INTERNAL, "", f"timed out after {args.timeout:.0f}s (--timeout)"
+        else:
+            code, out, err, cpu = done.code, done.stdout, done.stderr, done.cpu_seconds
+    else:
+        try:
+            proc = subprocess.run(
+                command, cwd=PROJECT, capture_output=True, text=True, timeout=args.timeout, env=env
+            )
+            code, out, err = proc.returncode, proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            code, out = EXIT_INTERNAL, ""
+            err = f"timed out after {exc.timeout:.0f}s (--timeout)"
     seconds = round(time.perf_counter() - started, 2)
     if code not in _CONTRACT:
         err = f"exited {code} (signal or crash); counted as 3. {err}"
         code = EXIT_INTERNAL
     error = "" if code in (EXIT_OK, EXIT_VIOLATIONS) else " ".join(err.strip().splitlines()[-3:])
-    return StackResult(stack, code, seconds, _summary(args.fleet_command, code, out), error), out
+    return StackResult(stack, code, seconds, _summary(args.fleet_command, code, out), error, cpu), out
 
 
 def add_wave_arguments(p: argparse.ArgumentParser) -> None:
@@ -176,8 +202,8 @@ def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list
     field. Otherwise the stack is put in the first wave, where its own run reports the problem (and, under
     the gate, stops the rollout before any other stack changes).
     """
-    from nodefleet.config import CONFIG_KEY
-    from nodefleet.yamlfile import YAMLFileError
+    from nodefleet.stackfile.model import CONFIG_KEY
+    from nodefleet.stackfile.yamlfile import YAMLFileError
 
     out = []
     for name in names:
@@ -208,13 +234,13 @@ def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list
 
 
 def _read_config(path: Path, shown: str) -> dict[str, Any]:
-    """A stack file's ``config:``, read as strictly as :func:`harness.mockrun.read_stack_config` reads it
+    """A stack file's ``config:``, read as strictly as :func:`mockruntime.run.read_stack_config` reads it
     (duplicate keys refused), with libyaml where PyYAML has it: planning 500 stacks reads 500 files, and the
     pure-Python parser takes most of the time. Any problem is reported by the strict reader's own message."""
     import yaml
 
-    from harness.mockrun import read_stack_config
-    from nodefleet import yamlfile
+    from mockruntime.run import read_stack_config
+    from nodefleet.stackfile import yamlfile
 
     fast = getattr(yaml, "CSafeLoader", None)
     if fast is not None:
@@ -249,7 +275,7 @@ def _relative(path: Path) -> str:
 
 def matrix_run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> int:
     """``fleet matrix``: the stacks (a change touches) in wave order, as one GitHub Actions matrix per wave."""
-    from nodefleet.waves import matrix, touched_stacks
+    from nodefleet.stackfile.waves import matrix, touched_stacks
 
     stacks = _stack_waves(known, names, strict=True)
     if args.mode:
@@ -330,6 +356,8 @@ def run(args: argparse.Namespace) -> int:
         problems = tree_problems(args, [(name, known[name]) for name in names])
         if problems:
             raise InputError("\n".join(problems))
+        # Every stack file of the folder was judged together: each stack need not read its siblings again.
+        args.tree_judged = names == list(known)
     if args.fleet_command in ("preview", "up") and (code := _engine_incomplete(args)) is not None:
         return code
     health = getattr(args, "health_command", None)
@@ -425,17 +453,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> list[str]:
-    """Objects that two stacks rendered into one GitOps tree declare differently (:mod:`nodefleet.objects`).
+    """Objects that two stacks rendered into one GitOps tree declare differently (:mod:`nodefleet.render.objects`).
 
     Render-mode stacks share a tree when their render directories have one parent (the default
     ``rendered/{stack}`` puts every stack in ``rendered/``, which the example ApplicationSet syncs), and
     ``fleet render --out`` puts all of them in one. A stack whose own file is invalid is left to its own run,
     which says why.
     """
-    from harness.mockrun import read_stack_config
-    from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
-    from nodefleet.objects import tree_problems as problems_in
-    from nodefleet.yamlfile import YAMLFileError
+    from mockruntime.run import read_stack_config
+    from nodefleet.render.objects import load_fleet
+    from nodefleet.render.objects import tree_problems as problems_in
+    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
+    from nodefleet.stackfile.yamlfile import YAMLFileError
 
     trees: dict[Path, list[Any]] = {}
     for stack, path in stacks:
@@ -490,7 +519,7 @@ def _table(command: str, results: list[StackResult], wall: float, parallel: int,
 
 def _write_reports(out_dir: Path, names: list[str], outputs: dict[str, str]) -> None:
     from cli.report import markdown
-    from nodefleet.forecast import Forecast, Item
+    from nodefleet.drift.forecast import Forecast, Item
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in names:

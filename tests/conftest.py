@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.mockrun import stack_fleet
+from cli.tree import TREE_JUDGED_ENV
+from mockruntime.run import stack_fleet
 
 if TYPE_CHECKING:
     from tests.testcluster import TestClusters
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
 __all__ = ["PROJECT", "SHARED_DATA", "copy_project", "nodefleet", "own_tree", "stack_fleet"]
 
 PROJECT = Path(__file__).resolve().parent.parent
+#: The suite's outcome must not depend on the user's own files in stacks/: a single stack's check compares it
+#: with every stack file beside it (cli/tree.py), so the shipped stacks are checked as ``fleet`` checks them,
+#: alone. The tests of that comparison run in a copy of the project with it set to "0" (docs/testing.md).
+os.environ[TREE_JUDGED_ENV] = "1"
 SHARED_DATA = PROJECT.parent / "shared" / "data"
 #: What a fresh copy of the project needs to run the program, the pack and the command line.
 PROJECT_PARTS = (
@@ -27,7 +32,7 @@ PROJECT_PARTS = (
     "Pulumi.yaml",
     "nodefleet",
     "components",
-    "harness",
+    "mockruntime",
     "cli",
     "engine",
     "policies",
@@ -238,7 +243,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 # --- Rule log ----------------------------------------------------------------------------------------------
-# A test run records which CRD rules it evaluated, passing and failing (nodefleet/crd_rule_log.py), in this
+# A test run records which CRD rules it evaluated, passing and failing (nodefleet/apiserver/rule_log.py), in this
 # process and in the command-line processes the tests start; `python -m nodefleet crds coverage --exercised
 # .tools/rule-log` turns it into the per-CRD figure. Runs add to the log (a run of one test file does not
 # erase what the full suite recorded); remove the folder to start afresh, or set the variable elsewhere.
@@ -246,6 +251,6 @@ RULE_LOG = PROJECT / ".tools" / "rule-log"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from nodefleet.crd_rule_log import ENV
+    from nodefleet.apiserver.rule_log import ENV
 
     os.environ.setdefault(ENV, str(RULE_LOG))
