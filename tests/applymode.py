@@ -1,7 +1,7 @@
 """Apply mode on a test API server through the Kubernetes Python client, doing what the Kubernetes provider
 (pulumi-kubernetes 4.x, server-side apply on, its default) does with each object the program declares.
 
-The objects are the program's own registrations under the mock runtime (:func:`harness.mockrun.run_program`)
+The objects are the program's own registrations under the mock runtime (:func:`mockruntime.run.run_program`)
 with the stack switched to apply mode: exactly what ``pulumi up`` hands the provider, resource type, inputs,
 ``ignore_changes`` and provider (its ``kubeconfig``) included. :class:`Stack` keeps, like Pulumi's state, each
 resource's last inputs, live object and field manager, and runs ``up`` and ``destroy`` as the provider does
@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.mockrun import MockRun
-from harness.rendering import kubernetes_objects
+from mockruntime.rendering import kubernetes_objects
+from mockruntime.run import MockRun
 from tests.crd_corpus import _as_sent
 
 #: The field manager of the provider's creates (client-side, before the first server-side update).
@@ -62,7 +62,7 @@ class Declared:
 
 def declared(run: MockRun) -> list[Declared]:
     """The Kubernetes resources of ``run`` in registration order (the order Pulumi creates them in, each
-    after what it depends on), as the provider receives them (:func:`harness.rendering.kubernetes_objects`),
+    after what it depends on), as the provider receives them (:func:`mockruntime.rendering.kubernetes_objects`),
     with the kubeconfig of their provider."""
     out = []
     for _, _, manifest, reg in kubernetes_objects(run, ""):

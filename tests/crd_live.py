@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodefleet.crdstore import CRD_DIR, load_index
+from nodefleet.apiserver.store import CRD_DIR, load_index
 from tests.crd_corpus import EDGES, Case, _as_sent
 from tests.testcluster import INSTALLER, ApiServer, TestClusters, load_crd
 

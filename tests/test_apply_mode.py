@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from harness.mockrun import MockRun, run_program, stack_fleet
-from harness.rendering import kubernetes_objects
+from mockruntime.rendering import kubernetes_objects
+from mockruntime.run import MockRun, run_program, stack_fleet
 from nodefleet import kinds as k
-from nodefleet.config import load_fleet
-from nodefleet.crd_schema import _default
-from nodefleet.crdstore import load_index
+from nodefleet.apiserver.schema import _default
+from nodefleet.apiserver.store import load_index
+from nodefleet.render.objects import load_fleet
 from tests.applymode import Declared, Stack, comparable, declared
 from tests.conftest import PROJECT
 from tests.testcluster import INSTALLER, ApiServer, TestClusters
@@ -458,7 +458,7 @@ def test_upgrade_waits_for_the_control_plane_the_api_server_reports(
 ) -> None:
     """`upgrade` in apply mode: step 1 moves the control plane only; step 2 waits while the HyperShift
     operator reports the new release Partial, proceeds once it reports it Completed, and then stops."""
-    from harness.mockrun import read_stack_config
+    from mockruntime.run import read_stack_config
     from tests.conftest import PROJECT, nodefleet
 
     with applied_stack(test_clusters, "hosted", "upgrade") as hosted:

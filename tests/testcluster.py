@@ -42,7 +42,7 @@ from typing import Any
 
 import yaml
 
-from nodefleet.crdstore import CRD_DIR, ShippedCrd, load_index
+from nodefleet.apiserver.store import CRD_DIR, ShippedCrd, load_index
 from tests import goref
 
 PROJECT = Path(__file__).resolve().parent.parent
