@@ -269,7 +269,9 @@ def test_controller_owned_fields_are_never_taken_back(test_clusters: TestCluster
     a NodePool, the HyperShift operator adds its finalizer to a HostedCluster: `up` with a change to each of
     those objects keeps what the controller wrote, and the controller still owns it."""
     with applied_stack(test_clusters, "dev", "owned") as dev:
-        managed = next(d for d in _by_kind(dev, "MachineSet") if d.ignore_changes)
+        # machineSets[0] of the dev stack: bootImage managed, so its AMI is left to the MCO (ignore_changes).
+        (managed,) = [d for d in _by_kind(dev, "MachineSet") if d.key[3] == "dev-7xk2p-worker-us-east-1a"]
+        assert managed.ignore_changes == (k.AMI_PATH,)
         ami = {"id": "ami-0controller0000001"}
         _controller_patch(
             dev,
@@ -287,8 +289,12 @@ def test_controller_owned_fields_are_never_taken_back(test_clusters: TestCluster
         assert {s.op for s in dev.up(raw)} == {"same"}
         assert dev.live(managed)["spec"]["template"]["spec"]["providerSpec"]["value"]["ami"] == ami
     with applied_stack(test_clusters, "hosted", "owned") as hosted:
+        # By name: the order in which the program registers its two pools is not fixed.
         pool = next(
-            d for d in hosted.objects if d.manifest["apiVersion"] == k.KARPENTER_NODE_POOL.api_version
+            d
+            for d in hosted.objects
+            if d.manifest["apiVersion"] == k.KARPENTER_NODE_POOL.api_version
+            and d.manifest["metadata"]["name"] == "on-demand"
         )
         stamp = {
             "karpenter.sh/nodepool-hash": "6315405235216658163",
@@ -304,7 +310,7 @@ def test_controller_owned_fields_are_never_taken_back(test_clusters: TestCluster
         cluster["autoNode"]["nodePools"][0]["weight"] = 7
         cluster["resourceTags"]["team"] = "nodes"
         steps = {s.urn: s.op for s in hosted.up(raw)}
-        assert steps[pool.urn] == "update" and steps[hc.urn] == "update"
+        assert (steps[pool.urn], steps[hc.urn]) == ("update", "update"), steps
         live_pool = hosted.live(pool)
         assert live_pool["spec"]["weight"] == 7
         assert {key: live_pool["metadata"]["annotations"].get(key) for key in stamp} == stamp
