@@ -6,14 +6,17 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from cli.tree import TREE_JUDGED_ENV
 from mockruntime.run import stack_fleet
+
+if TYPE_CHECKING:
+    from tests.testcluster import TestClusters
 
 __all__ = ["PROJECT", "SHARED_DATA", "copy_project", "nodefleet", "own_tree", "stack_fleet"]
 
@@ -120,6 +123,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         "recorded": status.recorded,
     }
     _deselect_go_references(config, items)
+    _deselect_apiserver_tests(config, items)
 
 
 def _engine_banner(terminalreporter: Any, config: pytest.Config) -> None:
@@ -166,9 +170,63 @@ def _deselect_go_references(config: pytest.Config, items: list[pytest.Item]) -> 
     }
 
 
+# --- The test API server ---------------------------------------------------------------------------------
+# Tests marked `apiserver` run against a real kube-apiserver and etcd (tests/testcluster.py), built from the Go
+# module proxy once per machine and started once per session by the `test_clusters` fixture. Where they cannot
+# be built or started they are deselected, never skipped, and the run ends with a banner naming them.
+
+_APISERVER_REPORT = pytest.StashKey[dict[str, Any]]()
+
+
+def _deselect_apiserver_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.testcluster import missing
+
+    marked = [i for i in items if i.get_closest_marker("apiserver") is not None]
+    reason = missing() if marked else None
+    not_run = marked if reason else []
+    if not_run:
+        config.hook.pytest_deselected(items=not_run)
+        items[:] = [i for i in items if i not in not_run]
+    config.stash[_APISERVER_REPORT] = {
+        "total": len(marked),
+        "not_run": [i.nodeid for i in not_run],
+        "why": reason,
+    }
+
+
+def _apiserver_banner(terminalreporter: Any, config: pytest.Config) -> None:
+    report = config.stash.get(_APISERVER_REPORT, None)
+    if not report or not report["not_run"]:
+        return
+    tr = terminalreporter
+    n, total = len(report["not_run"]), report["total"]
+    tr.write_sep(
+        "!", f"API SERVER TESTS NOT RUN: {n} of {total} (deselected, not skipped)", red=True, bold=True
+    )
+    tr.write_line(f"These tests apply objects to a real kube-apiserver, and {report['why']}.", red=True)
+    tr.write_line("Not run:", red=True)
+    for nodeid in report["not_run"]:
+        tr.write_line(f"  {nodeid}", red=True)
+    tr.write_sep("!", f"{n} API server tests did not run", red=True, bold=True)
+
+
+@pytest.fixture(scope="session")
+def test_clusters() -> Iterator[TestClusters]:
+    """etcd and kube-apiserver for the session (tests/testcluster.py); stopped, and their folder removed, at
+    the end of the session, however it ends."""
+    from tests.testcluster import TestClusters
+
+    clusters = TestClusters()
+    try:
+        yield clusters
+    finally:
+        clusters.close()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     _engine_banner(terminalreporter, config)
+    _apiserver_banner(terminalreporter, config)
     report = config.stash.get(_GOREF_REPORT, None)
     if not report or not report["not_run"]:
         return

@@ -48,11 +48,11 @@ def _digest(files: dict[str, Path]) -> str:
     return h.hexdigest()[:16]
 
 
-def build(source: Path, shared: Sequence[Path] = ()) -> Path:
+def build(source: Path, shared: Sequence[Path] = (), *, into: Path = TOOLS) -> Path:
     """The reference binary for the Go module at ``source`` (plus the ``shared`` program files), built once
-    per change of its sources."""
+    per change of its sources, under ``into`` (default: the checkout's ``.tools/goref``)."""
     files = _sources(source, shared)
-    binary = TOOLS / f"{source.name}-{_digest(files)}" / "ref"
+    binary = into / f"{source.name}-{_digest(files)}" / "ref"
     if binary.exists():
         return binary
     binary.parent.mkdir(parents=True, exist_ok=True)

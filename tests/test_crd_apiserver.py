@@ -67,7 +67,12 @@ def run_reference(cases: Iterable[Case]) -> dict[str, dict[str, Any]]:
 
 
 def compare(cases: list[Case]) -> list[Outcome]:
-    verdicts = run_reference(cases)
+    return judge(cases, run_reference(cases))
+
+
+def judge(cases: list[Case], verdicts: dict[str, dict[str, Any]]) -> list[Outcome]:
+    """crd-schema's verdict on each case beside the reference's (``verdicts``: the Go reference's, or the API
+    server's in the same terms: ``allowed``, ``errors`` of ``field`` and ``detail``, ``ratcheted``)."""
     out = []
     for case in cases:
         ref = verdicts[case.id]

@@ -1,0 +1,516 @@
+"""Apply mode on a real API server: every shipped stack switched to ``output.mode: apply`` and applied, through
+the Kubernetes Python client, as the Kubernetes provider applies it (tests/applymode.py), to kube-apiserver and
+etcd with nodefleet's shipped CRDs (tests/testcluster.py).
+
+Each stack gets clusters of its own: its management (or standalone) cluster, and for a hosted cluster the
+hosted cluster, which serves HyperShift's Karpenter CRDs. The cluster is given what OpenShift gives every
+cluster before nodefleet runs: the ``openshift-machine-api`` namespace and the MCO's ``MachineConfiguration``
+singleton, written by the MCO's own field manager.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mockruntime.rendering import kubernetes_objects
+from mockruntime.run import MockRun, run_program, stack_fleet
+from nodefleet import kinds as k
+from nodefleet.apiserver.schema import _default
+from nodefleet.apiserver.store import load_index
+from nodefleet.render.objects import load_fleet
+from tests.applymode import Declared, Stack, comparable, declared
+from tests.conftest import PROJECT
+from tests.testcluster import INSTALLER, ApiServer, TestClusters
+
+pytestmark = pytest.mark.apiserver
+
+EXAMPLES = ("dev", "hosted", "karpenter", "rhel10")
+#: The hosted clusters' Karpenter (what the HyperShift operator installs into AutoNode clusters).
+HOSTED_KARPENTER = "hypershift/1.13"
+CA_BUNDLE = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n"
+#: The managers the tests write with when they play a controller.
+MCO = "machine-config-operator"
+MCO_CONTROLLER = "machine-config-controller"
+KARPENTER = "karpenter"
+HYPERSHIFT = "hypershift-operator"
+
+
+def apply_config(
+    stack: str, management: ApiServer, hosted: ApiServer | None, raw: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The stack's config switched to apply mode against the test clusters."""
+    fleet = copy.deepcopy(raw) if raw is not None else stack_fleet(stack)
+    fleet["output"] = {"mode": "apply", "kubeconfig": str(management.kubeconfig)}
+    for cluster in fleet["clusters"]:
+        if cluster.get("kind") == "hosted" and cluster.get("autoNode"):
+            assert hosted is not None
+            cluster["hostedKubeconfig"] = str(hosted.kubeconfig)
+    return {"nodefleet:fleet": fleet, "nodefleet:mcsCaBundle": CA_BUNDLE}
+
+
+def has_hosted(stack: str, raw: dict[str, Any] | None = None) -> bool:
+    fleet = raw if raw is not None else stack_fleet(stack)
+    return any(c.get("kind") == "hosted" and c.get("autoNode") for c in fleet["clusters"])
+
+
+def prepare(server: ApiServer) -> None:
+    """What an OpenShift cluster has before nodefleet runs: the Machine API's namespace, and the MCO's
+    MachineConfiguration singleton with the fields the MCO writes."""
+    client = server.dynamic()
+    namespaces = client.resources.get(api_version="v1", kind="Namespace")
+    client.server_side_apply(
+        namespaces,
+        body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": k.MACHINE_API_NAMESPACE}},
+        field_manager=INSTALLER,
+    )
+    mc = client.resources.get(
+        api_version=k.MACHINE_CONFIGURATION.api_version, kind=k.MACHINE_CONFIGURATION.kind
+    )
+    client.server_side_apply(
+        mc,
+        body={
+            "apiVersion": k.MACHINE_CONFIGURATION.api_version,
+            "kind": k.MACHINE_CONFIGURATION.kind,
+            "metadata": {"name": "cluster"},
+            "spec": {"managementState": "Managed", "logLevel": "Normal", "operatorLogLevel": "Normal"},
+        },
+        field_manager=MCO,
+    )
+
+
+@dataclass
+class Applied:
+    """A stack after its first ``up``."""
+
+    stack: str
+    state: Stack
+    objects: list[Declared]
+    run: MockRun
+    management: ApiServer
+    hosted: ApiServer | None
+    first: list[Any]
+
+    def up(self, raw: dict[str, Any] | None = None) -> list[Any]:
+        run = run_program(self.stack, apply_config(self.stack, self.management, self.hosted, raw))
+        self.objects = declared(run)
+        return self.state.up(self.objects)
+
+    def live(self, d: Declared) -> dict[str, Any]:
+        return self.state._read(d)
+
+
+def clients(*servers: ApiServer | None) -> dict[str, Any]:
+    return {str(s.kubeconfig): s.dynamic() for s in servers if s is not None}
+
+
+@contextmanager
+def applied_stack(
+    test_clusters: TestClusters, stack: str, tag: str, raw: dict[str, Any] | None = None
+) -> Iterator[Applied]:
+    """``stack`` applied once to clusters of its own, stopped afterwards."""
+    with ExitStack() as stop:
+        management = stop.enter_context(test_clusters.fresh(f"{stack}-{tag}"))
+        hosted = (
+            stop.enter_context(test_clusters.fresh(f"{stack}-{tag}-hosted", HOSTED_KARPENTER))
+            if has_hosted(stack, raw)
+            else None
+        )
+        for server in (management, hosted):
+            if server is not None:
+                prepare(server)
+        run = run_program(stack, apply_config(stack, management, hosted, raw))
+        objects = declared(run)
+        state = Stack(stack, clients(management, hosted))
+        first = state.up(objects)
+        yield Applied(stack, state, objects, run, management, hosted, first)
+
+
+@pytest.fixture(scope="module", params=EXAMPLES)
+def applied(request: pytest.FixtureRequest, test_clusters: TestClusters) -> Iterator[Applied]:
+    """Each shipped stack applied once, for the tests that only read."""
+    with applied_stack(test_clusters, request.param, "read") as result:
+        yield result
+
+
+def predicted(d: Declared) -> dict[str, Any]:
+    """What nodefleet's model says the API server stores for ``d``: the manifest with the CRD's defaults
+    (crd-schema's defaulting), or the manifest itself for built-in kinds."""
+    manifest = copy.deepcopy(d.manifest)
+    annotations = manifest["metadata"].get("annotations") or {}
+    selection = load_index().for_manifest(d.type, manifest)
+    if selection is not None and not selection.patch:
+        _default(manifest, selection.crd.schema)
+    del annotations
+    return manifest
+
+
+def _subset(small: Any, big: Any, path: str = "") -> list[str]:
+    """Paths where ``small`` is not contained in ``big``."""
+    if isinstance(small, dict) and isinstance(big, dict):
+        out = []
+        for key, value in small.items():
+            if key not in big:
+                out.append(f"{path}.{key}: missing")
+            else:
+                out += _subset(value, big[key], f"{path}.{key}")
+        return out
+    return [] if small == big else [f"{path}: {small!r} != {big!r}"]
+
+
+def test_up_creates_exactly_what_render_lists(applied: Applied) -> None:
+    raw = stack_fleet(applied.stack)
+    render_run = run_program(applied.stack, {"nodefleet:fleet": raw, "nodefleet:mcsCaBundle": CA_BUNDLE})
+    render_dir = load_fleet(raw, applied.stack, PROJECT).render_directory
+    rendered = {
+        (m["apiVersion"], m["kind"], m["metadata"].get("namespace", ""), m["metadata"]["name"])
+        for _, _, m, _ in kubernetes_objects(render_run, render_dir)
+    }
+    assert {d.key for d in applied.objects} == rendered
+    assert [s.op for s in applied.first] == ["create"] * len(applied.objects)
+    for d in applied.objects:
+        assert applied.live(d)["metadata"]["name"] == d.manifest["metadata"]["name"]
+
+
+def test_live_objects_are_the_rendered_ones_after_defaulting(applied: Applied) -> None:
+    """What the API server stores is the rendered object plus the CRD's defaults, exactly as crd-schema's
+    defaulting predicts; a patch's fields are all in the live object."""
+    for d in applied.objects:
+        live = comparable(applied.live(d))
+        if d.patch:
+            assert _subset(d.manifest, live) == [], d.urn
+            continue
+        live["metadata"].pop("namespace", None) if not d.manifest["metadata"].get("namespace") else None
+        want = predicted(d)
+        for key in ("metadata",):
+            assert _subset(want[key], live[key]) == [], d.urn
+        body = {key: value for key, value in live.items() if key not in ("metadata", "status")}
+        assert body == {key: value for key, value in want.items() if key != "metadata"}, d.urn
+
+
+def test_second_up_is_a_no_op(applied: Applied) -> None:
+    before = {d.urn: applied.live(d)["metadata"]["resourceVersion"] for d in applied.objects}
+    steps = applied.up()
+    assert {s.op for s in steps} == {"same"}, [(s.op, s.urn) for s in steps if s.op != "same"]
+    after = {d.urn: applied.live(d)["metadata"]["resourceVersion"] for d in applied.objects}
+    assert after == before
+
+
+def test_a_server_side_reapply_changes_no_resource_version(applied: Applied) -> None:
+    """The API server itself sees nothing to do when a patch is applied again by its manager, with one
+    exception it makes for a NamespacePatch, which declares only the namespace's name: the apply that created
+    the Namespace records no field manager at all (the name is identity, not a field), so the next apply
+    records the fields the API server set itself (the ``kubernetes.io/metadata.name`` label, the
+    ``kubernetes`` finalizer) under ``before-first-apply`` and writes the object once; every later apply is
+    a no-op."""
+    for d in applied.objects:
+        if not d.patch:
+            continue
+        res = applied.state.state[d.urn]
+        before = applied.live(d)
+        again = applied.state._apply(d, d.manifest, res.manager)
+        managers = {e["manager"] for e in again["metadata"].get("managedFields") or []}
+        if d.manifest["kind"] == "Namespace":
+            assert res.manager not in managers, d.urn
+            assert comparable(again) == comparable(before), d.urn
+            before = again
+            again = applied.state._apply(d, d.manifest, res.manager)
+        else:
+            assert res.manager in managers, d.urn
+        assert again["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"], d.urn
+
+
+# --- changes, controllers, destroy ------------------------------------------------------------------------
+
+
+def _by_kind(applied: Applied, kind: str) -> list[Declared]:
+    return [d for d in applied.objects if d.manifest["kind"] == kind]
+
+
+def _controller_patch(
+    applied: Applied, d: Declared, patch: dict[str, Any], manager: str, subresource: str = ""
+) -> dict[str, Any]:
+    """Write ``patch`` (a JSON merge patch) the way a controller does: an Update by its own field manager."""
+    client, api = applied.state._api(d)
+    meta = d.manifest["metadata"]
+    return dict(
+        client.patch(
+            api.subresources[subresource] if subresource else api,
+            body=patch,
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+            content_type="application/merge-patch+json",
+            field_manager=manager,
+        ).to_dict()
+    )
+
+
+def test_a_change_updates_only_the_changed_object(test_clusters: TestClusters) -> None:
+    with applied_stack(test_clusters, "dev", "change") as applied:
+        raw = stack_fleet("dev")
+        raw["clusters"][0]["machineSets"][1]["replicas"] = 5
+        steps = applied.up(raw)
+        changed = [s.urn for s in steps if s.op != "same"]
+        (machine_set,) = [d for d in applied.objects if d.urn in changed]
+        assert [s.op for s in steps if s.op != "same"] == ["update"]
+        assert applied.live(machine_set)["spec"]["replicas"] == 5
+        # ... and the next `up` is a no-op again.
+        assert {s.op for s in applied.up(raw)} == {"same"}
+
+
+def test_controller_owned_fields_are_never_taken_back(test_clusters: TestClusters) -> None:
+    """The MCO's boot image controller rewrites the AMI of a managed MachineSet, Karpenter stamps its hash on
+    a NodePool, the HyperShift operator adds its finalizer to a HostedCluster: `up` with a change to each of
+    those objects keeps what the controller wrote, and the controller still owns it."""
+    with applied_stack(test_clusters, "dev", "owned") as dev:
+        # machineSets[0] of the dev stack: bootImage managed, so its AMI is left to the MCO (ignore_changes).
+        (managed,) = [d for d in _by_kind(dev, "MachineSet") if d.key[3] == "dev-7xk2p-worker-us-east-1a"]
+        assert managed.ignore_changes == (k.AMI_PATH,)
+        ami = {"id": "ami-0controller0000001"}
+        _controller_patch(
+            dev,
+            managed,
+            {"spec": {"template": {"spec": {"providerSpec": {"value": {"ami": ami}}}}}},
+            MCO_CONTROLLER,
+        )
+        raw = stack_fleet("dev")
+        raw["clusters"][0]["machineSets"][0]["replicas"] = 4
+        steps = {s.urn: s.op for s in dev.up(raw)}
+        assert steps[managed.urn] == "update"
+        live = dev.live(managed)
+        assert live["spec"]["replicas"] == 4
+        assert live["spec"]["template"]["spec"]["providerSpec"]["value"]["ami"] == ami
+        assert {s.op for s in dev.up(raw)} == {"same"}
+        assert dev.live(managed)["spec"]["template"]["spec"]["providerSpec"]["value"]["ami"] == ami
+    with applied_stack(test_clusters, "hosted", "owned") as hosted:
+        # By name: the order in which the program registers its two pools is not fixed.
+        pool = next(
+            d
+            for d in hosted.objects
+            if d.manifest["apiVersion"] == k.KARPENTER_NODE_POOL.api_version
+            and d.manifest["metadata"]["name"] == "on-demand"
+        )
+        stamp = {
+            "karpenter.sh/nodepool-hash": "6315405235216658163",
+            "karpenter.sh/nodepool-hash-version": "v3",
+        }
+        _controller_patch(hosted, pool, {"metadata": {"annotations": stamp}}, KARPENTER)
+        (hc,) = _by_kind(hosted, "HostedCluster")
+        _controller_patch(
+            hosted, hc, {"metadata": {"finalizers": ["hypershift.openshift.io/finalizer"]}}, HYPERSHIFT
+        )
+        raw = stack_fleet("hosted")
+        cluster = raw["clusters"][0]
+        cluster["autoNode"]["nodePools"][0]["weight"] = 7
+        cluster["resourceTags"]["team"] = "nodes"
+        steps = {s.urn: s.op for s in hosted.up(raw)}
+        assert (steps[pool.urn], steps[hc.urn]) == ("update", "update"), steps
+        live_pool = hosted.live(pool)
+        assert live_pool["spec"]["weight"] == 7
+        assert {key: live_pool["metadata"]["annotations"].get(key) for key in stamp} == stamp
+        assert hosted.live(hc)["metadata"]["finalizers"] == ["hypershift.openshift.io/finalizer"]
+        # Destroy: the HostedCluster waits for the operator to finish with it, as on a cluster.
+        _controller_patch(hosted, hc, {"metadata": {"finalizers": None}}, HYPERSHIFT)
+        hosted.state.destroy()
+
+
+def test_destroy_relinquishes_the_machine_configuration_and_deletes_what_the_stack_made(
+    test_clusters: TestClusters,
+) -> None:
+    with applied_stack(test_clusters, "dev", "destroy") as dev:
+        (patch,) = [d for d in dev.objects if d.patch]
+        made = [d for d in dev.objects if not d.patch]
+        dev.state.destroy()
+        client = dev.management.dynamic()
+        for d in made:
+            api = client.resources.get(api_version=d.manifest["apiVersion"], kind=d.manifest["kind"])
+            names = [
+                o.metadata.name for o in api.get(namespace=d.manifest["metadata"].get("namespace")).items
+            ]
+            assert d.manifest["metadata"]["name"] not in names, d.urn
+        live = dev.state._read(patch)
+        # The singleton stays with the MCO's fields; nodefleet's manager owns nothing on it any more.
+        assert live["spec"]["managementState"] == "Managed"
+        assert "managedBootImages" not in live["spec"] and "bootImageSkewEnforcement" not in live["spec"]
+        assert {e["manager"] for e in live["metadata"]["managedFields"]} == {MCO}
+        namespaces = client.resources.get(api_version="v1", kind="Namespace")
+        assert namespaces.get(name=k.MACHINE_API_NAMESPACE).metadata.name == k.MACHINE_API_NAMESPACE
+
+
+def _west(raw: dict[str, Any]) -> dict[str, Any]:
+    """A second stack's hosted cluster in the example's namespace: another name, infraId and NodePool."""
+    raw = copy.deepcopy(raw)
+    cluster = raw["clusters"][0]
+    cluster["name"], cluster["infraId"] = "prod-west", "prod-west-9zz1a"
+    cluster["pullSecret"]["name"], cluster["sshKey"]["name"] = "prod-west-pull-secret", "prod-west-ssh-key"
+    cluster.pop("autoNode")
+    cluster["nodePools"][0]["name"] = "infra-west"
+    return raw
+
+
+def test_two_stacks_share_a_namespace_and_either_can_be_destroyed(test_clusters: TestClusters) -> None:
+    """Two stacks declare the `clusters` namespace (a NamespacePatch each): both apply, and destroying either
+    leaves the namespace and the other stack's objects; destroying both leaves the namespace too."""
+    with applied_stack(test_clusters, "hosted", "shared") as east:
+        west_raw = _west(stack_fleet("hosted"))
+        run = run_program("hosted", apply_config("hosted", east.management, None, west_raw))
+        west_objects = declared(run)
+        west = Stack("west", clients(east.management))
+        assert {s.op for s in west.up(west_objects)} == {"create"}
+        namespace = next(d for d in west_objects if d.manifest["kind"] == "Namespace")
+        east_namespace = next(d for d in east.objects if d.manifest["kind"] == "Namespace")
+        assert namespace.patch and east_namespace.patch and namespace.key == east_namespace.key
+        # Neither stack's field manager owns a field of the Namespace (a NamespacePatch declares only its
+        # name, which is identity): no record on the namespace says that two stacks declare it.
+        live_ns = east.live(namespace)
+        managers = {e["manager"] for e in live_ns["metadata"].get("managedFields") or []}
+        assert not managers & {
+            east.state.state[east_namespace.urn].manager,
+            west.state[namespace.urn].manager,
+        }
+        east_management = [d for d in east.objects if d.kubeconfig == str(east.management.kubeconfig)]
+        # Destroy east: west's objects and the namespace stay.
+        east.state.destroy()
+        for d in west_objects:
+            assert west._read(d)["metadata"]["name"] == d.manifest["metadata"]["name"]
+        from kubernetes.dynamic.exceptions import NotFoundError
+
+        for d in east_management:
+            if d.patch:
+                continue
+            with pytest.raises(NotFoundError):
+                east.state._read(d)
+        # Destroy west: the namespace, which neither stack owns, stays.
+        west.destroy()
+        assert east.live(namespace)["status"]["phase"] == "Active"
+
+
+# --- upgrade in apply mode ----------------------------------------------------------------------------------
+
+
+def _history(*entries: tuple[str, str]) -> list[dict[str, Any]]:
+    out = []
+    for version, state in entries:
+        image = f"quay.io/openshift-release-dev/ocp-release:{version}-multi"
+        out.append(
+            {
+                "version": version,
+                "image": image,
+                "state": state,
+                "verified": True,
+                "startedTime": "2026-11-26T10:00:00Z",
+                "completionTime": "2026-11-26T10:40:00Z" if state == "Completed" else None,
+            }
+        )
+    return out
+
+
+def _operator_reports(applied: Applied, hc: Declared, desired: str, *history: tuple[str, str]) -> None:
+    """Play the HyperShift operator: the HostedCluster's version status and conditions, written through the
+    status subresource by the operator's field manager."""
+    progressing = history[0][1] != "Completed"
+    now = "2026-11-26T10:40:00Z"
+    status = {
+        "version": {
+            "desired": {
+                "version": desired,
+                "image": f"quay.io/openshift-release-dev/ocp-release:{desired}-multi",
+            },
+            "history": _history(*history),
+            "observedGeneration": 1,
+            "availableUpdates": [],
+        },
+        "conditions": [
+            {
+                "type": "Available",
+                "status": "True",
+                "reason": "AsExpected",
+                "message": "",
+                "lastTransitionTime": now,
+            },
+            {
+                "type": "ClusterVersionProgressing",
+                "status": "True" if progressing else "False",
+                "reason": "ClusterOperatorsUpdating" if progressing else "FromClusterVersion",
+                "message": f"Working towards {desired}" if progressing else f"Cluster version is {desired}",
+                "lastTransitionTime": now,
+            },
+        ],
+    }
+    # As controller-runtime's Status().Update does it: the whole object, PUT to the status subresource (a
+    # Partial entry's completionTime is null, which a merge patch would read as "remove").
+    client, api = applied.state._api(hc)
+    live = applied.live(hc)
+    live["status"] = status
+    client.replace(api.subresources["status"], body=live, field_manager=HYPERSHIFT)
+
+
+def _release_images(applied: Applied) -> dict[str, str]:
+    return {
+        f"{d.manifest['kind']} {d.manifest['metadata']['name']}": applied.live(d)["spec"]["release"]["image"]
+        for d in applied.objects
+        if d.manifest["apiVersion"] == k.HOSTED_CLUSTER.api_version
+    }
+
+
+def test_upgrade_waits_for_the_control_plane_the_api_server_reports(
+    test_clusters: TestClusters, tmp_path: Path
+) -> None:
+    """`upgrade` in apply mode: step 1 moves the control plane only; step 2 waits while the HyperShift
+    operator reports the new release Partial, proceeds once it reports it Completed, and then stops."""
+    from mockruntime.run import read_stack_config
+    from tests.conftest import PROJECT, nodefleet
+
+    with applied_stack(test_clusters, "hosted", "upgrade") as hosted:
+        (hc,) = _by_kind(hosted, "HostedCluster")
+        _operator_reports(hosted, hc, "4.22.3", ("4.22.3", "Completed"))
+        text = (PROJECT / "stacks" / "Pulumi.hosted.yaml").read_text(encoding="utf-8")
+        assert text.count("      mode: render\n") == 1 and text.count("        name: prod-east\n") == 1
+        text = text.replace(
+            "      mode: render\n", f"      mode: apply\n      kubeconfig: {hosted.management.kubeconfig}\n"
+        )
+        text = text.replace(
+            "        name: prod-east\n",
+            f"        name: prod-east\n        hostedKubeconfig: {hosted.hosted.kubeconfig}\n",
+        )
+        path = tmp_path / "Pulumi.hosted.yaml"
+        path.write_text(text, encoding="utf-8")
+
+        def upgrade() -> Any:
+            return nodefleet("upgrade", "--config-file", str(path), "--release", "4.22.4")
+
+        def up() -> None:
+            hosted.up(read_stack_config(path)["nodefleet:fleet"])
+
+        step1 = upgrade()
+        assert step1.returncode == 0, step1.stderr
+        up()
+        images = _release_images(hosted)
+        assert images["HostedCluster prod-east"].endswith(":4.22.4-multi")
+        assert images["NodePool infra"].endswith(":4.22.3-multi")  # held
+
+        # The operator has started but not finished: the nodes stay held, the file is left alone.
+        _operator_reports(hosted, hc, "4.22.4", ("4.22.4", "Partial"), ("4.22.3", "Completed"))
+        held = path.read_text(encoding="utf-8")
+        waiting = upgrade()
+        assert waiting.returncode == 1, waiting.stdout + waiting.stderr
+        assert "has not completed 4.22.4 yet" in waiting.stderr
+        assert "desired 4.22.4; history: 4.22.4 Partial, 4.22.3 Completed" in waiting.stderr
+        assert path.read_text(encoding="utf-8") == held
+
+        # Completed: step 2 releases the nodes, which follow the control plane.
+        _operator_reports(hosted, hc, "4.22.4", ("4.22.4", "Completed"), ("4.22.3", "Completed"))
+        step2 = upgrade()
+        assert step2.returncode == 0, step2.stderr
+        assert "reports 4.22.4 Completed" in step2.stdout and "step 2 of 2" in step2.stdout
+        up()
+        assert _release_images(hosted)["NodePool infra"].endswith(":4.22.4-multi")
+
+        done = upgrade()
+        assert done.returncode == 0 and "nothing to do" in done.stdout

@@ -1,0 +1,435 @@
+"""A real Kubernetes API server for tests: ``etcd`` and ``kube-apiserver``, no kubelet, no nodes (as
+controller-runtime's envtest runs them).
+
+Both are built from the Go module proxy by the wrapper modules in ``tests/testcluster/`` (``kube-apiserver``:
+``k8s.io/kubernetes`` v1.36.3 with its staging modules pinned at v0.36.3; ``etcd``: ``go.etcd.io/etcd/server/v3``
+v3.6.16), once per machine, into :data:`CACHE` (``~/.cache/nodefleet/testcluster``, or
+``$NODEFLEET_CACHE/testcluster``), outside the checkout so that a fresh clone on the same machine reuses them.
+The binaries are keyed by the digest of the wrapper modules' files (tests/goref.py), so a changed pin rebuilds.
+
+:class:`TestClusters` starts one etcd on a free loopback port and, on demand, one API server per Karpenter CRD
+set (:meth:`TestClusters.cluster`), each with its own etcd prefix: a NodePool CRD exists once per cluster, and
+a hosted cluster serves HyperShift's Karpenter set while a standalone one serves upstream's. Every API server
+gets nodefleet's shipped CRDs (HyperShift's, the MCO's, the Machine API's, its Karpenter set's) and a generated
+admin kubeconfig (a bearer token in the ``system:masters`` group, the server's own self-signed CA). Everything
+is stopped and its folder removed at the end, also on a failed or interrupted run; the processes die with the
+test process even when it is killed (``PR_SET_PDEATHSIG``), and folders a killed run left are removed by the
+next start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import ctypes
+import functools
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodefleet.apiserver.store import CRD_DIR, ShippedCrd, load_index
+from tests import goref
+
+PROJECT = Path(__file__).resolve().parent.parent
+MODULES = PROJECT / "tests" / "testcluster"
+#: Where the binaries are built, once per machine (``NODEFLEET_CACHE`` moves it).
+CACHE = (
+    Path(
+        os.environ.get("NODEFLEET_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nodefleet"
+    )
+    / "testcluster"
+)
+#: The folders of running test clusters (each removed at the end of its run).
+RUN_PREFIX = "nodefleet-apiserver-"
+#: The field manager the tests install CRDs and the cluster's own objects with.
+INSTALLER = "nodefleet-testcluster"
+STARTUP_TIMEOUT = 60.0
+
+
+def missing() -> str | None:
+    """Why no test API server can run here, or None when one can."""
+    reason = goref.go_missing()
+    if reason:
+        return reason
+    if shutil.which("openssl") is None:
+        return "`openssl` is not on PATH (it makes the API server's service-account signing key)"
+    return None
+
+
+def binaries() -> tuple[Path, Path, Path]:
+    """(etcd, kube-apiserver, kube-controller-manager), built on first use on this machine."""
+    return (
+        goref.build(MODULES / "etcd", into=CACHE),
+        goref.build(MODULES / "kube-apiserver", into=CACHE),
+        goref.build(MODULES / "kube-controller-manager", into=CACHE),
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Ask Linux to send the child SIGTERM when the test process dies, however it dies."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    os.setsid()  # a Ctrl-C to pytest's process group reaches pytest, which stops us in order
+
+
+def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    out = log.open("wb")
+    try:
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+    finally:
+        out.close()
+
+
+def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=15)
+
+
+def _tail(log: Path, n: int = 30) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+def remove_stale_runs() -> list[Path]:
+    """Remove the folders of test clusters whose test process is gone (a run that was killed)."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*"):
+        try:
+            owner = int((folder / "owner.pid").read_text())
+            os.kill(owner, 0)
+            continue  # its run is still going
+        except ProcessLookupError:
+            pass
+        except (OSError, ValueError):
+            if time.time() - folder.stat().st_mtime < 600:
+                continue  # being set up right now
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+@dataclass
+class ApiServer:
+    """One running kube-apiserver: a cluster of the tests."""
+
+    name: str
+    karpenter_set: str
+    folder: Path
+    port: int
+    token: str
+    process: subprocess.Popen[bytes]
+    kubeconfig: Path
+    #: The garbage collector and namespace controller (kube-controller-manager with only those two).
+    controllers: subprocess.Popen[bytes] | None = None
+    started_in: float = 0.0
+    crds_in: float = 0.0
+    crds: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def api_client(self) -> Any:
+        """A Kubernetes Python client (``kubernetes.client.ApiClient``) for this cluster's admin kubeconfig."""
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def dynamic(self) -> Any:
+        """A ``kubernetes.dynamic.DynamicClient`` on this cluster (discovery read now: CRDs are installed)."""
+        from kubernetes.dynamic import DynamicClient
+
+        return DynamicClient(self.api_client())
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        """GET ``path`` with the admin token, as (status, body)."""
+        context = ssl.create_default_context(cafile=str(self.folder / "certs" / "apiserver.crt"))
+        request = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {self.token}"})
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=5) as response:
+                return int(response.status), bytes(response.read())
+        except urllib.error.HTTPError as e:
+            return int(e.code), bytes(e.read())
+
+
+class TestClusters:
+    """One etcd and the API servers of a test session; :meth:`close` stops them and removes their folders."""
+
+    __test__ = False  # not a test class, whatever its name says
+
+    def __init__(self) -> None:
+        remove_stale_runs()
+        self.build_seconds = 0.0
+        t0 = time.monotonic()
+        self.etcd_binary, self.apiserver_binary, self.controller_manager_binary = binaries()
+        self.build_seconds = time.monotonic() - t0
+        self.folder = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+        (self.folder / "owner.pid").write_text(str(os.getpid()))
+        self.etcd: subprocess.Popen[bytes] | None = None
+        self.clusters: dict[str, ApiServer] = {}
+        self._started = 0
+        try:
+            self._start_etcd()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- etcd ---------------------------------------------------------------------------------------------
+    def _start_etcd(self) -> None:
+        client, peer = _free_port(), _free_port()
+        self.etcd_url = f"http://127.0.0.1:{client}"
+        log = self.folder / "etcd.log"
+        self.etcd = _start(
+            [
+                str(self.etcd_binary),
+                "--name=test",
+                f"--data-dir={self.folder / 'etcd'}",
+                f"--listen-client-urls={self.etcd_url}",
+                f"--advertise-client-urls={self.etcd_url}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=test=http://127.0.0.1:{peer}",
+                "--unsafe-no-fsync=true",  # a test store: nothing must survive a power cut
+                "--log-level=warn",
+            ],
+            log,
+        )
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.etcd.poll() is not None:
+                raise RuntimeError(f"etcd exited with {self.etcd.returncode}:\n{_tail(log)}")
+            try:
+                with urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2) as r:
+                    if b'"health":"true"' in r.read():
+                        return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"etcd did not become healthy in {STARTUP_TIMEOUT:.0f}s:\n{_tail(log)}")
+
+    # -- API servers --------------------------------------------------------------------------------------
+    def cluster(self, name: str = "default", karpenter_set: str | None = None) -> ApiServer:
+        """The API server called ``name``, serving ``karpenter_set``'s Karpenter CRDs (default: the shipped
+        default set), started and given its CRDs on first use. Tests that must not see each other's
+        cluster-scoped objects (the MCO's ``MachineConfiguration`` singleton) use clusters of their own."""
+        chosen = karpenter_set or load_index().default_karpenter or ""
+        if name not in self.clusters:
+            self.clusters[name] = self._start_apiserver(name, chosen)
+        server = self.clusters[name]
+        if server.karpenter_set != chosen:
+            raise ValueError(
+                f"test cluster {name!r} serves Karpenter set {server.karpenter_set}, not {chosen}"
+            )
+        return server
+
+    def _start_apiserver(self, name: str, karpenter_set: str) -> ApiServer:
+        index = self._started
+        self._started += 1
+        folder = self.folder / f"c{index}"
+        (folder / "certs").mkdir(parents=True)
+        token = secrets.token_hex(24)
+        (folder / "tokens.csv").write_text(f'{token},admin,admin-uid,"system:masters"\n')
+        key = folder / "sa.key"
+        subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
+        port = _free_port()
+        log = folder / "kube-apiserver.log"
+        t0 = time.monotonic()
+        proc = _start(
+            [
+                str(self.apiserver_binary),
+                f"--etcd-servers={self.etcd_url}",
+                f"--etcd-prefix=/cluster-{index}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={folder / 'certs'}",  # a self-signed serving certificate and its CA, generated
+                f"--token-auth-file={folder / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--service-account-issuer=https://127.0.0.1",
+                f"--service-account-key-file={key}",
+                f"--service-account-signing-key-file={key}",
+                "--allow-privileged=true",
+                "--enable-priority-and-fairness=false",
+                "--v=1",
+            ],
+            log,
+        )
+        server = ApiServer(
+            name=name,
+            karpenter_set=karpenter_set,
+            folder=folder,
+            port=port,
+            token=token,
+            process=proc,
+            kubeconfig=folder / "kubeconfig",
+        )
+        self.clusters[f"starting-{index}"] = server  # stopped by close() even if the start fails
+        try:
+            self._wait_ready(server, log)
+            server.started_in = time.monotonic() - t0
+            server.kubeconfig.write_text(_kubeconfig(server))
+            server.controllers = self._start_controllers(server)
+            t1 = time.monotonic()
+            server.crds = install_crds(server, karpenter_set)
+            server.crds_in = time.monotonic() - t1
+        finally:
+            del self.clusters[f"starting-{index}"]
+            self.clusters[name] = server
+        return server
+
+    @contextlib.contextmanager
+    def fresh(self, name: str, karpenter_set: str | None = None) -> Iterator[ApiServer]:
+        """A cluster of its own for one test (for tests that change what others read), stopped after it."""
+        if name in self.clusters:
+            raise ValueError(f"test cluster {name!r} exists already")
+        server = self.cluster(name, karpenter_set)
+        try:
+            yield server
+        finally:
+            self.stop(name)
+
+    def stop(self, name: str) -> None:
+        server = self.clusters.pop(name)
+        _stop(server.controllers)
+        _stop(server.process)
+        shutil.rmtree(server.folder, ignore_errors=True)
+
+    def _start_controllers(self, server: ApiServer) -> subprocess.Popen[bytes]:
+        """kube-controller-manager with the garbage collector and the namespace controller only: the
+        Kubernetes provider deletes in the foreground, which only the garbage collector completes, and a
+        deleted namespace is emptied by the namespace controller."""
+        return _start(
+            [
+                str(self.controller_manager_binary),
+                f"--kubeconfig={server.kubeconfig}",
+                "--controllers=garbage-collector-controller,namespace-controller",
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--v=1",
+            ],
+            server.folder / "kube-controller-manager.log",
+        )
+
+    def _wait_ready(self, server: ApiServer, log: Path) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        cafile = server.folder / "certs" / "apiserver.crt"
+        while time.monotonic() < deadline:
+            if server.process.poll() is not None:
+                raise RuntimeError(f"kube-apiserver exited with {server.process.returncode}:\n{_tail(log)}")
+            if cafile.exists():
+                with contextlib.suppress(OSError, ssl.SSLError):
+                    status, _ = server.get("/readyz")
+                    if status == 200:
+                        return
+            time.sleep(0.1)
+        raise RuntimeError(f"kube-apiserver was not ready in {STARTUP_TIMEOUT:.0f}s:\n{_tail(log)}")
+
+    def close(self) -> None:
+        for server in list(self.clusters.values()):
+            _stop(server.controllers)
+            _stop(server.process)
+        _stop(self.etcd)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _kubeconfig(server: ApiServer) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "test",
+                    "cluster": {
+                        "server": server.url,
+                        "certificate-authority": str(server.folder / "certs" / "apiserver.crt"),
+                    },
+                }
+            ],
+            "users": [{"name": "admin", "user": {"token": server.token}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}],
+            "current-context": "test",
+        }
+    )
+
+
+def crd_files(karpenter_set: str) -> list[Path]:
+    """The CRD files a cluster serving ``karpenter_set`` gets: every per-kind CRD nodefleet ships, and the
+    set's Karpenter CRDs."""
+    index = load_index()
+    files = [CRD_DIR / c.file for c in index.crds if not index.is_karpenter_kind(_api_version(c), c.kind)]
+    return files + [CRD_DIR / m.file for m in index.karpenter_set(karpenter_set).members]
+
+
+def _api_version(crd: ShippedCrd) -> str:
+    return f"{crd.group}/{crd.versions[0]}"
+
+
+@functools.cache
+def _parsed(path: Path) -> dict[str, Any]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 1 s for HostedCluster's CRD, not 8
+    return dict(yaml.load(path.read_text(encoding="utf-8"), Loader=loader))
+
+
+def load_crd(path: Path) -> dict[str, Any]:
+    """The CRD in ``path``, parsed once per session (a copy: callers may change it)."""
+    return copy.deepcopy(_parsed(Path(path)))
+
+
+def install_crds(server: ApiServer, karpenter_set: str, timeout: float = 60) -> list[str]:
+    """Create ``karpenter_set``'s CRDs and wait until each is Established; their names."""
+    from kubernetes import client
+
+    api = client.ApiextensionsV1Api(server.api_client())
+    names = []
+    for path in crd_files(karpenter_set):
+        crd = load_crd(path)
+        # Raw answers: the client's models take seconds to build a 600 KB CRD such as HostedCluster's.
+        api.create_custom_resource_definition(crd, field_manager=INSTALLER, _preload_content=False).read()
+        names.append(crd["metadata"]["name"])
+    deadline = time.monotonic() + timeout
+    pending = set(names)
+    while pending and time.monotonic() < deadline:
+        for name in sorted(pending):
+            answer = api.read_custom_resource_definition(name, _preload_content=False)
+            status = json.loads(answer.data).get("status") or {}
+            conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+            if conditions.get("Established") == "True":
+                pending.discard(name)
+        if pending:
+            time.sleep(0.1)
+    if pending:
+        raise RuntimeError(f"CRDs not Established after {timeout:.0f}s: {sorted(pending)}")
+    return names
