@@ -62,12 +62,13 @@ def _refuse_tree_collisions(args: argparse.Namespace, mock: Any) -> None:
     from harness.mockrun import PROJECT_DIR
     from harness.rendering import plan_render
     from nodefleet.config import CONFIG_KEY, load_fleet
+    from nodefleet.wiring import folder_fields
 
     stack, config, source = load(args)
     fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
     if fleet.config.output.mode != "render":
         return
-    plan = plan_render(mock, fleet.render_directory, fleet.config.wave)
+    plan = plan_render(mock, fleet.render_directory, fleet.config.wave, folder_fields(fleet))
     problems = tree_problems(fleet, stack_file_shown(args), fleet.render_dir.path, plan)
     if problems:
         raise InputError("\n".join(problems))

@@ -434,6 +434,7 @@ def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> l
     """
     from harness.mockrun import read_stack_config
     from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
+    from nodefleet.objects import shared_namespaces
     from nodefleet.objects import tree_problems as problems_in
     from nodefleet.yamlfile import YAMLFileError
 
@@ -450,6 +451,9 @@ def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> l
         out = getattr(args, "out", None) if args.fleet_command == "render" else None
         tree = Path(out).resolve() if out else fleet.render_dir.path.parent
         trees.setdefault(tree, []).append((fleet, shown))
+    for fleets in trees.values():
+        for line in shared_namespaces(fleets) if len(fleets) > 1 else []:
+            print(f"note: {line}", file=sys.stderr)
     return [p for fleets in trees.values() if len(fleets) > 1 for p in problems_in(fleets)]
 
 

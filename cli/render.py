@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.rendering import plan_render
     from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
     from nodefleet.paths import PathError, contain
+    from nodefleet.wiring import folder_fields
     from policies.pack import POLICIES
 
     policy_config = check.policy_config(args)
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         )
         check.print_violations(mandatory)
         return EXIT_VIOLATIONS
-    plan = plan_render(mock, fleet.render_directory, fleet.config.wave)
+    plan = plan_render(mock, fleet.render_directory, fleet.config.wave, folder_fields(fleet))
     if args.out is not None:
         try:
             out = contain(
