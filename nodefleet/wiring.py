@@ -153,6 +153,8 @@ def folders(fleet: Fleet) -> list[Folder]:
             Folder(fleet.stack, management, "management", name, wave, mc.argocd_destination, mc.flux_secret,
                    mc.name, fleet.render_directory)
         )  # fmt: skip
+        if hc.auto_node is None:
+            continue  # nothing lives inside the hosted cluster: the provider writes no folder for it
         out.append(
             Folder(fleet.stack, hosted, "hosted", name, wave, dns_label(hc.hosted_destination),
                    dns_label(hc.hosted_kubeconfig_secret), mc.name, fleet.render_directory)
