@@ -6,7 +6,8 @@ on: the wave's stacks all exited 0 and, with ``--health-command``, that command 
 stacks in ``NODEFLEET_WAVE`` and ``NODEFLEET_WAVE_STACKS``) exited 0 too. The gate is on for the commands
 that change clusters or what a GitOps tool applies (``up``, ``render``) and off for the read-only ones
 unless ``--gate`` asks for it; when it stops the rollout, the later waves' stacks are listed as not run.
-``fleet matrix`` runs nothing: it prints the same waves as GitHub Actions matrices (:func:`matrix_run`).
+``fleet matrix`` runs nothing: it prints the same waves as GitHub Actions matrices (:func:`matrix_run`);
+``fleet upgrade`` stages a release bump through the waves (:mod:`cli.fleet_upgrade`).
 
 Each stack runs as its own ``python -m nodefleet <command> --stack <name>`` process: Python programs share
 global state (the Pulumi runtime, the event loop, module-level caches), so two stacks never run in one
@@ -34,7 +35,7 @@ from cli.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_VIOLATIONS, Inp
 from nodefleet.waves import DEFAULT_WAVE, WAVES, StackWave, WaveError, label_value, normalize_wave, plan_waves
 
 PROJECT = Path(__file__).resolve().parent.parent
-COMMANDS = ("check", "preview", "up", "render", "forecast", "report", "matrix")
+COMMANDS = ("check", "preview", "up", "render", "forecast", "report", "matrix", "upgrade")
 #: Commands whose waves are gated by default: they change clusters, or the tree a GitOps tool applies.
 GATED = ("up", "render")
 _CONTRACT = (EXIT_OK, EXIT_VIOLATIONS, EXIT_INVALID, EXIT_INTERNAL)
@@ -322,6 +323,10 @@ def run(args: argparse.Namespace) -> int:
         names = list(known)
     if args.fleet_command == "matrix":
         return matrix_run(args, known, names)
+    if args.fleet_command == "upgrade":
+        from cli import fleet_upgrade
+
+        return fleet_upgrade.run(args, known, names)
     if args.parallel < 1:
         raise InputError(f"--parallel {args.parallel}: must be at least 1")
     if args.fleet_command == "report" and not args.base:

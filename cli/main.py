@@ -112,7 +112,9 @@ EXIT_CODES = {
     "report": "the worst of the stacks it reports on: 0 clean, 1 mandatory violations, 2 invalid stack or "
     "input; 3 internal error",
     "fleet": "the worst exit of its stacks (3 > 2 > 1 > 0); a stack killed or timed out counts as 3; 2 also "
-    "for invalid fleet options",
+    "for invalid fleet options. fleet upgrade: 0 every wave at the release (or nothing to do), 1 stopped at a "
+    "gate or by a render's violations (the state file says where; run it again to resume), 2 invalid input, 3 "
+    "internal error",
     "upgrade": "0 step staged (or nothing to do), 1 the control plane has not completed the release yet (the "
     "nodes stay held), 2 invalid input, 3 internal error",
     "crds": "0 done, 2 invalid input (nothing changed), 3 internal error",
