@@ -161,7 +161,8 @@ def _load_state(path: Path, release: str) -> dict[str, Any] | None:
             f"{state.get('stopped') or 'its last step'}); finish it with --release {state['release']}, or remove "
             "the file to abandon it"
         )
-    return state if state["release"] == release else None
+    # A finished upgrade is history: the same release is planned afresh (a stack added since, or moved back).
+    return state if state["release"] == release and not state.get("complete") else None
 
 
 def _save(path: Path, state: dict[str, Any]) -> None:

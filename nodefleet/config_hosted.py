@@ -24,6 +24,7 @@ from nodefleet.modelbase import (
     ConfigModel,
     OCPRelease,
 )
+from nodefleet.names import dns_label
 
 RoleArn = Annotated[str, Field(pattern=ROLE_ARN)]
 KmsKeyArn = Annotated[str, Field(pattern=KMS_KEY_ARN, max_length=2048)]
@@ -375,7 +376,7 @@ class HostedCluster(ConfigModel):
         management cluster its own control-plane namespace)."""
         if self.management_cluster.name == DEFAULT_MANAGEMENT_CLUSTER:
             return f"{self.name}-hosted"
-        return f"{self.management_cluster.name}-{self.control_plane_namespace}"
+        return dns_label(f"{self.management_cluster.name}-{self.control_plane_namespace}")
 
     @property
     def hosted_kubeconfig_secret(self) -> str:
@@ -383,7 +384,7 @@ class HostedCluster(ConfigModel):
         ``<name>-admin-kubeconfig`` on the default management cluster, else ``<hosted_destination>-kubeconfig``."""
         if self.management_cluster.name == DEFAULT_MANAGEMENT_CLUSTER:
             return f"{self.name}-admin-kubeconfig"
-        return f"{self.hosted_destination}-kubeconfig"
+        return dns_label(f"{self.hosted_destination}-kubeconfig")
 
     @model_validator(mode="after")
     def _zone_in_region(self) -> HostedCluster:

@@ -402,20 +402,19 @@ def rendered_objects(
 
     For a stack whose file is not at hand (rendered with ``--config-file`` from outside ``stacks/``): what it
     rendered is what the tree syncs. ``files`` are (render folder, path shown, manifest); a folder holding a
-    HostedCluster is a management-side folder, whose objects go to its management cluster: ``destinations``
-    (render folder -> management cluster, as its folder file records it), else the default one.
+    HostedCluster is a management-side folder, whose objects go to the default management cluster, and any
+    other folder is a cluster of its name, unless ``destinations`` (render folder -> destination, from the
+    folder's Argo CD file: :func:`folder_destination`) says otherwise.
     """
     files = list(files)
     sides = {target for target, _, manifest in files if manifest.get("kind") == "HostedCluster"}
-    on = destinations or {}
+    default = {
+        t: management(DEFAULT_MANAGEMENT_CLUSTER) if t in sides else f"cluster {t}" for t, _, _ in files
+    }
+    on = {**default, **(destinations or {})}
     return [
         StackObject(
-            object_key(
-                management(on.get(target, DEFAULT_MANAGEMENT_CLUSTER))
-                if target in sides
-                else f"cluster {target}",
-                manifest,
-            ),
+            object_key(on[target], manifest),
             path,
             target,
             manifest,
@@ -438,3 +437,17 @@ def with_rendered_content(
         written = manifests.get((o.target, o.key.group, o.key.kind, o.key.namespace, o.key.name))
         out.append(o if written is None else replace(o, manifest=written))
     return out
+
+
+def folder_destination(folder_file: Mapping[str, Any]) -> str | None:
+    """The destination of a render folder's objects, as its Argo CD file (``nodefleet render``) records it: a
+    management side goes to its management cluster, any other folder to the cluster the file names; None for a
+    file that says neither (written before folders recorded where they go)."""
+    labels = folder_file.get("labels") or {}
+    destination = folder_file.get("destination") or {}
+    side = labels.get("nodefleet.io/side")
+    if side == "management" and labels.get("nodefleet.io/management-cluster"):
+        return management(str(labels["nodefleet.io/management-cluster"]))
+    if side in ("hosted", "standalone") and isinstance(destination, Mapping) and destination.get("name"):
+        return f"cluster {destination['name']}"
+    return None

@@ -28,13 +28,12 @@ refuse the fleet if two of their objects would still share a name.
 from __future__ import annotations
 
 import copy
-import hashlib
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nodefleet.config import Fleet, ResolvedCluster
+from nodefleet.names import dns_label, label_value
 from nodefleet.render_layout import render_targets
 from nodefleet.waves import WAVE_LABEL, WAVES
 from nodefleet.waves import label_value as wave_label
@@ -61,40 +60,9 @@ LABEL_MANAGEMENT_CLUSTER = "nodefleet.io/management-cluster"
 #: Sides in the order they sync within a wave: a hosted side after every management side.
 SIDES = ("standalone", "management", "hosted")
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_MAX_LABEL = 63
-_DIGEST = 8
-
 
 class WiringError(ValueError):
     """Wiring that cannot be generated as asked (the message names the stacks and the fix)."""
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_DIGEST]
-
-
-def dns_label(text: str) -> str:
-    """``text`` as a Kubernetes object name valid everywhere nodefleet's wiring uses one (an RFC 1123 DNS
-    label: ``[a-z0-9-]``, at most 63 characters, alphanumeric at both ends): unchanged when it already is one,
-    else lowercased, other characters replaced by ``-``, shortened, and ended with ``-`` and 8 hex digits of
-    the SHA-256 of ``text`` itself, so two different inputs never give one name by the rewriting alone."""
-    if _DNS_LABEL.match(text) and len(text) <= _MAX_LABEL:
-        return text
-    clean = re.sub(r"[^a-z0-9-]+", "-", text.lower())
-    head = clean[: _MAX_LABEL - _DIGEST - 1].strip("-")
-    return f"{head}-{_digest(text)}" if head else f"x{_digest(text)}"
-
-
-def label_value(text: str) -> str:
-    """``text`` as a label value (at most 63 of ``[A-Za-z0-9_.-]``, alphanumeric at both ends): unchanged
-    when it already is one, else rewritten as :func:`dns_label` does, keeping case, ``_`` and ``.``."""
-    if _LABEL_VALUE.match(text) and len(text) <= _MAX_LABEL:
-        return text
-    clean = re.sub(r"[^A-Za-z0-9_.-]+", "-", text)
-    head = re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", clean[: _MAX_LABEL - _DIGEST - 1])
-    return f"{head}-{_digest(text)}" if head else _digest(text)
 
 
 @dataclass(frozen=True)
@@ -156,8 +124,8 @@ def folders(fleet: Fleet) -> list[Folder]:
         if hc.auto_node is None:
             continue  # nothing lives inside the hosted cluster: the provider writes no folder for it
         out.append(
-            Folder(fleet.stack, hosted, "hosted", name, wave, dns_label(hc.hosted_destination),
-                   dns_label(hc.hosted_kubeconfig_secret), mc.name, fleet.render_directory)
+            Folder(fleet.stack, hosted, "hosted", name, wave, hc.hosted_destination,
+                   hc.hosted_kubeconfig_secret, mc.name, fleet.render_directory)
         )  # fmt: skip
     return out
 
