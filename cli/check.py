@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     providers = kubernetes_providers(mock.registrations)
     advice = [("fleet-size", w) for w in [fleet_size_warning(providers, limit)] if w]
     advice += [("instance-type", a) for a in _instance_type_advice(args)]
+    advice += [("shared-namespace", a) for a in _shared_namespace_advice(args)]
     warnings = [text for _, text in advice]
     if args.json:
         print(
@@ -81,6 +82,40 @@ def _instance_type_advice(args: argparse.Namespace) -> list[str]:
 
     stack, config, source = load(args)
     return load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source).instance_type_advice()
+
+
+def _shared_namespace_advice(args: argparse.Namespace) -> list[str]:
+    """The Namespaces this stack renders that other stacks of its GitOps tree (the stack files beside it and in
+    stacks/ whose render directories share its parent) render too on the same management cluster
+    (:func:`nodefleet.objects.shared_namespaces`): said, not refused; none of them deletes it."""
+    from harness.mockrun import PROJECT_DIR, read_stack_config
+    from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
+    from nodefleet.objects import shared_namespaces
+    from nodefleet.yamlfile import YAMLFileError
+
+    stack, config, source = load(args)
+    fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
+    if fleet.config.output.mode != "render" or not any(c.kind == "hosted" for c in fleet.config.clusters):
+        return []
+    folders = {PROJECT_DIR / "stacks"} | (
+        {args.config_file.parent} if getattr(args, "config_file", None) else set()
+    )
+    fleets = [(fleet, source)]
+    for folder in sorted(folders):
+        for path in sorted(folder.glob("Pulumi.*.yaml")):
+            name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+            if name == stack:
+                continue
+            try:
+                other = load_fleet(read_stack_config(path, str(path)).get(CONFIG_KEY), name, PROJECT_DIR)
+            except (ConfigError, YAMLFileError, OSError):
+                continue  # its own check says why
+            if (
+                other.config.output.mode == "render"
+                and other.render_dir.path.parent == fleet.render_dir.path.parent
+            ):
+                fleets.append((other, str(path)))
+    return [line for line in shared_namespaces(fleets) if f" {stack}," in line or f" {stack}:" in line]
 
 
 def print_violations(violations: list[Any]) -> None:

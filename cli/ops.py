@@ -114,7 +114,9 @@ def register(sub: Any) -> None:
         "--control-plane-confirmed", action="store_true", help="render mode: the control plane has completed"
     )
     s.add_argument(
-        "--kubeconfig", help="apply mode: the management cluster's kubeconfig (default: output.kubeconfig)"
+        "--kubeconfig",
+        help="apply mode: the management cluster's kubeconfig (default: the cluster's managementCluster.kubeconfig, "
+        "else output.kubeconfig)",
     )
     s.add_argument("--dry-run", action="store_true", help="print the step and its forecast without writing")
     add_roots(s)

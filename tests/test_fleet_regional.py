@@ -569,3 +569,34 @@ def test_an_unfinished_upgrade_to_another_release_is_not_mixed_in(tmp_path: Path
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "an upgrade to 4.22.4 is not finished" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_check_of_one_stack_names_the_stacks_sharing_its_namespace() -> None:
+    result = nodefleet("check", "--config-file", str(FLEET / "Pulumi.east-a.yaml"), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (warning,) = [w for w in json.loads(result.stdout)["warnings"] if w.startswith("Namespace ")]
+    assert (
+        "Namespace clusters on management cluster 'mgmt-use2-a' is rendered by stacks canary-east, east-a"
+        in warning
+    )
+    # east-b's hosted cluster is on another management cluster: it shares no Namespace object.
+    other = nodefleet("check", "--config-file", str(FLEET / "Pulumi.east-b.yaml"), "--json")
+    assert other.returncode == 0 and not [w for w in json.loads(other.stdout)["warnings"] if "Namespace" in w]
+
+
+def test_hosted_clusters_of_one_stack_share_a_namespace_only_on_one_management_cluster() -> None:
+    raw = stack_fleet("hosted")
+    other = copy.deepcopy(raw["clusters"][0])
+    other.update(name="prod-west", infraId="prod-west-9zz1a")
+    raw["clusters"].append(other)
+
+    def namespaces(first: str, second: str) -> list[str]:
+        raw["clusters"][0]["managementCluster"], raw["clusters"][1]["managementCluster"] = first, second
+        plan = plan_render(run_program("hosted", {"nodefleet:fleet": raw}), "rendered/hosted")
+        return sorted(f.relpath for f in plan.files if f.kind == "Namespace")
+
+    assert namespaces("mgmt-a", "mgmt-a") == ["prod-east/1-manifest/v1-namespace-default-clusters.yaml"]
+    assert namespaces("mgmt-a", "mgmt-b") == [
+        "prod-east/1-manifest/v1-namespace-default-clusters.yaml",
+        "prod-west/1-manifest/v1-namespace-default-clusters.yaml",
+    ]
