@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from typing import Any
 
@@ -88,26 +89,38 @@ def _shared_namespace_advice(args: argparse.Namespace) -> list[str]:
     """The Namespaces this stack renders that other stacks of its GitOps tree (the stack files beside it and in
     stacks/ whose render directories share its parent) render too on the same management cluster
     (:func:`nodefleet.objects.shared_namespaces`): said, not refused; none of them deletes it."""
-    from harness.mockrun import PROJECT_DIR, read_stack_config
+    from cli.fleet import IN_FLEET_ENV, _read_config
+    from harness.mockrun import PROJECT_DIR
     from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
+    from nodefleet.config_hosted import HostedCluster
     from nodefleet.objects import shared_namespaces
     from nodefleet.yamlfile import YAMLFileError
 
+    if os.environ.get(IN_FLEET_ENV):
+        return []  # `fleet check` says it once for the tree
     stack, config, source = load(args)
     fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
-    if fleet.config.output.mode != "render" or not any(c.kind == "hosted" for c in fleet.config.clusters):
+    mine = {
+        (c.management_cluster.name, c.namespace)
+        for c in fleet.config.clusters
+        if isinstance(c, HostedCluster) and c.create_namespace
+    }
+    if fleet.config.output.mode != "render" or not mine:
         return []
     folders = {PROJECT_DIR / "stacks"} | (
         {args.config_file.parent} if getattr(args, "config_file", None) else set()
     )
-    fleets = [(fleet, source)]
+    fleets = [(fleet, source or stack_file_shown(args))]
     for folder in sorted(folders):
         for path in sorted(folder.glob("Pulumi.*.yaml")):
             name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
             if name == stack:
                 continue
             try:
-                other = load_fleet(read_stack_config(path, str(path)).get(CONFIG_KEY), name, PROJECT_DIR)
+                raw = _read_config(path, str(path)).get(CONFIG_KEY)
+                if not mine & _hosted_namespaces(raw):
+                    continue  # a quick look first: most stack files share nothing with this one
+                other = load_fleet(raw, name, PROJECT_DIR)
             except (ConfigError, YAMLFileError, OSError):
                 continue  # its own check says why
             if (
@@ -116,6 +129,20 @@ def _shared_namespace_advice(args: argparse.Namespace) -> list[str]:
             ):
                 fleets.append((other, str(path)))
     return [line for line in shared_namespaces(fleets) if f" {stack}," in line or f" {stack}:" in line]
+
+
+def _hosted_namespaces(raw: Any) -> set[tuple[str, str]]:
+    """(management cluster, namespace) of every hosted cluster a raw ``nodefleet:fleet`` declares a Namespace for."""
+    from nodefleet.config_hosted import DEFAULT_MANAGEMENT_CLUSTER
+
+    out = set()
+    clusters = raw.get("clusters") if isinstance(raw, dict) else None
+    for c in clusters if isinstance(clusters, list) else []:
+        if isinstance(c, dict) and c.get("kind") == "hosted" and c.get("createNamespace", True) is not False:
+            mc = c.get("managementCluster", DEFAULT_MANAGEMENT_CLUSTER)
+            name = mc.get("name", DEFAULT_MANAGEMENT_CLUSTER) if isinstance(mc, dict) else mc
+            out.add((str(name), str(c.get("namespace", "clusters"))))
+    return out
 
 
 def print_violations(violations: list[Any]) -> None:

@@ -39,6 +39,9 @@ COMMANDS = ("check", "preview", "up", "render", "forecast", "report", "matrix", 
 #: Commands whose waves are gated by default: they change clusters, or the tree a GitOps tool applies.
 GATED = ("up", "render")
 _CONTRACT = (EXIT_OK, EXIT_VIOLATIONS, EXIT_INVALID, EXIT_INTERNAL)
+#: Set for each stack a fleet command runs: what concerns the whole tree (a Namespace several stacks render)
+#: the fleet says once, not every stack's run again.
+IN_FLEET_ENV = "NODEFLEET_IN_FLEET"
 
 
 @dataclass
@@ -120,7 +123,12 @@ def _run_one(args: argparse.Namespace, stack: str, path: Path) -> tuple[StackRes
     started = time.perf_counter()
     try:
         proc = subprocess.run(
-            _command(args, stack, path), cwd=PROJECT, capture_output=True, text=True, timeout=args.timeout
+            _command(args, stack, path),
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            timeout=args.timeout,
+            env={**os.environ, IN_FLEET_ENV: "1"},
         )
         code, out, err = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
