@@ -1,6 +1,6 @@
 """``fleet upgrade``: a hosted-cluster release bump across the fleet, wave by wave, control plane before nodes.
 
-For each wave (canaries first, :mod:`nodefleet.waves`), with the stacks of the wave whose hosted clusters are
+For each wave (canaries first, :mod:`nodefleet.stackfile.waves`), with the stacks of the wave whose hosted clusters are
 not at the release yet:
 
 1. **control planes**: ``upgrade``'s first step in every such stack file (the HostedCluster's ``release``
@@ -134,7 +134,7 @@ def _needs_upgrade(path: Path, release: str) -> list[str]:
 def _plan(known: dict[str, Path], names: list[str], release: str) -> list[dict[str, Any]]:
     """Every wave with the stacks (and their hosted clusters) not at ``release`` yet."""
     from cli.fleet import _stack_waves
-    from nodefleet.waves import plan_waves
+    from nodefleet.stackfile.waves import plan_waves
 
     waves = []
     for wave, members in plan_waves(_stack_waves(known, names, strict=True)):
@@ -191,8 +191,9 @@ def _render(args: argparse.Namespace, known: dict[str, Path], stacks: list[str])
 
 
 def _render_dirs(args: argparse.Namespace, known: dict[str, Path], stacks: list[str]) -> list[Path]:
-    from harness.mockrun import PROJECT_DIR, read_stack_config
-    from nodefleet.config import CONFIG_KEY, load_fleet
+    from mockruntime.run import PROJECT_DIR, read_stack_config
+    from nodefleet.render.objects import load_fleet
+    from nodefleet.stackfile.model import CONFIG_KEY
 
     if args.out:
         return [args.out / s for s in stacks]
@@ -300,8 +301,18 @@ def _print_plan(known: dict[str, Path], state: dict[str, Any], release: str) -> 
             print(f"     gate: {gate}")
 
 
+def fleet_command(args: argparse.Namespace) -> int:
+    """``fleet <command>``: ``upgrade`` here, every other command in :func:`cli.fleet.run`."""
+    from cli import fleet
+
+    if args.fleet_command != "upgrade":
+        return fleet.run(args)
+    known, names = fleet.selected(args)
+    return run(args, known, names)
+
+
 def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> int:
-    from nodefleet.versions import VersionError, known_release, parse_ocp
+    from nodefleet.bootimages.versions import VersionError, known_release, parse_ocp
 
     if not args.release:
         raise InputError("fleet upgrade needs --release x.y.z (the release every hosted cluster moves to)")

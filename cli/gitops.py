@@ -1,6 +1,6 @@
 """``gitops``: the Argo CD and Flux wiring for the render-mode stacks of a fleet, generated from their stack files.
 
-Every render folder of every stack (:func:`nodefleet.wiring.folders`) gets an Argo CD Application (from one
+Every render folder of every stack (:func:`nodefleet.render.wiring.folders`) gets an Argo CD Application (from one
 ApplicationSet) and a Flux Kustomization, each sent to the API server the folder is for: a standalone cluster,
 a hosted cluster's management cluster (``managementCluster``), or the hosted cluster itself, after its
 management side. Waves roll out in order, health-gated (docs/fleet-waves.md). Nothing runs the program: the
@@ -84,9 +84,10 @@ def add_parser(sub: Any) -> None:
 def load_fleets(stacks_dir: Path, stacks: str | None) -> list[tuple[Any, str]]:
     """(fleet, stack file shown) for the chosen stacks; any invalid one stops with its own message."""
     from cli.fleet import _shown, discover
-    from harness.mockrun import PROJECT_DIR, read_stack_config
-    from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
-    from nodefleet.yamlfile import YAMLFileError
+    from mockruntime.run import PROJECT_DIR, read_stack_config
+    from nodefleet.render.objects import load_fleet
+    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
+    from nodefleet.stackfile.yamlfile import YAMLFileError
 
     known = discover(stacks_dir)
     if not known:
@@ -109,8 +110,8 @@ def load_fleets(stacks_dir: Path, stacks: str | None) -> list[tuple[Any, str]]:
 def run(args: argparse.Namespace) -> int:
     import yaml
 
-    from nodefleet.objects import shared_namespaces, tree_problems
-    from nodefleet.wiring import WiringError, argocd_application_set, flux_kustomizations, folders
+    from nodefleet.render.objects import shared_namespaces, tree_problems
+    from nodefleet.render.wiring import WiringError, argocd_application_set, flux_kustomizations, folders
 
     fleets = [
         (f, shown)

@@ -102,7 +102,7 @@ def register(sub: Any) -> None:
     _policy_config(s)
     fleet.add_wave_arguments(s)
     fleet_upgrade.add_arguments(s)
-    s.set_defaults(run=fleet.run)
+    s.set_defaults(run=fleet_upgrade.fleet_command)
 
     s = sub.add_parser(
         "upgrade", help="stage a hosted cluster's release bump: control plane first, nodes after"

@@ -21,16 +21,16 @@ import jsonschema
 import pytest
 import yaml
 
-from harness.mockrun import run_program
-from harness.rendering import kubernetes_objects, plan_render
-from nodefleet.config import ConfigError, load_fleet
-from nodefleet.crd_formats import dns1123_label_errors, label_value_errors, qualified_name_errors
-from nodefleet.crd_schema import validate_object
-from nodefleet.crdstore import CrdVersion, ShippedCrd
-from nodefleet.objects import shared_namespaces, tree_problems
-from nodefleet.waves import WAVE_LABEL, WAVES, label_value
-from nodefleet.wiring import LABEL_SIDE, dns_label, folders
-from nodefleet.wiring import label_value as wiring_label_value
+from mockruntime.rendering import kubernetes_objects, plan_render
+from mockruntime.run import run_program
+from nodefleet.apiserver.formats import dns1123_label_errors, label_value_errors, qualified_name_errors
+from nodefleet.apiserver.schema import validate_object
+from nodefleet.apiserver.store import CrdVersion, ShippedCrd
+from nodefleet.render.objects import load_fleet, shared_namespaces, tree_problems
+from nodefleet.render.wiring import LABEL_SIDE, dns_label, folders
+from nodefleet.render.wiring import label_value as wiring_label_value
+from nodefleet.stackfile.model import ConfigError
+from nodefleet.stackfile.waves import WAVE_LABEL, WAVES, label_value
 from tests.conftest import PROJECT, nodefleet, stack_fleet
 
 FLEET = PROJECT / "tests" / "fleet" / "regional"
@@ -189,7 +189,7 @@ def test_the_documented_infra_pool_does_not_collide_across_the_fleet() -> None:
 
 
 def _objects(fleet: Any) -> list[Any]:
-    from nodefleet.objects import fleet_plan
+    from nodefleet.render.objects import fleet_plan
 
     return fleet_plan(fleet).emitted
 
@@ -232,7 +232,7 @@ def test_check_says_which_stacks_share_a_namespace() -> None:
     "stack", ["Team_B", "a" * 70, "x.y", "_lead", "A" * 100, "team-b", "Team-B", "team_b", "9", "a..b"]
 )
 def test_wiring_names_are_valid_for_every_stack_name_nodefleet_accepts(stack: str) -> None:
-    from nodefleet.paths import check_stack_name
+    from nodefleet.stackfile.paths import check_stack_name
 
     check_stack_name(stack)
     for target in ("prod-east", "prod-east-hosted", "c" * 47):
@@ -395,7 +395,7 @@ def test_the_waves_run_in_order_and_a_hosted_side_after_its_management_side(tmp_
     raw = stack_fleet("hosted")
     raw["clusters"][0]["managementCluster"] = "mgmt-euw1-a"
     fleets.append((load_fleet(raw, "hosted", PROJECT), "stacks/Pulumi.hosted.yaml"))
-    from nodefleet.wiring import argocd_application_set, flux_kustomizations
+    from nodefleet.render.wiring import argocd_application_set, flux_kustomizations
 
     all_folders = [f for fleet, _ in fleets for f in folders(fleet)]
     paths = {(f.stack, f.target): f"rendered/{f.stack}/{f.target}" for f in all_folders}
