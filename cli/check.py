@@ -69,7 +69,7 @@ def _refuse_tree_collisions(stack: LoadedStack) -> None:
     if fleet.config.output.mode != "render":
         return
     plan = plan_render(stack.run, fleet.render_directory, fleet.config.wave, folder_fields(fleet))
-    problems = tree_problems(fleet, stack.shown, fleet.render_dir.path, plan)
+    problems = tree_problems(fleet, stack.shown, fleet.render_dir.path, plan, stack.siblings)
     if problems:
         raise InputError("\n".join(problems))
 

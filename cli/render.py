@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         root = out.path
     else:
         root = fleet.render_dir.path
-    problems = tree_problems(fleet, loaded.shown, root, plan)
+    problems = tree_problems(fleet, loaded.shown, root, plan, loaded.siblings)
     if problems:
         raise InputError("\n".join(problems))
     for skipped in plan.skipped:

@@ -84,6 +84,12 @@ class LoadedStack:
     #: The validated stack, its objects planned (a ``nodefleet.stackfile.model.Fleet``).
     fleet: Any
 
+    @property
+    def siblings(self) -> Path | None:
+        """The folder of a ``--config-file``, whose other stack files may share its GitOps tree; ``None`` for
+        ``stacks/``, the default."""
+        return Path(self.source).resolve().parent if self.source else None
+
 
 def load_stack(args: argparse.Namespace) -> LoadedStack:
     """The chosen stack, loaded once. The program runs first, so a stack file it refuses is told as the program

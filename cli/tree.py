@@ -3,18 +3,27 @@ and ``check`` refuses to pass, so that the gate and the render agree."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
+#: Set by ``fleet`` for the stacks it runs when it has already judged the tree of every stack file beside
+#: theirs: each stack then skips reading its siblings again (``fleet check`` of N stacks stays linear).
+TREE_JUDGED_ENV = "NODEFLEET_TREE_JUDGED"
 
-def tree_problems(fleet: Any, source: str, root: Path, plan: Any) -> list[str]:
+
+def tree_problems(fleet: Any, source: str, root: Path, plan: Any, siblings: Path | None = None) -> list[str]:
     """Objects this stack and another stack rendered into the same GitOps tree declare differently.
 
     The tree is the render root's parent (``rendered/`` for the default ``rendered/{stack}``, which the
-    example ApplicationSet syncs as a whole); the other stacks are those whose render record lies in it. A
-    stack whose file is in ``stacks/`` is judged by its declaration, with its config places named; any other
-    (rendered with ``--config-file`` from elsewhere, or whose file no longer loads) by the manifests its
-    last render left in the tree, each named by its file (:mod:`nodefleet.render.objects`).
+    example ApplicationSet syncs as a whole). The other stacks are every render-mode stack file beside this
+    one (``siblings``, default ``stacks/``) whose render directory lies in that tree, rendered yet or not (what ``fleet check`` and CI
+    compare, so that a single stack's pass predicts theirs), and the stacks whose render record lies in it.
+    A stack whose file is in ``stacks/`` is judged by its declaration, read and validated but not run, with
+    its config places named; any other (rendered with ``--config-file`` from elsewhere, or whose file no
+    longer loads) by the manifests its last render left in the tree, each named by its file
+    (:mod:`nodefleet.render.objects`). A stack file of ``stacks/`` that does not load is left to its own
+    check, which says why.
     """
     from mockruntime.render_tree import JOURNAL_SUFFIX, RECORD_PREFIX, recorded_files
     from mockruntime.run import PROJECT_DIR, read_stack_config
@@ -40,6 +49,20 @@ def tree_problems(fleet: Any, source: str, root: Path, plan: Any) -> list[str]:
         if not record.name.endswith(JOURNAL_SUFFIX) and name != fleet.stack:
             others.setdefault(name, set()).add(record.parent)
     fleets = [(fleet, source)]
+    judged = os.environ.get(TREE_JUDGED_ENV) == "1"
+    folder = (siblings or PROJECT_DIR / "stacks").resolve()
+    for path in [] if judged else sorted(folder.glob("Pulumi.*.yaml")):
+        name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        if name == fleet.stack or name in others:
+            continue
+        shown = path.relative_to(PROJECT_DIR).as_posix() if path.is_relative_to(PROJECT_DIR) else str(path)
+        try:
+            config = read_stack_config(path, shown)
+            other = load_fleet(config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown)
+        except (ConfigError, YAMLFileError, FileNotFoundError):
+            continue
+        if other.config.output.mode == "render" and other.render_dir.path.parent == root.parent:
+            fleets.append((other, shown))
     unread: list[tuple[str, Path]] = []
     for name in sorted(others):
         shown = f"stacks/Pulumi.{name}.yaml"

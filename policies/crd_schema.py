@@ -2,8 +2,10 @@
 
 ``crd-schema`` (mandatory) reports what the API server would reject: structural schema violations, fields
 pruning would drop, and failed ``x-kubernetes-validations`` rules with the CRD's own message, transition
-rules (``oldSelf``) included where the previous object is known. ``crd-schema-unchecked`` (advisory) names
-the rules that could not be evaluated for an object, so nothing passes silently. The judging is
+rules (``oldSelf``) included where the previous object is known; a rule this environment cannot compile or
+run is a violation too, since the API server evaluates it. ``crd-schema-unchecked`` (advisory) names the
+rules that could not be evaluated for an object for want of its values (unknown during preview), so nothing
+passes silently. The judging is
 ``nodefleet.apiserver.schema``; this module only finds the object, its CRD and its previous version.
 
 A Karpenter object (NodePool, NodeClaim, EC2NodeClass) is judged by the CRD its cluster serves: the set its
@@ -256,8 +258,8 @@ crd_schema = ResourceValidationPolicy(
 
 crd_schema_unchecked = ResourceValidationPolicy(
     name="crd-schema-unchecked",
-    description="Names the CRD validation rules that could not be evaluated for an object (unknown values "
-    "during preview, or a rule this environment cannot run).",
+    description="Names the CRD validation rules that could not be evaluated for an object (values unknown "
+    "during preview, or a previous object not fully known).",
     validate=_validate_unchecked,
     enforcement_level=EnforcementLevel.ADVISORY,
     config_schema=_CONFIG,

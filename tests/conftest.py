@@ -12,11 +12,16 @@ from typing import Any
 
 import pytest
 
+from cli.tree import TREE_JUDGED_ENV
 from mockruntime.run import stack_fleet
 
 __all__ = ["PROJECT", "SHARED_DATA", "copy_project", "nodefleet", "own_tree", "stack_fleet"]
 
 PROJECT = Path(__file__).resolve().parent.parent
+#: The suite's outcome must not depend on the user's own files in stacks/: a single stack's check compares it
+#: with every stack file beside it (cli/tree.py), so the shipped stacks are checked as ``fleet`` checks them,
+#: alone. The tests of that comparison run in a copy of the project with it set to "0" (docs/testing.md).
+os.environ[TREE_JUDGED_ENV] = "1"
 SHARED_DATA = PROJECT.parent / "shared" / "data"
 #: What a fresh copy of the project needs to run the program, the pack and the command line.
 PROJECT_PARTS = (

@@ -49,6 +49,7 @@ __all__ = [
     "bases",
     "corpus",
     "edge_cases",
+    "gadget_cases",
     "reference_case",
 ]
 
@@ -803,7 +804,19 @@ def corpus(seed: int = 17) -> list[Case]:
                     made += 1
         out.extend(_updates(version, base, rng, tag))
     out.extend(edge_cases())
+    out.extend(gadget_cases())
     return out
+
+
+def gadget_cases() -> list[Case]:
+    """The second edge CRD's hand-written cases (tests/crd_gadgets.py)."""
+    from tests import crd_gadgets
+
+    version = crd_gadgets.gadgets()
+    return [
+        Case(f"{crd_gadgets.GADGETS.name}@{version.version}/{cls}/{tag}", cls, version, obj, old)
+        for cls, tag, obj, old in crd_gadgets.CASES
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------------

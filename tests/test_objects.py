@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from cli.tree import TREE_JUDGED_ENV
 from mockruntime.rendering import kubernetes_objects
 from mockruntime.run import run_program
 from nodefleet.render.objects import load_fleet, stack_objects, tree_problems
@@ -165,8 +166,11 @@ def _east_and_west(tmp_path: Path) -> Path:
 
 def test_render_refuses_an_object_another_stack_rendered_into_the_tree(tmp_path: Path) -> None:
     project = _east_and_west(tmp_path)
+    west = project / "stacks" / "Pulumi.west.yaml"
+    aside = west.rename(tmp_path / west.name)  # east alone in stacks/: it renders
     first = nodefleet("render", "--stack", "east", cwd=project)
     assert first.returncode == 0, first.stdout + first.stderr
+    aside.rename(west)
     second = nodefleet("render", "--stack", "west", cwd=project)
     assert second.returncode == 2, second.stdout + second.stderr
     assert "stack 'west'" in second.stderr and "stack 'east' (stacks/Pulumi.east.yaml)" in second.stderr
@@ -307,10 +311,36 @@ def test_check_refuses_what_render_would_refuse_in_the_tree(tmp_path: Path) -> N
     """check passed a stack whose render then stopped at another stack's object in the same tree: the gate
     and the render disagreed."""
     project = _east_and_west(tmp_path)
+    west = project / "stacks" / "Pulumi.west.yaml"
+    aside = west.rename(tmp_path / west.name)
     assert nodefleet("render", "--stack", "east", cwd=project).returncode == 0
+    aside.rename(west)
     for args in (("check", "--stack", "west"), ("check", "--stack", "west", "--json")):
         result = nodefleet(*args, cwd=project)
         assert result.returncode == 2, result.stdout + result.stderr
         lines = [ln for ln in result.stderr.splitlines() if "NodePool clusters/infra" in ln]
         assert lines and "stack 'east' (stacks/Pulumi.east.yaml)" in lines[0] and "stack 'west'" in lines[0]
-    assert nodefleet("check", "--stack", "east", cwd=project).returncode == 0
+
+
+def test_a_single_stack_check_predicts_the_fleet_check(tmp_path: Path) -> None:
+    """check --stack X passed while fleet check (and CI) refused the same file, because another stack file of
+    the tree, not rendered yet, declares the same object: a single stack's check now reads the other stack
+    files of its tree, and so does render."""
+    project = _east_and_west(tmp_path)
+    alone = {TREE_JUDGED_ENV: "0"}  # as a user runs it (the suite turns the comparison off elsewhere)
+    fleet = nodefleet("fleet", "check", cwd=project, env=alone)
+    assert fleet.returncode == 2, fleet.stdout + fleet.stderr
+    for stack, other in (("east", "west"), ("west", "east")):
+        for command in ("check", "render"):
+            result = nodefleet(command, "--stack", stack, cwd=project, env=alone)
+            assert result.returncode == 2, result.stdout + result.stderr
+            assert f"stack '{other}' (stacks/Pulumi.{other}.yaml)" in result.stderr
+            assert "NodePool clusters/infra" in result.stderr
+    assert not (project / "rendered").exists()
+    # A stack file rendering into another tree is not part of this one.
+    west = project / "stacks" / "Pulumi.west.yaml"
+    raw = yaml.safe_load(west.read_text())
+    raw["config"]["nodefleet:fleet"]["output"] = {"mode": "render", "directory": "elsewhere/{stack}"}
+    west.write_text(yaml.safe_dump(raw))
+    assert nodefleet("check", "--stack", "east", cwd=project, env=alone).returncode == 0
+    assert nodefleet("fleet", "check", cwd=project, env=alone).returncode == 0

@@ -1,6 +1,7 @@
 """What the Kubernetes API server would say about an object: the CRD store (shipped and user CRDs), the
-structural schema with defaulting, pruning and ratcheting (`schema`), the string formats (`formats`), the
-CEL rules and their libraries (`cel`), the previous object an update is judged against (`previous`), which
+structural schema with defaulting, pruning and ratcheting (`schema`), the value parsers and string formats
+(`formats`, `strfmt`, `quantity`), the CEL rules (`cel`) and Kubernetes' CEL libraries (`cel_library`), the
+previous object an update is judged against (`previous`), which
 rules a run exercised (`coverage`, `rule_log`) and the advice printed beside a refusal (`advice`).
 
 It imports only the shared vocabulary at the root of the package (`nodefleet.kinds`,

@@ -5,24 +5,19 @@ rule of the shipped CRDs (optional field selection ``self.?x`` included), its re
 in the API server, and it evaluates a rule in microseconds. docs/crd-validation.md records the comparison with
 ``cel-python`` and ``common-expression-language`` that chose it.
 
-Kubernetes adds libraries on top of standard CEL (``k8s.io/apiserver/pkg/cel/library``). Exactly the
-functions the shipped CRDs call are provided here (``python -m nodefleet crds coverage`` lists them and
-flags any a refreshed CRD adds): ``isURL``/``url().getScheme()/getQuery()``, ``isIP``/``ip().family()``,
-``isCIDR``/``cidr().ip()/prefixLength()``, ``isQuantity``/``quantity().compareTo()``, ``string.find``, and
-``format.<name>().validate()``. The C++ binding cannot carry Kubernetes' opaque types (URL, IP, CIDR,
-Quantity) across to Python, so they travel as one-key maps (``{"#url": ...}``); only these functions read
-them. It cannot return CEL optionals from Python either, so ``format.X().validate(s)`` is compiled as
-``optional.ofNonZeroValue(<list of errors>)``, which is the same ``optional<list<string>>``.
+Kubernetes adds libraries on top of standard CEL; ``nodefleet/apiserver/cel_library.py`` provides all of them as
+the API server's environment has them (``python -m nodefleet crds coverage`` lists the functions the shipped
+CRDs call and flags any a refreshed CRD adds).
 
 A rule compiles once per process (:func:`compile_rule` is cached on its text). A rule that does not compile
-here, or that calls something this environment lacks, yields ``None`` ("cannot evaluate") with the reason,
-never a silent pass.
+here, or that calls something this environment lacks, yields ``None`` ("cannot evaluate") with the reason;
+apiserver.schema makes that a blocking error, never a silent pass.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -30,7 +25,9 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from nodefleet.apiserver import formats as f
+from nodefleet.apiserver import cel_library as library
+
+FUNCTIONS = library.FUNCTIONS
 
 __all__ = [
     "FUNCTIONS",
@@ -38,170 +35,15 @@ __all__ = [
     "RuleOutcome",
     "compile_rule",
     "evaluate",
+    "invalid_data",
     "references_old_self",
 ]
-
-_MAP = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
-_STR = cel.Type.STRING
-_BOOL = cel.Type.BOOL
-_INT = cel.Type.INT
-
-_URL, _IP, _CIDR, _QUANTITY, _FORMAT = "#url", "#ip", "#cidr", "#quantity", "#format"
-
-
-def _opaque(value: Any, key: str, what: str) -> Any:
-    if isinstance(value, Mapping) and key in value:
-        return value[key]
-    raise TypeError(f"No matching overloads found: expected a {what}")
-
-
-def _url(s: str) -> dict[str, str]:
-    f.parse_url(s)
-    return {_URL: s}
-
-
-def _get_scheme(u: Mapping[str, Any]) -> str:
-    return f.parse_url(_opaque(u, _URL, "URL")).scheme
-
-
-def _get_query(u: Mapping[str, Any]) -> dict[str, list[str]]:
-    return f.parse_url(_opaque(u, _URL, "URL")).query()
-
-
-def _is(parse: Callable[[str], Any]) -> Callable[[str], bool]:
-    def check(s: str) -> bool:
-        try:
-            parse(s)
-        except f.FormatError:
-            return False
-        return True
-
-    return check
-
-
-def _ip(s: str) -> dict[str, str]:
-    return {_IP: str(f.parse_ip(s))}
-
-
-def _family(ip: Mapping[str, Any]) -> int:
-    return f.parse_ip(_opaque(ip, _IP, "IP")).version
-
-
-def _cidr(s: str) -> dict[str, str]:
-    addr, bits = f.parse_cidr(s)
-    return {_CIDR: f"{addr}/{bits}"}
-
-
-def _cidr_ip(c: Mapping[str, Any]) -> dict[str, str]:
-    addr, _ = f.parse_cidr(_opaque(c, _CIDR, "CIDR"))
-    return {_IP: str(addr)}
-
-
-def _prefix_length(c: Mapping[str, Any]) -> int:
-    return f.parse_cidr(_opaque(c, _CIDR, "CIDR"))[1]
-
-
-def _quantity(s: str) -> dict[str, str]:
-    f.parse_quantity(s)
-    return {_QUANTITY: s}
-
-
-def _compare_to(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
-    x = f.parse_quantity(_opaque(a, _QUANTITY, "Quantity"))
-    y = f.parse_quantity(_opaque(b, _QUANTITY, "Quantity"))
-    return (x > y) - (x < y)
-
-
-@cache
-def _find_regex(pattern: str) -> Any:
-    try:
-        return f.re2_compile(pattern)
-    except Exception as e:  # re2.error
-        raise ValueError(f"Illegal regex: {e}") from None
-
-
-def _find(s: str, pattern: str) -> str:
-    match = _find_regex(pattern).search(s)
-    return str(match.group(0)) if match else ""
-
-
-#: ``format.<name>()`` validators (``library/format.go`` ``ConstantFormats``) this environment provides.
-_FORMATS: dict[str, Callable[[str], list[str]]] = {
-    "dns1123Label": f.dns1123_label_errors,
-    "dns1123Subdomain": f.dns1123_subdomain_errors,
-    "qualifiedName": f.qualified_name_errors,
-    "labelValue": f.label_value_errors,
-}
-
-
-def _format_validate(fmt: Mapping[str, Any], s: str) -> list[str]:
-    return _FORMATS[_opaque(fmt, _FORMAT, "Format")](s)
-
-
-def _decl(
-    name: str, overload: str, ret: Any, params: list[Any], impl: Callable[..., Any], member: bool = False
-) -> Any:
-    return cel.FunctionDecl(name, [cel.Overload(overload, ret, params, is_member=member, impl=impl)])
-
-
-#: Kubernetes CEL library functions provided, by name (what ``crds coverage`` checks rules against).
-FUNCTIONS: tuple[str, ...] = (
-    "isURL",
-    "url",
-    "getScheme",
-    "getQuery",
-    "isIP",
-    "ip",
-    "family",
-    "isCIDR",
-    "cidr",
-    "prefixLength",
-    "isQuantity",
-    "quantity",
-    "compareTo",
-    "find",
-    *(f"format.{name}" for name in _FORMATS),
-    "validate",
-)
 
 
 @cache
 def _env() -> Any:
-    functions = [
-        _decl("isURL", "is_url_string", _BOOL, [_STR], _is(f.parse_request_uri)),
-        _decl("url", "string_to_url", _MAP, [_STR], _url),
-        _decl("getScheme", "url_get_scheme", _STR, [_MAP], _get_scheme, member=True),
-        _decl(
-            "getQuery",
-            "url_get_query",
-            cel.Type.Map(_STR, cel.Type.List(_STR)),
-            [_MAP],
-            _get_query,
-            member=True,
-        ),
-        _decl("isIP", "is_ip", _BOOL, [_STR], _is(f.parse_ip)),
-        _decl("family", "ip_family", _INT, [_MAP], _family, member=True),
-        cel.FunctionDecl(
-            "ip",
-            [
-                cel.Overload("string_to_ip", _MAP, [_STR], impl=_ip),
-                cel.Overload("cidr_ip", _MAP, [_MAP], is_member=True, impl=_cidr_ip),
-            ],
-        ),
-        _decl("isCIDR", "is_cidr", _BOOL, [_STR], _is(f.parse_cidr)),
-        _decl("cidr", "string_to_cidr", _MAP, [_STR], _cidr),
-        _decl("prefixLength", "cidr_prefix_length", _INT, [_MAP], _prefix_length, member=True),
-        _decl("isQuantity", "is_quantity_string", _BOOL, [_STR], _is(f.parse_quantity)),
-        _decl("quantity", "string_to_quantity", _MAP, [_STR], _quantity),
-        _decl("compareTo", "quantity_compare_to", _INT, [_MAP, _MAP], _compare_to, member=True),
-        _decl("find", "string_find_string", _STR, [_STR, _STR], _find, member=True),
-        _decl(
-            "validate", "format_validate", cel.Type.List(_STR), [_MAP, _STR], _format_validate, member=True
-        ),
-    ]
-    for name in _FORMATS:
-        functions.append(_decl(f"format.{name}", f"format_{name}", _MAP, [], lambda n=name: {_FORMAT: n}))
     return cel.NewEnv(
+        config=cel.NewEnvConfigFromYaml(library.CONFIG),
         variables={
             "self": cel.Type.DYN,
             "oldSelf": cel.Type.DYN,
@@ -209,11 +51,10 @@ def _env() -> Any:
             "__nf_has_old": cel.Type.BOOL,
         },
         extensions=[ext_optional.ExtOptional(), ext_strings.ExtStrings(), ext_bindings.ExtBindings()],
-        functions=functions,
+        functions=library.declarations(),
     )
 
 
-_FORMAT_VALIDATE = re.compile(r"format\.[A-Za-z0-9_]+\(\)\.validate\(")
 _OLD_SELF = re.compile(r"\boldSelf\b")
 
 
@@ -225,47 +66,6 @@ def _strip_strings(expression: str) -> str:
 def references_old_self(rule: str) -> bool:
     """Whether ``rule`` is a transition rule (reads ``oldSelf``), as the API server decides from the AST."""
     return bool(_OLD_SELF.search(_strip_strings(rule)))
-
-
-def _close_paren(text: str, start: int) -> int:
-    """Index of the parenthesis closing the one opened just before ``start``, skipping string literals."""
-    depth, i = 1, start
-    quote = ""
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    raise ValueError("unbalanced parentheses")
-
-
-def _wrap_format_validate(expression: str) -> str:
-    """``format.X().validate(s)`` as ``optional.ofNonZeroValue(...)``: the optional the library returns."""
-    out, pos = [], 0
-    for match in _FORMAT_VALIDATE.finditer(expression):
-        if match.start() < pos:
-            continue
-        end = _close_paren(expression, match.end())
-        out += [
-            expression[pos : match.start()],
-            "optional.ofNonZeroValue(",
-            expression[match.start() : end + 1],
-            ")",
-        ]
-        pos = end + 1
-    out.append(expression[pos:])
-    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -286,7 +86,10 @@ class CompiledRule:
 
 @cache
 def _compile(expression: str, optional_old_self: bool) -> tuple[Any | None, str | None]:
-    source = _wrap_format_validate(expression)
+    try:
+        source = library.rewrite(expression)
+    except ValueError as e:
+        return None, f"Syntax error: {e}"
     if optional_old_self:
         # oldSelf as optional<T>: none on create, of(old) on update (KEP-4008's optionalOldSelf).
         source = f"cel.bind(oldSelf, __nf_has_old ? optional.of(__nf_old) : optional.none(), ({source}))"
@@ -297,7 +100,20 @@ def _compile(expression: str, optional_old_self: bool) -> tuple[Any | None, str 
 
 
 def compile_rule(spec: Mapping[str, Any]) -> CompiledRule:
-    """Compile one validation entry (``rule``, ``message``, ``messageExpression``, ``fieldPath``, ...)."""
+    """Compile one validation entry (``rule``, ``message``, ``messageExpression``, ``fieldPath``, ...); the same
+    entry again gives the same compiled rule."""
+    key = tuple(spec.get(k) for k in _SPEC_KEYS)
+    found = _COMPILED.get(key)
+    if found is None:
+        found = _COMPILED[key] = _compile_rule(spec)
+    return found
+
+
+_SPEC_KEYS = ("rule", "message", "messageExpression", "fieldPath", "reason", "optionalOldSelf")
+_COMPILED: dict[tuple[Any, ...], CompiledRule] = {}
+
+
+def _compile_rule(spec: Mapping[str, Any]) -> CompiledRule:
     rule = str(spec.get("rule", ""))
     optional_old_self = bool(spec.get("optionalOldSelf", False))
     program, error = _compile(rule, optional_old_self)
@@ -339,6 +155,29 @@ _GAP_ERRORS = ("No matching overloads", "no matching overload", "Unimplemented",
 
 _ABSENT = object()
 
+#: The key of the stand-in for a value the API server's CEL validator cannot convert to its schema's type.
+_INVALID = "#invalid"
+
+
+def invalid_data(message: str) -> dict[str, str]:
+    """A value CEL cannot read: any use of it fails at run time with ``message`` (cel-go's error value)."""
+    return {_INVALID: message}
+
+
+def _invalid_in(value: Any) -> str | None:
+    """The conversion error of the first unconvertible value inside ``value``, if any."""
+    if isinstance(value, Mapping):
+        if _INVALID in value and len(value) == 1:
+            return str(value[_INVALID])
+        value = value.values()
+    elif not isinstance(value, list):
+        return None
+    for item in value:
+        found = _invalid_in(item)
+        if found is not None:
+            return found
+    return None
+
 
 #: What Go's ``strings.TrimSpace`` removes (``unicode.IsSpace``), which the API server applies to a rule's
 #: ``message`` and to what its ``messageExpression`` returns; Python's ``str.strip`` removes more.
@@ -353,6 +192,11 @@ _MAX_MESSAGE_BYTES = 5 * 1024
 def _go_trim(text: str) -> str:
     """``text`` as Go's ``strings.TrimSpace`` leaves it."""
     return text.strip(_GO_SPACE)
+
+
+def _named(rule: CompiledRule) -> str:
+    """How a runtime error names its rule (``ruleErrorString``): the message, else the rule itself."""
+    return _go_trim(rule.message) if rule.message else _go_trim(rule.rule)
 
 
 def _default_message(rule: CompiledRule) -> str:
@@ -370,6 +214,10 @@ def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> R
     if rule.program is None:
         return RuleOutcome(None, detail=f"does not compile here: {rule.error}")
     has_old = old_value is not _ABSENT
+    if isinstance(self_value, Mapping) and _INVALID in self_value and len(self_value) == 1:
+        # cel-go binds self to the conversion error: the rule evaluates to it.
+        error = str(self_value[_INVALID])
+        return RuleOutcome(False, message=f"{error} evaluating rule: {_named(rule)}", error=error)
     data = {
         "self": self_value,
         "oldSelf": old_value if has_old else None,
@@ -383,12 +231,24 @@ def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> R
     kind = result.type().name()
     if kind == "ERROR":
         error = " ".join(str(result.value()).split())
-        if any(marker in error for marker in _GAP_ERRORS):
+        invalid = _invalid_in(self_value) or (_invalid_in(old_value) if has_old else None)
+        if _go_error(error).startswith("no such overload"):
+            pass  # a library function refused its arguments: worded as such below
+        elif invalid is not None:
+            error = invalid  # the rule read a value the API server could not convert: that error is cel-go's
+        elif any(marker in error for marker in _GAP_ERRORS):
             return RuleOutcome(None, detail=f"needs what this environment lacks: {error}")
         # As the API server words it (apiextensions-apiserver, cel/validation.go): cel-go's error text, then
         # the rule's message, or the rule when it has none (ruleErrorString).
-        named = _go_trim(rule.message) if rule.message else _go_trim(rule.rule)
+        named = _named(rule)
         words = _go_error(error)
+        if words.startswith("no such overload"):
+            return RuleOutcome(
+                False,
+                message=f"'{words}': call arguments did not match a supported operator, function or macro "
+                f"signature for rule: {named}",
+                error=error,
+            )
         if _NULL_SELECT in error:
             words = _null_select(rule, data) or words
         return RuleOutcome(False, message=f"{words} evaluating rule: {named}", error=error)
@@ -406,6 +266,9 @@ _GO_ERRORS = (
         re.compile(r"^INVALID_ARGUMENT: cannot convert (\w+) to (\w+)$"),
         "type conversion error from '{0}' to '{1}'",
     ),
+    # An error a Kubernetes library function raised (apiserver.cel_library): its message is the Go function's.
+    (re.compile(r"^(?:OUT_OF_RANGE|UNKNOWN|INVALID_ARGUMENT): (no such overload.*)$"), "{0}"),
+    (re.compile(r"^(?:OUT_OF_RANGE|UNKNOWN): (.*)$"), "{0}"),
 )
 
 

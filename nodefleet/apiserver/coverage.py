@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodefleet.apiserver import cel as crd_cel
-from nodefleet.apiserver.schema import _FORMATS as _STRING_FORMATS
 from nodefleet.apiserver.store import CrdIndex, CrdVersion
+from nodefleet.apiserver.strfmt import SUPPORTED, normalized
 
 __all__ = ["CrdCoverage", "coverage", "rule_sites"]
 
@@ -97,7 +97,7 @@ def _one(version: CrdVersion, sets: list[str], log: Log | None = None) -> CrdCov
     for fmt in _formats(version.schema):
         if fmt in _NUMERIC_FORMATS:
             continue
-        (cov.formats_checked if fmt in _STRING_FORMATS or fmt == "uri" else cov.formats_unchecked).add(fmt)
+        (cov.formats_checked if normalized(fmt) in SUPPORTED else cov.formats_unchecked).add(fmt)
     return cov
 
 

@@ -20,6 +20,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cache
 from typing import Any
 
 import re2
@@ -27,8 +28,10 @@ import re2
 __all__ = [
     "GoURL",
     "Quantity",
+    "dns1035_label_errors",
     "dns1123_label_errors",
     "dns1123_subdomain_errors",
+    "is_date",
     "is_date_time",
     "is_duration",
     "is_hostname",
@@ -346,12 +349,14 @@ def _regex_error(msg: str, fmt: str, *examples: str) -> str:
     return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
-def dns1123_subdomain_errors(value: str) -> list[str]:
-    """``IsDNS1123Subdomain`` (also ``format.dns1123Subdomain()`` and custom resource names)."""
+def dns1123_subdomain_errors(value: str, unit: str = "characters") -> list[str]:
+    """``IsDNS1123Subdomain`` (also ``format.dns1123Subdomain()`` and custom resource names). ``unit``: the
+    word of its length error, "characters" in ``util/validation``, "bytes" in ``api/validate/content`` (the
+    label-key prefix since 1.35); both count bytes."""
     errs = []
-    if len(value) > 253:
-        errs.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN.match(value):
+    if len(value.encode()) > 253:
+        errs.append(f"must be no more than 253 {unit}")
+    if not _DNS1123_SUBDOMAIN.fullmatch(value):
         errs.append(
             _regex_error(
                 "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
@@ -366,9 +371,9 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
 def dns1123_label_errors(value: str) -> list[str]:
     """``IsDNS1123Label`` (namespaces)."""
     errs = []
-    if len(value) > 63:
+    if len(value.encode()) > 63:
         errs.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL.match(value):
+    if not _DNS1123_LABEL.fullmatch(value):
         errs.append(
             _regex_error(
                 "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
@@ -381,6 +386,28 @@ def dns1123_label_errors(value: str) -> list[str]:
     return errs
 
 
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL = re.compile(f"^{_DNS1035_LABEL_FMT}$")
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """``IsDNS1035Label`` (``format.dns1035Label()``)."""
+    errs = []
+    if len(value.encode()) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _DNS1035_LABEL.fullmatch(value):
+        errs.append(
+            _regex_error(
+                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                "alphabetic character, and end with an alphanumeric character",
+                _DNS1035_LABEL_FMT,
+                "my-name",
+                "abc-123",
+            )
+        )
+    return errs
+
+
 _QNAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
     "character"
@@ -388,7 +415,8 @@ _QNAME_MSG = (
 
 
 def qualified_name_errors(value: str) -> list[str]:
-    """``IsQualifiedName``: label and annotation keys, ``[prefix/]name``."""
+    """``IsQualifiedName``, which is ``content.IsLabelKey`` since 1.35: label, annotation and finalizer keys,
+    ``[prefix/]name``; lengths in bytes, worded "bytes"."""
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -398,28 +426,28 @@ def qualified_name_errors(value: str) -> list[str]:
         if not prefix:
             errs.append("prefix part must be non-empty")
         else:
-            errs += [f"prefix part {m}" for m in dns1123_subdomain_errors(prefix)]
+            errs += [f"prefix part {m}" for m in dns1123_subdomain_errors(prefix, "bytes")]
     else:
         return [
-            "a qualified name "
+            "a valid label key "
             + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     if not name:
         errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if not _QNAME.match(name):
+    elif len(name.encode()) > 63:
+        errs.append("name part must be no more than 63 bytes")
+    if not _QNAME.fullmatch(name):
         errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
     return errs
 
 
 def label_value_errors(value: str) -> list[str]:
-    """``IsValidLabelValue``."""
+    """``IsValidLabelValue`` (``content.IsLabelValue`` since 1.35): at most 63 bytes, worded "bytes"."""
     errs = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _LABEL_VALUE.match(value):
+    if len(value.encode()) > 63:
+        errs.append("must be no more than 63 bytes")
+    if not _LABEL_VALUE.fullmatch(value):
         errs.append(
             _regex_error(
                 "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
@@ -446,15 +474,19 @@ def re2_compile(pattern: str) -> Any:
     return re2.compile(pattern, options)
 
 
-_HOSTNAME = re2_compile(
-    r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}"
-    r"[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z0-9\p{S}\p{L}])(-?[a-zA-Z0-9\p{S}\p{L}]){1,62})$"
-)
+@cache
+def _hostname() -> Any:
+    # kube-openapi's HostnamePattern (its last label letters only); compiled on first use, since RE2 takes
+    # most of a second to build its Unicode classes.
+    return re2_compile(
+        r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}"
+        r"\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$"
+    )
 
 
 def is_hostname(value: str) -> bool:
     """strfmt ``IsHostname``: the pattern, at most 255 bytes, labels of at most 63 bytes."""
-    if not _HOSTNAME.search(value) or len(value.encode()) > 255:
+    if not _hostname().search(value) or len(value.encode()) > 255:
         return False
     return all(len(p.encode()) <= 63 for p in value.split("."))
 
@@ -463,10 +495,11 @@ _DATE = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})$")
 _TIME = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
 
 
-def _is_date(value: str) -> bool:
+def is_date(value: str) -> bool:
+    """strfmt ``IsDate``: ``time.Parse("2006-01-02", value)`` (the day checked against its month)."""
     import datetime
 
-    m = _DATE.match(value)
+    m = _DATE.fullmatch(value)
     if not m:
         return False
     try:
@@ -481,14 +514,14 @@ def is_date_time(value: str) -> bool:
     if len(value) < 4:
         return False
     parts = value.lower().split("t")
-    if len(parts) < 2 or not _is_date(parts[0]):
+    if len(parts) < 2 or not is_date(parts[0]):
         return False
-    m = _TIME.match(parts[1])
+    m = _TIME.fullmatch(parts[1])
     return m is not None and m[1] <= "23" and m[2] <= "59" and m[3] <= "59"
 
 
-_GO_DURATION = re.compile(r"^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$|^[-+]?0$")
-_LOOSE_DURATION = re.compile(r"((\d+)\s*([A-Za-zµ]+))")
+_GO_DURATION = re.compile(r"[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+|[-+]?0")
+_LOOSE_DURATION = re.compile(r"(([0-9]+)[\t\n\f\r ]*([A-Za-zµ]+))")
 _DURATION_UNITS = (
     ("ns", "nano"),
     ("us", "µs", "micro"),
@@ -502,13 +535,17 @@ _DURATION_UNITS = (
 
 
 def is_duration(value: str) -> bool:
-    """strfmt ``ParseDuration``: Go's ``time.ParseDuration`` syntax, else ``<n> <unit>`` pairs."""
-    if _GO_DURATION.match(value):
+    """strfmt ``ParseDuration``: Go's ``time.ParseDuration`` syntax, else ``<n> <unit>`` pairs (a count
+    beyond int64 is an error, as ``strconv.Atoi`` makes it)."""
+    if _GO_DURATION.fullmatch(value):
         return True
+    ok = False
     for match in _LOOSE_DURATION.finditer(value):
+        if int(match[2]) > _MAX_INT64:
+            return False
         unit = match[3].strip().lower()
         for variants in _DURATION_UNITS:
             last = len(variants) - 1
             if any((i == last and unit.startswith(v)) or v == unit for i, v in enumerate(variants)):
-                return True
-    return False
+                ok = True
+    return ok

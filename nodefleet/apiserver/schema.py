@@ -45,12 +45,13 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from nodefleet.apiserver import cel as crd_cel
 from nodefleet.apiserver import formats as crd_formats
 from nodefleet.apiserver import rule_log as rule_log
+from nodefleet.apiserver import strfmt as crd_strfmt
 from nodefleet.apiserver.store import CrdVersion
 
 __all__ = ["NOT_CHECKED", "UNKNOWN", "Finding", "escape_property", "rejects_field", "validate_object"]
@@ -150,13 +151,72 @@ def escape_property(name: str) -> str | None:
 # ---------------------------------------------------------------------------------------------------------
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _copy(value: Any) -> Any:
-    """A copy of JSON-shaped data (a few times faster than ``copy.deepcopy``, which this path is hot for)."""
+    """A copy of JSON-shaped data (a few times faster than ``copy.deepcopy``, which this path is hot for), with
+    its numbers as the API server decodes them from the JSON a client sends (:func:`_json_number`). Mappings
+    become dicts and sequences lists, so what is judged holds nothing else."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy(v) for v in value]
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int or kind is float:
+        return _json_number(value)
     if isinstance(value, Mapping):
         return {k: _copy(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_copy(v) for v in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _json_number(value)
     return value
+
+
+def _json_number(value: int | float) -> int | float:
+    """A number as it arrives in the API server: a client (kubectl, the Pulumi provider) marshals it to JSON,
+    where a whole float is written without a fraction (YAML's ``1.0`` becomes ``1``), and the API server
+    decodes an integer that fits in int64 as int64 and any other number as float64 (so ``2**63`` is a float
+    and fails an ``integer`` type)."""
+    if isinstance(value, float):
+        if (
+            math.isfinite(value)
+            and value.is_integer()
+            and abs(value) < 1e21
+            and _INT64_MIN <= value <= _INT64_MAX
+        ):
+            return int(value)
+        return value
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        return value
+
+
+def _json_integer(value: Any) -> bool:
+    """Whether kube-openapi accepts a decoded JSON number as an ``integer``: an int64, or a float64 that
+    ``swag.IsFloat64AJSONInteger`` takes for one (within 2**53, and within a relative 1e-9 of a whole number)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return _INT64_MIN <= value <= _INT64_MAX
+    if not isinstance(value, float) or not math.isfinite(value) or abs(value) > 2**53 - 1:
+        return False
+    trunc = int(value)
+    # Go converts a float64 to uint64 through int64 on amd64: a negative value wraps around.
+    g = float(trunc if trunc >= 0 else trunc + 2**64)
+    if value == g or value == float(trunc):
+        return True
+    diff = abs(value - g)
+    tiny = 5e-324
+    if value == 0 or g == 0 or diff < tiny:
+        return diff < 1e-9 * tiny
+    return diff / min(abs(value) + abs(g), 1.7976931348623157e308) < 1e-9
 
 
 def _json_type(value: Any) -> str:
@@ -170,11 +230,39 @@ def _json_type(value: Any) -> str:
         return "number"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return "object"
     if isinstance(value, Sequence):
         return "array"
     return type(value).__name__
+
+
+def _go_float(value: float) -> str:
+    """A float64 as Go's ``%v`` prints it (``strconv.FormatFloat(v, 'g', -1, 64)``): the shortest digits, in
+    exponent form when the exponent is below -4 or at least 6 (``2.5``, ``1e+06``, ``-9.223372036854776e+18``)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1, value) < 0 else "0"
+    text = repr(abs(value))
+    digits_part, _, exp_part = text.partition("e")
+    whole, _, frac = digits_part.partition(".")
+    digits = (whole + frac).lstrip("0")
+    lead_zeros = len(whole + frac) - len((whole + frac).lstrip("0"))
+    dp = len(whole) + int(exp_part or 0) - lead_zeros
+    digits = digits.rstrip("0") or "0"
+    exp = dp - 1
+    sign = "-" if value < 0 else ""
+    if exp < -4 or exp >= 6:
+        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mant}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if dp <= 0:
+        return f"{sign}0.{'0' * -dp}{digits}"
+    if dp >= len(digits):
+        return f"{sign}{digits}{'0' * (dp - len(digits))}"
+    return f"{sign}{digits[:dp]}.{digits[dp:]}"
 
 
 def _shown(value: Any) -> str:
@@ -182,12 +270,10 @@ def _shown(value: Any) -> str:
     as they are, strings quoted, anything else as compact JSON."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
-        return (
-            str(int(value))
-            if isinstance(value, float) and value.is_integer() and abs(value) < 1e21
-            else str(value)
-        )
+    if isinstance(value, float):
+        return _go_float(value)
+    if isinstance(value, int):
+        return str(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     try:
@@ -206,6 +292,31 @@ _RATCHETED = (
 )
 
 
+_GO_TYPES = {bool: "bool", int: "int64", float: "float64", str: "string"}
+
+
+def _conversion_error(value: Any, schema: Mapping[str, Any]) -> str:
+    """What the CEL validator's ``UnstructuredToVal`` says of a value its schema's type does not allow."""
+    if schema.get("x-kubernetes-int-or-string"):
+        return "invalid data, expected XIntOrString value to be either a string or integer"
+    kind = schema.get("type")
+    if kind == "object":
+        return "invalid data, expected a map for the provided schema with type=object"
+    if kind == "array":
+        return "invalid data, expected an array for the provided schema with type=array"
+    go_type = (
+        "map[string]interface {}"
+        if isinstance(value, dict)
+        else "[]interface {}"
+        if isinstance(value, list | tuple)
+        else _GO_TYPES.get(type(value), type(value).__name__)
+    )
+    expected = {"string": "string", "number": "float", "integer": "int", "boolean": "bool"}.get(
+        str(kind), kind
+    )
+    return f"invalid data, expected {expected}, got {go_type}"
+
+
 def _type_message(value: Any, schema: Mapping[str, Any], path: str) -> str:
     """The API server's words (kube-openapi ``InvalidType``), with the value's JSON type as its value."""
     expected = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
@@ -215,7 +326,7 @@ def _type_message(value: Any, schema: Mapping[str, Any], path: str) -> str:
 
 def _map_key(item: Any, keys: Sequence[str], items: Mapping[str, Any]) -> str | None:
     """The key of a ``list-type: map`` item (a missing key takes its default), or None when it has none."""
-    if not isinstance(item, Mapping):
+    if not isinstance(item, dict):
         return None
     props: Mapping[str, Any] = items.get("properties") or {}
     found = {}
@@ -233,8 +344,8 @@ def _equal(a: Any, b: Any) -> bool:
     """JSON deep equality (reflect.DeepEqual on decoded JSON): a boolean never equals a number."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
-    if isinstance(a, Mapping):
-        return isinstance(b, Mapping) and a.keys() == b.keys() and all(_equal(v, b[k]) for k, v in a.items())
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_equal(v, b[k]) for k, v in a.items())
     if isinstance(a, list | tuple):
         return (
             isinstance(b, list | tuple)
@@ -254,15 +365,15 @@ def _same(a: Any, b: Any, schema: Mapping[str, Any]) -> bool:
     field of ``metadata``) never equals its previous value: the field cannot be correlated."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
-    if isinstance(a, Mapping):
-        if not isinstance(b, Mapping) or a.keys() != b.keys():
+    if isinstance(a, dict):
+        if not isinstance(b, dict) or a.keys() != b.keys():
             return False
         props: Mapping[str, Any] = schema.get("properties") or {}
         addl = schema.get("additionalProperties")
         for k, v in a.items():
             if k in props:
                 sub: Mapping[str, Any] = props[k]
-            elif isinstance(addl, Mapping):
+            elif isinstance(addl, dict):
                 sub = addl
             else:
                 return False
@@ -291,26 +402,20 @@ def _same(a: Any, b: Any, schema: Mapping[str, Any]) -> bool:
     return bool(a == b)
 
 
-def _is_integral(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, float) and math.isfinite(value) and value.is_integer()
-    )
-
-
 def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
     if schema.get("x-kubernetes-int-or-string"):
-        return isinstance(value, str) or _is_integral(value)
+        return isinstance(value, str) or _json_integer(value)
     kind = schema.get("type")
     if kind is None:
         return True
     if kind == "object":
-        return isinstance(value, Mapping)
+        return isinstance(value, dict)
     if kind == "array":
         return isinstance(value, list | tuple)
     if kind == "string":
         return isinstance(value, str)
     if kind == "integer":
-        return _is_integral(value)
+        return _json_integer(value)
     if kind == "number":
         return isinstance(value, int | float) and not isinstance(value, bool)
     if kind == "boolean":
@@ -323,29 +428,21 @@ def _regex(pattern: str) -> Any:
     return crd_formats.re2_compile(pattern)
 
 
-_FORMATS = {
-    "hostname": crd_formats.is_hostname,
-    "date-time": crd_formats.is_date_time,
-    "datetime": crd_formats.is_date_time,
-    "duration": crd_formats.is_duration,
-}
+@lru_cache(maxsize=1 << 16)
+def _matches(pattern: str, value: str) -> bool:
+    """Whether RE2 finds ``pattern`` in ``value``; the answers are kept, since the same few values of a fleet
+    meet the same patterns again and again."""
+    return _regex(pattern).search(value) is not None
 
 
 def _format_ok(fmt: str, value: str) -> bool | None:
-    """Whether ``value`` is valid in string format ``fmt``; None when this validator does not know ``fmt``."""
-    if fmt == "uri":
-        try:
-            crd_formats.parse_request_uri(value)
-        except crd_formats.FormatError:
-            return False
-        return True
-    check = _FORMATS.get(fmt)
-    return check(value) if check else None
+    """Whether ``value`` is valid in string format ``fmt``; None where the API server does not check ``fmt``."""
+    return crd_strfmt.format_ok(fmt, value)
 
 
 def _map_item(item: Any) -> bool:
     """Whether ``item`` may sit in a ``list-type: map`` list (structural listtype: an object or null)."""
-    return item is None or item is UNKNOWN or isinstance(item, Mapping)
+    return item is None or item is UNKNOWN or isinstance(item, dict)
 
 
 def _list_key(item: Mapping[str, Any], keys: Sequence[str]) -> str:
@@ -360,54 +457,39 @@ def _list_key(item: Mapping[str, Any], keys: Sequence[str]) -> str:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _prune_nulls(value: Any, schema: Mapping[str, Any] | None) -> None:
-    """Remove the entries of objects and maps that are null where the schema is not nullable and has no
-    default (PruneNonNullableNullsWithoutDefaults). A null list item stays: defaulting gives it the items'
-    default, else it fails its type check."""
-    if schema is None:
-        return
+def _default(value: Any, schema: Mapping[str, Any]) -> None:
+    """What decoding does to a request body before validation: null pruning, then defaulting, in one pass
+    (a default never holds a null to prune: the API server refuses such a CRD)."""
     if isinstance(value, dict):
         props: Mapping[str, Any] = schema.get("properties") or {}
         addl = schema.get("additionalProperties")
-        for key in list(value):
-            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
-            if value[key] is None and sub is not None and not sub.get("nullable") and "default" not in sub:
-                del value[key]
-            else:
-                _prune_nulls(value[key], sub)
-    elif isinstance(value, list):
-        items = schema.get("items")
-        for item in value:
-            _prune_nulls(item, items if isinstance(items, Mapping) else None)
-
-
-def _apply_defaults(value: Any, schema: Mapping[str, Any]) -> None:
-    if isinstance(value, dict):
-        props: Mapping[str, Any] = schema.get("properties") or {}
+        if not isinstance(addl, dict):
+            addl = None
+        for key in [k for k, v in value.items() if v is None]:
+            sub = props.get(key) if key in props else addl
+            if sub is not None and not sub.get("nullable") and "default" not in sub:
+                del value[key]  # PruneNonNullableNullsWithoutDefaults
         for key, sub in props.items():
             if "default" in sub and (key not in value or (value[key] is None and not sub.get("nullable"))):
                 value[key] = _copy(sub["default"])
-        addl = schema.get("additionalProperties")
-        for key, item in list(value.items()):
-            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
+        for key, item in value.items():
+            sub = props.get(key) if key in props else addl
             if sub is not None:
-                if key not in props and item is None and not sub.get("nullable") and "default" in sub:
-                    value[key] = item = _copy(sub["default"])
-                _apply_defaults(item, sub)
+                if item is None:
+                    if key not in props and not sub.get("nullable") and "default" in sub:
+                        value[key] = _copy(sub["default"])
+                        _default(value[key], sub)
+                elif type(item) is dict or type(item) is list:
+                    _default(item, sub)
     elif isinstance(value, list):
         items = schema.get("items")
-        if isinstance(items, Mapping):
+        if isinstance(items, dict):
             for i, item in enumerate(value):
                 if item is None and not items.get("nullable") and "default" in items:
                     # A null item takes the items' default (schema/defaulting Default), like a map entry.
                     value[i] = item = _copy(items["default"])
-                _apply_defaults(item, items)
-
-
-def _default(value: Any, schema: Mapping[str, Any]) -> None:
-    """What decoding does to a request body before validation: null pruning, then defaulting."""
-    _prune_nulls(value, schema)
-    _apply_defaults(value, schema)
+                if type(item) is dict or type(item) is list:
+                    _default(item, items)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -453,7 +535,7 @@ class _Walk:
         """Report an error; ``blocks``: one after which the API server does not run CEL rules (a Required,
         enum, too-long, too-many or type error: customresource strategy ``hasBlockingErr``)."""
         if self.anchor:
-            self.findings.append(Finding(path, f"{message} (ratcheted: {_RATCHETED})", False))
+            self.findings.append(Finding(path, f"{message}\n(ratcheted: {_RATCHETED})", False))
             return
         if blocks:
             self.type_errors = True
@@ -502,7 +584,13 @@ class _Walk:
             if isinstance(value, int | float) and not isinstance(value, bool):
                 # ...and picks its value validators by the value's kind: 1.5 for an integer meets the bounds.
                 self._number(value, schema, path)
-            return value, False
+            # The CEL validator cannot convert the value to the schema's type: a rule that reads it fails at
+            # run time (it runs when the type error was ratcheted), and runtime errors are never ratcheted.
+            invalid = crd_cel.invalid_data(_conversion_error(value, schema))
+            rules = schema.get("x-kubernetes-validations")
+            if rules:
+                self.sites.append(_Site(cpath, rules, schema, invalid, False, old, spath, self.anchor, value))
+            return invalid, False
         if (
             isinstance(value, float)
             and value.is_integer()
@@ -514,7 +602,7 @@ class _Walk:
         self._values(value, schema, path)
         view: Any
         unknown = False
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):
             view, unknown = self._object(value, schema, path, old, spath, cpath)
         elif isinstance(value, list | tuple):
             view, unknown = self._array(value, schema, path, old, spath, cpath)
@@ -558,21 +646,21 @@ class _Walk:
         return not probe.findings
 
     def _string(self, value: str, schema: Mapping[str, Any], path: str) -> None:
+        # kube-openapi's string validator stops at its first error: too long, else too short, else the pattern.
         if "maxLength" in schema and len(value) > int(schema["maxLength"]):
-            # The API server's words; it counts characters, not bytes (the note says how many).
+            # The API server's words ("bytes"), though it counts characters: the note on the next line says so.
             self.fail(
                 path,
-                f"Too long: may not be more than {schema['maxLength']} bytes (the API server counts characters: "
-                f"this value has {len(value)})",
+                f"Too long: may not be more than {schema['maxLength']} bytes\n(the API server counts characters, "
+                f"not bytes: this value has {len(value)})",
                 blocks=True,
             )
-        if "minLength" in schema and len(value) < int(schema["minLength"]):
+        elif "minLength" in schema and len(value) < int(schema["minLength"]):
             self.fail(
                 path,
                 f"Invalid value: {_shown(value)}: {path} in body should be at least {schema['minLength']} chars long",
             )
-        pattern = schema.get("pattern")
-        if pattern is not None and not _regex(pattern).search(value):
+        elif (pattern := schema.get("pattern")) is not None and not _matches(pattern, value):
             self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should match '{pattern}'")
         fmt = schema.get("format")
         if fmt and _format_ok(str(fmt), value) is False:
@@ -607,7 +695,7 @@ class _Walk:
         addl = schema.get("additionalProperties")
         preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
         embedded = bool(schema.get("x-kubernetes-embedded-resource"))
-        old_map = old if isinstance(old, Mapping) else None
+        old_map = old if isinstance(old, dict) else None
         if not self.patch:
             for key in schema.get("required") or ():
                 if key not in value:
@@ -633,7 +721,7 @@ class _Walk:
                 name = escape_property(key)
                 if name is not None:
                     view[name] = child_view
-            elif isinstance(addl, Mapping):
+            elif isinstance(addl, dict):
                 child_view, child_unknown = self.walk(
                     item, addl, _child(path, key), old_item, f"{spath}{{}}", f"{cpath}[{key}]"
                 )
@@ -643,8 +731,8 @@ class _Walk:
             else:
                 self.fail(
                     _child(path, key),
-                    f'unknown field "{key}": the CRD schema does not declare it, so the API server drops it '
-                    "(pruning) or, under fieldValidation=Strict, rejects the request",
+                    f'unknown field "{key}"\n(the CRD schema does not declare it: the API server drops it '
+                    "(pruning) or, under fieldValidation=Strict, kubectl's default, rejects the request)",
                 )
                 continue
             unknown = unknown or child_unknown
@@ -676,6 +764,13 @@ class _Walk:
         unknown = False
         # listtype checks a map list's keys only when every item is an object or null.
         map_keys = list_type == "map" and all(_map_item(item) for item in value)
+        if list_type == "map" and not map_keys and self.check_lists:
+            # ...and otherwise says so of its first other item (its type error is reported besides).
+            first = next(i for i, item in enumerate(value) if not _map_item(item))
+            self.fail(
+                f"{path}[{first}]",
+                f"Invalid value: {_shown(value[first])}: must be an object for an array of list-type map",
+            )
         for i, item in enumerate(value):
             item_path = f"{path}[{i}]"
             old_item: Any = _ABSENT
@@ -685,7 +780,7 @@ class _Walk:
                     reported.add("{}")
                     self.fail(item_path, "Duplicate value: {}")
                 seen.add("{}")
-            elif item is not UNKNOWN and list_type == "map" and isinstance(item, Mapping):
+            elif item is not UNKNOWN and list_type == "map" and isinstance(item, dict):
                 missing = [
                     k
                     for k in keys
@@ -728,7 +823,7 @@ def _unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: str, roo
         return _unknown_below_preserved(value, schema, path)
     embedded = root or bool(schema and schema.get("x-kubernetes-embedded-resource"))
     found: list[str] = []
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         if schema is None:
             return sorted(_child(path, str(k)) for k in value)
         props: Mapping[str, Any] = schema.get("properties") or {}
@@ -739,20 +834,20 @@ def _unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: str, roo
             if key in props:
                 found += _unknown_fields(item, props[key], _child(path, key))
             elif addl is not None and addl is not False:
-                found += _unknown_fields(item, addl if isinstance(addl, Mapping) else {}, _child(path, key))
+                found += _unknown_fields(item, addl if isinstance(addl, dict) else {}, _child(path, key))
             else:
                 found.append(_child(path, key))
     elif isinstance(value, list | tuple):
         items = schema.get("items") if schema is not None else None
         for i, item in enumerate(value):
-            found += _unknown_fields(item, items if isinstance(items, Mapping) else None, f"{path}[{i}]")
+            found += _unknown_fields(item, items if isinstance(items, dict) else None, f"{path}[{i}]")
     return sorted(found) if root else found
 
 
 def _unknown_below_preserved(value: Any, schema: Mapping[str, Any], path: str) -> list[str]:
     found: list[str] = []
     embedded = bool(schema.get("x-kubernetes-embedded-resource"))
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         props: Mapping[str, Any] = schema.get("properties") or {}
         addl = schema.get("additionalProperties")
         for key, item in value.items():
@@ -760,27 +855,56 @@ def _unknown_below_preserved(value: Any, schema: Mapping[str, Any], path: str) -
                 continue
             if key in props:
                 found += _unknown_fields(item, props[key], _child(path, key))
-            elif isinstance(addl, Mapping):
+            elif isinstance(addl, dict):
                 found += _unknown_fields(item, addl, _child(path, key))
     elif isinstance(value, list | tuple):
         items = schema.get("items")
-        if isinstance(items, Mapping):
+        if isinstance(items, dict):
             for i, item in enumerate(value):
                 found += _unknown_below_preserved(item, items, f"{path}[{i}]")
     return found
 
 
+def _go_v(value: Any) -> str:
+    """A decoded JSON value as Go's ``%v`` prints it."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _go_float(value)
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{_go_v(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list | tuple):
+        return "[" + " ".join(_go_v(v) for v in value) + "]"
+    return str(value)
+
+
+def _go_type(value: Any) -> str:
+    """A decoded JSON value's Go type as ``%T`` prints it."""
+    if isinstance(value, dict):
+        return "map[string]interface {}"
+    if isinstance(value, list | tuple):
+        return "[]interface {}"
+    return _GO_TYPES.get(type(value), type(value).__name__)
+
+
 def _scale_replicas(body: Mapping[str, Any], replicas_path: str, walk: _Walk) -> None:
-    """The scale subresource's check of ``specReplicasPath`` (customresource ``ValidateScaleSpec``)."""
+    """The scale subresource's check of ``specReplicasPath`` (customresource ``ValidateScaleSpec``), with the
+    errors of ``unstructured.NestedInt64`` in its words."""
     value: Any = body
     parts = replicas_path.lstrip(".").split(".")
-    for part in parts:
+    for i, part in enumerate(parts):
         if value is UNKNOWN:
             return
-        if not isinstance(value, Mapping):
+        if not isinstance(value, dict):
+            where = "." + ".".join(parts[: i + 1])
             walk.findings.append(
                 Finding(
-                    replicas_path, f"Invalid value: 0: {replicas_path} accessor error: not an object", True
+                    replicas_path,
+                    f"Invalid value: 0: {where} accessor error: {_go_v(value)} is of the type {_go_type(value)}, "
+                    "expected map[string]interface{}",
+                    True,
                 )
             )
             return
@@ -789,11 +913,12 @@ def _scale_replicas(body: Mapping[str, Any], replicas_path: str, walk: _Walk) ->
         value = value[part]
     if value is UNKNOWN:
         return
-    if not _is_integral(value):  # the engine carries 2 as 2.0; JSON decoding makes it int64 again
+    if isinstance(value, bool) or not isinstance(value, int):  # decoded from JSON: an int64, or not one
         walk.findings.append(
             Finding(
                 replicas_path,
-                f"Invalid value: 0: {replicas_path} accessor error: {_shown(value)} is not an integer",
+                f"Invalid value: 0: .{'.'.join(parts)} accessor error: {_go_v(value)} is of the type "
+                f"{_go_type(value)}, expected int64",
                 True,
             )
         )
@@ -811,22 +936,24 @@ def _scale_replicas(body: Mapping[str, Any], replicas_path: str, walk: _Walk) ->
 
 def _has_duplicates(value: Any, schema: Mapping[str, Any]) -> bool:
     """Whether a set or map list anywhere in ``value`` holds a duplicate (structural ``listtype``)."""
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         props: Mapping[str, Any] = schema.get("properties") or {}
         addl = schema.get("additionalProperties")
         for key, item in value.items():
-            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
+            sub = props.get(key) if key in props else (addl if isinstance(addl, dict) else None)
             if sub is not None and _has_duplicates(item, sub):
                 return True
     elif isinstance(value, list):
         items: Mapping[str, Any] = schema.get("items") or {}
         list_type = schema.get("x-kubernetes-list-type")
-        if list_type == "set" or (list_type == "map" and all(_map_item(item) for item in value)):
+        if list_type == "map" and not all(_map_item(item) for item in value):
+            return True  # listtype's "must be an object" error
+        if list_type == "set" or list_type == "map":
             keys: Sequence[str] = schema.get("x-kubernetes-list-map-keys") or ()
             seen = set()
             for item in value:
                 key = (
-                    _list_key(item if isinstance(item, Mapping) else {}, keys)
+                    _list_key(item if isinstance(item, dict) else {}, keys)
                     if list_type == "map"
                     else json.dumps(item, sort_keys=True, default=repr)
                 )
@@ -840,7 +967,7 @@ def _has_duplicates(value: Any, schema: Mapping[str, Any]) -> bool:
 def _holds_unknown(value: Any) -> bool:
     if value is UNKNOWN:
         return True
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return any(_holds_unknown(v) for v in value.values())
     if isinstance(value, list | tuple):
         return any(_holds_unknown(v) for v in value)
@@ -895,7 +1022,7 @@ def _metadata_decode_error(meta: Any) -> str | None:
     it), or None."""
     if meta is None or meta is UNKNOWN:
         return None
-    if not isinstance(meta, Mapping):
+    if not isinstance(meta, dict):
         return f"json: cannot unmarshal {_go_json_kind(meta)} into Go value of type v1.ObjectMeta"
     for key in sorted(meta):
         value, go_type = meta[key], _OBJECT_META.get(key, "")
@@ -905,7 +1032,7 @@ def _metadata_decode_error(meta: Any) -> str | None:
         if go_type == "string" and not isinstance(value, str):
             return f"json: cannot unmarshal {_go_json_kind(value)} into {where} string"
         if go_type == "map[string]string":
-            if not isinstance(value, Mapping):
+            if not isinstance(value, dict):
                 return f"json: cannot unmarshal {_go_json_kind(value)} into {where} map[string]string"
             for k in sorted(value):
                 if value[k] is not None and value[k] is not UNKNOWN and not isinstance(value[k], str):
@@ -947,14 +1074,14 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
     if meta is None:
         meta = {}
     update = old is not None and not patch
-    if not isinstance(meta, Mapping):
+    if not isinstance(meta, dict):
         walk.type_errors = True
         walk.fail("metadata", f"Invalid value: {_shown(meta)}: must be of type object")
         return {}
     name = meta.get("name")
     generate = meta.get("generateName")
     if update:
-        old_meta = old if isinstance(old, Mapping) else {}
+        old_meta = old if isinstance(old, dict) else {}
         if isinstance(generate, str):
             for err in _path_segment_errors(generate, True):
                 walk.fail("metadata.generateName", f"Invalid value: {_shown(generate)}: {err}")
@@ -994,7 +1121,7 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
         entries = meta.get(field)
         if entries is UNKNOWN or entries is None:
             continue
-        if not isinstance(entries, Mapping):
+        if not isinstance(entries, dict):
             walk.fail(f"metadata.{field}", f"Invalid value: {_shown(entries)}: must be a map of strings")
             continue
         for key, item in entries.items():
@@ -1012,7 +1139,7 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
                 for err in crd_formats.qualified_name_errors(finalizer):
                     walk.fail("metadata.finalizers", f"Invalid value: {_shown(finalizer)}: {err}")
     annotations = meta.get("annotations")
-    if isinstance(annotations, Mapping):
+    if isinstance(annotations, dict):
         size = sum(
             len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items() if v is not UNKNOWN
         )
@@ -1020,7 +1147,7 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
             # A Too long error: it keeps the CEL rules from running.
             walk.fail(
                 "metadata.annotations",
-                f"Too long: may not be more than 262144 bytes (the annotations hold {size})",
+                f"Too long: may not be more than 262144 bytes\n(the annotations hold {size} bytes)",
                 blocks=True,
             )
     return {key: meta[key] for key in ("name", "generateName") if isinstance(meta.get(key), str)}
@@ -1051,12 +1178,13 @@ def validate_object(
         if old is not None and isinstance(old.get("status"), Mapping):
             body["status"] = _copy(old["status"])
     schema = crd.schema
+    if old is not None:
+        old = _copy(old)
     if not patch:
         _default(body, schema)
         if old is not None:
             # The stored object was defaulted when it was written; a previous object read back from a render
             # or from inputs may not be, so default it the same way.
-            old = _copy(old)
             _default(old, schema)
     meta_error = _metadata_decode_error(body.get("metadata"))
     if meta_error is not None:
@@ -1064,14 +1192,14 @@ def validate_object(
         return [Finding("metadata", meta_error, True)]
     unknown_fields = _unknown_fields(body, schema, "", root=True)
     meta = body.get("metadata")
-    if isinstance(meta, Mapping):
+    if isinstance(meta, dict):
         unknown_fields = sorted(unknown_fields + [f"metadata.{k}" for k in meta if k not in _OBJECT_META])
     if unknown_fields:
         # Decoding refuses the request (fieldValidation=Strict, kubectl's default) before any validation.
         return [
             Finding(
                 path,
-                f'unknown field "{path}" (the CRD schema does not declare it: the API server refuses the '
+                f'unknown field "{path}"\n(the CRD schema does not declare it: the API server refuses the '
                 "request under fieldValidation=Strict, kubectl's default, or drops the field under Ignore)",
                 True,
             )
@@ -1123,8 +1251,8 @@ def validate_object(
         elif not schema.get("x-kubernetes-preserve-unknown-fields"):
             walk.fail(
                 key,
-                f'unknown field "{key}": the CRD schema does not declare it, so the API server drops it (pruning) '
-                "or, under fieldValidation=Strict, rejects the request",
+                f'unknown field "{key}"\n(the CRD schema does not declare it: the API server drops it (pruning) '
+                "or, under fieldValidation=Strict, kubectl's default, rejects the request)",
             )
     if not patch:
         for key in schema.get("required") or ():
@@ -1189,7 +1317,7 @@ def _has_rules(file: str, version: str, schema: Mapping[str, Any]) -> bool:
 
 
 def _old_view(site: _Site) -> Any:
-    if site.path == "" and isinstance(site.old, Mapping):
+    if site.path == "" and isinstance(site.old, dict):
         return _root_view(site.old, site.schema)
     return _view(site.old, site.schema)
 
@@ -1221,8 +1349,17 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
         if rule_log.active():
             rule_log.record(crd.crd.file, crd.version, site.spath, rule.rule, outcome.passed)
         if outcome.passed is None:
+            # The API server compiled this rule when the CRD was written, so it evaluates it; a rule judged
+            # neither way here must not let the object through.
             walk.findings.append(
-                Finding(site.path, f"cannot evaluate rule here: {outcome.detail}", False, rule.rule)
+                Finding(
+                    site.path,
+                    f"cannot evaluate rule here: {outcome.detail}\n(nodefleet could not judge this rule, which "
+                    "the API server evaluates: the object is refused until the rule can be checked; `nodefleet "
+                    "crds coverage` lists such rules)",
+                    True,
+                    rule.rule,
+                )
             )
             continue
         if outcome.passed:
@@ -1243,7 +1380,7 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
         message = _rule_message(site, str(rule.reason or ""), outcome.message)
         if site.ratchet and not rule.transition:
             # Rules reading oldSelf are never ratcheted; others are when their node is unchanged.
-            walk.findings.append(Finding(path, f"{message} (ratcheted: {_RATCHETED})", False, rule.rule))
+            walk.findings.append(Finding(path, f"{message}\n(ratcheted: {_RATCHETED})", False, rule.rule))
             continue
         walk.findings.append(Finding(path, message, True, rule.rule))
 
@@ -1309,7 +1446,7 @@ def _normalized_field_path(field_path: str, schema: Mapping[str, Any]) -> str | 
                 return None
             parts.append(f".{name}" if parts else name)
             schema = props[name]
-        elif isinstance(addl, Mapping):
+        elif isinstance(addl, dict):
             parts.append(f"[{name}]")
             schema = addl
         else:
@@ -1348,7 +1485,7 @@ def _root_view(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, A
     view: dict[str, Any] = {}
     props: Mapping[str, Any] = schema.get("properties") or {}
     for key, value in obj.items():
-        if key == "metadata" and isinstance(value, Mapping):
+        if key == "metadata" and isinstance(value, dict):
             view["metadata"] = {
                 k: value[k] for k in ("name", "generateName") if isinstance(value.get(k), str)
             }

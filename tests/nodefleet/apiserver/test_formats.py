@@ -70,12 +70,16 @@ def test_names_and_labels() -> None:
     assert f.dns1123_subdomain_errors("a.example.com") == []
     assert f.dns1123_subdomain_errors("x" * 254)[0] == "must be no more than 253 characters"
     assert f.qualified_name_errors("example.com/MyName") == []
-    assert f.qualified_name_errors("a/b/c")[0].startswith("a qualified name must consist of")
+    # Since 1.35 qualified names are content.IsLabelKey: "a valid label key", lengths in bytes.
+    assert f.qualified_name_errors("a/b/c")[0].startswith("a valid label key must consist of")
+    assert "name part must be no more than 63 bytes" in f.qualified_name_errors("é" * 32)
+    assert f.qualified_name_errors("/x") == ["prefix part must be non-empty"]
     assert any(
         e.startswith("prefix part a lowercase RFC 1123") for e in f.qualified_name_errors("Bad_Prefix/x")
     )
     assert f.label_value_errors("") == []
     assert f.label_value_errors("-x")
+    assert f.label_value_errors("é" * 32)[0] == "must be no more than 63 bytes"
 
 
 @pytest.mark.parametrize(
