@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
@@ -29,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     providers = kubernetes_providers(mock.registrations)
     advice = [("fleet-size", w) for w in [fleet_size_warning(providers, limit)] if w]
     advice += [("instance-type", a) for a in stack.fleet.instance_type_advice()]
+    advice += [("shared-namespace", a) for a in _shared_namespace_advice(args, stack)]
     warnings = [text for _, text in advice]
     if args.json:
         print(
@@ -61,14 +63,76 @@ def _refuse_tree_collisions(stack: LoadedStack) -> None:
     """What ``render`` would refuse, ``check`` refuses too: objects another stack rendered into the same GitOps
     tree declares differently (:mod:`cli.tree`), so that the gate and the render agree."""
     from mockruntime.rendering import plan_render
+    from nodefleet.render.wiring import folder_fields
 
     fleet = stack.fleet
     if fleet.config.output.mode != "render":
         return
-    plan = plan_render(stack.run, fleet.render_directory, fleet.config.wave)
+    plan = plan_render(stack.run, fleet.render_directory, fleet.config.wave, folder_fields(fleet))
     problems = tree_problems(fleet, stack.shown, fleet.render_dir.path, plan, stack.siblings)
     if problems:
         raise InputError("\n".join(problems))
+
+
+def _shared_namespace_advice(args: argparse.Namespace, stack: LoadedStack) -> list[str]:
+    """The Namespaces this stack renders that other stacks of its GitOps tree (the stack files beside it and in
+    stacks/ whose render directories share its parent) render too on the same management cluster
+    (:func:`nodefleet.render.objects.shared_namespaces`): said, not refused; none of them deletes it."""
+    from cli.fleet import IN_FLEET_ENV, _read_config
+    from mockruntime.run import PROJECT_DIR
+    from nodefleet.render.objects import load_fleet, shared_namespaces
+    from nodefleet.stackfile.hosted import HostedCluster
+    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
+    from nodefleet.stackfile.yamlfile import YAMLFileError
+
+    if os.environ.get(IN_FLEET_ENV):
+        return []  # `fleet check` says it once for the tree
+    fleet = stack.fleet
+    mine = {
+        (c.management_cluster.name, c.namespace)
+        for c in fleet.config.clusters
+        if isinstance(c, HostedCluster) and c.create_namespace
+    }
+    if fleet.config.output.mode != "render" or not mine:
+        return []
+    folders = {PROJECT_DIR / "stacks"} | (
+        {args.config_file.parent} if getattr(args, "config_file", None) else set()
+    )
+    fleets = [(fleet, stack.shown)]
+    for folder in sorted(folders):
+        for path in sorted(folder.glob("Pulumi.*.yaml")):
+            name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+            if name == stack.name:
+                continue
+            try:
+                raw = _read_config(path, str(path)).get(CONFIG_KEY)
+                if not mine & _hosted_namespaces(raw):
+                    continue  # a quick look first: most stack files share nothing with this one
+                other = load_fleet(raw, name, PROJECT_DIR)
+            except (ConfigError, YAMLFileError, OSError):
+                continue  # its own check says why
+            if (
+                other.config.output.mode == "render"
+                and other.render_dir.path.parent == fleet.render_dir.path.parent
+            ):
+                fleets.append((other, str(path)))
+    return [
+        line for line in shared_namespaces(fleets) if f" {stack.name}," in line or f" {stack.name}:" in line
+    ]
+
+
+def _hosted_namespaces(raw: object) -> set[tuple[str, str]]:
+    """(management cluster, namespace) of every hosted cluster a raw ``nodefleet:fleet`` declares a Namespace for."""
+    from nodefleet.stackfile.hosted import DEFAULT_MANAGEMENT_CLUSTER
+
+    out = set()
+    clusters = raw.get("clusters") if isinstance(raw, dict) else None
+    for c in clusters if isinstance(clusters, list) else []:
+        if isinstance(c, dict) and c.get("kind") == "hosted" and c.get("createNamespace", True) is not False:
+            mc = c.get("managementCluster", DEFAULT_MANAGEMENT_CLUSTER)
+            name = mc.get("name", DEFAULT_MANAGEMENT_CLUSTER) if isinstance(mc, dict) else mc
+            out.add((str(name), str(c.get("namespace", "clusters"))))
+    return out
 
 
 def _max_providers(args: argparse.Namespace) -> int:

@@ -6,7 +6,9 @@ on: the wave's stacks all exited 0 and, with ``--health-command``, that command 
 stacks in ``NODEFLEET_WAVE`` and ``NODEFLEET_WAVE_STACKS``) exited 0 too. The gate is on for the commands
 that change clusters or what a GitOps tool applies (``up``, ``render``) and off for the read-only ones
 unless ``--gate`` asks for it; when it stops the rollout, the later waves' stacks are listed as not run.
-``fleet matrix`` runs nothing: it prints the same waves as GitHub Actions matrices (:func:`matrix_run`).
+``fleet matrix`` runs nothing: it prints the same waves as GitHub Actions matrices (:func:`matrix_run`);
+``fleet upgrade`` stages a release bump through the waves (:mod:`cli.fleet_upgrade`, which the parser sends
+``fleet`` to first).
 
 Each stack runs as its own ``python -m nodefleet <command> --stack <name>`` process: Python programs share
 global state (the Pulumi runtime, the event loop, module-level caches), so two stacks never run in one
@@ -45,13 +47,16 @@ from nodefleet.stackfile.waves import (
 )
 
 PROJECT = Path(__file__).resolve().parent.parent
-COMMANDS = ("check", "preview", "up", "render", "forecast", "report", "matrix")
+COMMANDS = ("check", "preview", "up", "render", "forecast", "report", "matrix", "upgrade")
 #: Commands that run the program under the mock runtime: each stack's process is forked from a fork server
 #: that has imported them once (:mod:`cli.forkrun`), instead of a fresh interpreter.
 FORKED = ("check", "render", "forecast")
 #: Commands whose waves are gated by default: they change clusters, or the tree a GitOps tool applies.
 GATED = ("up", "render")
 _CONTRACT = (EXIT_OK, EXIT_VIOLATIONS, EXIT_INVALID, EXIT_INTERNAL)
+#: Set for each stack a fleet command runs: what concerns the whole tree (a Namespace several stacks render)
+#: the fleet says once, not every stack's run again.
+IN_FLEET_ENV = "NODEFLEET_IN_FLEET"
 
 
 @dataclass
@@ -136,6 +141,7 @@ def _run_one(args: argparse.Namespace, stack: str, path: Path) -> tuple[StackRes
     command = _command(args, stack, path)
     cpu: float | None = None
     env = {**os.environ, TREE_JUDGED_ENV: "1"} if getattr(args, "tree_judged", False) else dict(os.environ)
+    env[IN_FLEET_ENV] = "1"
     if args.fleet_command in FORKED and forkrun.available():
         done = forkrun.run(command[3:], cwd=PROJECT, env=env, timeout=args.timeout)
         if done is None:
@@ -333,7 +339,8 @@ def _engine_incomplete(args: argparse.Namespace) -> int | None:
     return EXIT_INTERNAL
 
 
-def run(args: argparse.Namespace) -> int:
+def selected(args: argparse.Namespace) -> tuple[dict[str, Path], list[str]]:
+    """Every stack file of ``--stacks-dir`` by name, and the stacks ``--stacks`` chooses (default: all)."""
     known = discover(args.stacks_dir)
     if not known:
         raise InputError(f"--stacks-dir {args.stacks_dir}: no Pulumi.<stack>.yaml files")
@@ -346,6 +353,11 @@ def run(args: argparse.Namespace) -> int:
             )
     else:
         names = list(known)
+    return known, names
+
+
+def run(args: argparse.Namespace) -> int:
+    known, names = selected(args)
     if args.fleet_command == "matrix":
         return matrix_run(args, known, names)
     if args.parallel < 1:
@@ -461,7 +473,7 @@ def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> l
     which says why.
     """
     from mockruntime.run import read_stack_config
-    from nodefleet.render.objects import load_fleet
+    from nodefleet.render.objects import load_fleet, shared_namespaces
     from nodefleet.render.objects import tree_problems as problems_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
     from nodefleet.stackfile.yamlfile import YAMLFileError
@@ -479,6 +491,9 @@ def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> l
         out = getattr(args, "out", None) if args.fleet_command == "render" else None
         tree = Path(out).resolve() if out else fleet.render_dir.path.parent
         trees.setdefault(tree, []).append((fleet, shown))
+    for fleets in trees.values():
+        for line in shared_namespaces(fleets) if len(fleets) > 1 else []:
+            print(f"note: {line}", file=sys.stderr)
     return [p for fleets in trees.values() if len(fleets) > 1 for p in problems_in(fleets)]
 
 

@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from cli import check, crds, ops, render
+from cli import check, crds, gitops, ops, render
 from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError
 from cli.roots import add_roots, allowed_roots
 from cli.stacks import add_source
@@ -44,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m nodefleet forecast --stack hosted\n"
             "  python -m nodefleet report --base origin/main --out report.md\n"
             "  python -m nodefleet fleet check --parallel 2\n"
+            "  python -m nodefleet gitops --repo-url https://git.example.com/platform/fleet.git --out gitops/\n"
+            "  python -m nodefleet fleet upgrade --release 4.22.4 --dry-run\n"
             "  python -m nodefleet crds coverage\n\n"
             f"{CONTRACT}\n"
             "`pulumi preview --policy-pack policies` stays the gate: it also runs the providers' checks."
@@ -51,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--debug", action="store_true", help="on an internal error, print the full traceback")
     p.formatter_class = _HelpFormatter
-    commands = ",".join(("check", "render", "crds", *ops.OPERATIONS))
+    commands = ",".join(("check", "render", "gitops", "crds", *ops.OPERATIONS))
     sub = p.add_subparsers(dest="command", required=True, metavar="{" + commands + "}")
 
     s = sub.add_parser("check", help="run the program under the mock runtime and evaluate the policy pack")
@@ -90,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
         help="wait this long for another render of the same directory to finish (default: 60)",
     )
     s.set_defaults(run=render.run)
+    gitops.add_parser(sub)
     ops.register(sub)
 
     crds.add_parser(sub)
@@ -109,10 +112,14 @@ EXIT_CODES = {
     "report": "the worst of the stacks it reports on: 0 clean, 1 mandatory violations, 2 invalid stack or "
     "input; 3 internal error",
     "fleet": "the worst exit of its stacks (3 > 2 > 1 > 0); a stack killed or timed out counts as 3; 2 also "
-    "for invalid fleet options",
+    "for invalid fleet options. fleet upgrade: 0 every wave at the release (or nothing to do), 1 stopped at a "
+    "gate or by a render's violations (the state file says where; run it again to resume), 2 invalid input, 3 "
+    "internal error",
     "upgrade": "0 step staged (or nothing to do), 1 the control plane has not completed the release yet (the "
     "nodes stay held), 2 invalid input, 3 internal error",
     "crds": "0 done, 2 invalid input (nothing changed), 3 internal error",
+    "gitops": "0 wiring written, 2 invalid input (an invalid stack, colliding stacks, a folder outside "
+    "--repo-root; nothing written), 3 internal error",
 }
 
 _DEBUG_HELP = "on an internal error, print the full traceback (also accepted before the command)"

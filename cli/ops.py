@@ -21,7 +21,7 @@ def _policy_config(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    from cli import engine, fleet, forecast, report, upgrade
+    from cli import engine, fleet, fleet_upgrade, forecast, report, upgrade
 
     s = sub.add_parser(
         "forecast",
@@ -65,7 +65,24 @@ def register(sub: Any) -> None:
     _policy_config(s)
     s.set_defaults(run=report.run)
 
-    s = sub.add_parser("fleet", help="run a command over many stacks, one process per stack")
+    s = sub.add_parser(
+        "fleet",
+        help="run a command over many stacks, one process per stack, wave by wave",
+        description="Run a command over many stacks, one process per stack, wave by wave (canaries first), "
+        "with a health gate between waves. `fleet matrix` prints the waves as GitHub Actions matrices. "
+        "`fleet upgrade --release R` moves every hosted cluster of the fleet to R through the waves: per "
+        "wave, the control planes (stack files edited as `upgrade` does, stacks re-rendered, one commit with "
+        "--commit), a gate (--health-command, or --confirmed on the next run; in apply mode the HostedClusters' "
+        "status), then the nodes, and a gate before the next wave; it stops at a gate that does not pass, "
+        "records where in the state file (--state), and the same command resumes there; --dry-run prints the "
+        "whole plan.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  python -m nodefleet fleet check --parallel 2\n"
+        "  python -m nodefleet fleet upgrade --release 4.22.4 --dry-run\n"
+        "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --health-command 'scripts/wave-healthy'\n"
+        "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --confirmed   # after checking the gate",
+    )
     s.add_argument("fleet_command", choices=fleet.COMMANDS, metavar="{" + ",".join(fleet.COMMANDS) + "}")
     s.add_argument("--stacks", help="comma-separated stack names (default: every stack)")
     s.add_argument(
@@ -84,7 +101,8 @@ def register(sub: Any) -> None:
     s.add_argument("--base", help="report: the git ref the change is compared with")
     _policy_config(s)
     fleet.add_wave_arguments(s)
-    s.set_defaults(run=fleet.run)
+    fleet_upgrade.add_arguments(s)
+    s.set_defaults(run=fleet_upgrade.fleet_command)
 
     s = sub.add_parser(
         "upgrade", help="stage a hosted cluster's release bump: control plane first, nodes after"
@@ -96,7 +114,9 @@ def register(sub: Any) -> None:
         "--control-plane-confirmed", action="store_true", help="render mode: the control plane has completed"
     )
     s.add_argument(
-        "--kubeconfig", help="apply mode: the management cluster's kubeconfig (default: output.kubeconfig)"
+        "--kubeconfig",
+        help="apply mode: the management cluster's kubeconfig (default: the cluster's managementCluster.kubeconfig, "
+        "else output.kubeconfig)",
     )
     s.add_argument("--dry-run", action="store_true", help="print the step and its forecast without writing")
     add_roots(s)

@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from mockruntime.render_tree import RenderTreeError, write_tree
     from mockruntime.rendering import plan_render
     from mockruntime.run import PROJECT_DIR
+    from nodefleet.render.wiring import folder_fields
     from nodefleet.stackfile.paths import PathError, contain
     from policies.pack import POLICIES
 
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         )
         print_violations(mandatory)
         return EXIT_VIOLATIONS
-    plan = plan_render(mock, fleet.render_directory, fleet.config.wave)
+    plan = plan_render(mock, fleet.render_directory, fleet.config.wave, folder_fields(fleet))
     if args.out is not None:
         try:
             out = contain(

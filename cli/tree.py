@@ -86,7 +86,10 @@ def tree_problems(fleet: Any, source: str, root: Path, plan: Any, siblings: Path
             manifest = _rendered_manifest(path)
             if manifest is not None:
                 files.append((rel.split("/", 1)[0], shown_path(path), manifest))
-        rendered += rendered_objects(name, "its last render; its stack file is not in stacks/", files)
+        destinations = _folder_destinations(directory, {target for target, _, _ in files})
+        rendered += rendered_objects(
+            name, "its last render; its stack file is not in stacks/", files, destinations
+        )
     written = {}
     for f in plan.files:
         manifest = _rendered_manifest_bytes(f.content)
@@ -95,6 +98,26 @@ def tree_problems(fleet: Any, source: str, root: Path, plan: Any, siblings: Path
             written[(f.target, key.group, key.kind, key.namespace, key.name)] = manifest
     mine = with_rendered_content(fleet_plan(fleet, source).emitted, written)
     return problems + rendered_tree_problems(mine, rendered)
+
+
+def _folder_destinations(directory: Path, targets: set[str]) -> dict[str, str]:
+    """Where each render folder's objects go, as the folder's Argo CD file records it (management cluster,
+    hosted cluster): two stacks' folders on different management clusters never collide."""
+    import yaml
+
+    from nodefleet.render.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
+    from nodefleet.render.objects import folder_destination
+
+    out = {}
+    for target in targets:
+        try:
+            data = yaml.safe_load((directory / target / ARGOCD_IGNORE_DIFFERENCES_FILE).read_bytes())
+        except (OSError, yaml.YAMLError):
+            continue
+        destination = folder_destination(data) if isinstance(data, dict) else None
+        if destination:
+            out[target] = destination
+    return out
 
 
 def _rendered_manifest(path: Path) -> dict[str, Any] | None:

@@ -263,7 +263,13 @@ def run(args: argparse.Namespace) -> int:
         namespace = str(cluster.get("namespace") or "clusters")
         output = ((doc.get("config") or {}).get("nodefleet:fleet") or {}).get("output") or {}
         if output.get("mode") == "apply":
-            hosted_cluster = read_hosted_cluster(args.kubeconfig or output.get("kubeconfig"), namespace, name)
+            management = cluster.get("managementCluster")
+            kubeconfig = (
+                args.kubeconfig
+                or (management.get("kubeconfig") if isinstance(management, Mapping) else None)
+                or output.get("kubeconfig")
+            )
+            hosted_cluster = read_hosted_cluster(kubeconfig, namespace, name)
             completed, status = completed_version(hosted_cluster)
             if completed != target:
                 print(

@@ -77,7 +77,8 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
     output = fleet.config.output
     # Objects several clusters declare identically (the Namespace hosted clusters share) are declared once.
     plan = fleet_plan(fleet)
-    declared: dict[tuple[str, str, str], pulumi.Resource] = {}
+    # By management cluster: hosted clusters share an object only with those on the same API server.
+    declared: dict[str, dict[tuple[str, str, str], pulumi.Resource]] = {}
     for resolved in fleet.clusters:
         name = resolved.config.name
         if isinstance(resolved, ResolvedCluster):
@@ -104,11 +105,14 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
         apply = output.mode == "apply"
         # One name for each folder everywhere: configuration refuses clusters whose folders coincide by it.
         management_target, hosted_target = render_targets(name, hosted=True)
+        on_management = declared.setdefault(hc.management_cluster.name, {})
         built[name] = hosted = HostedClusterNodes(
             name,
             HostedClusterArgs(
                 cluster=hc,
-                management=cluster_provider(management_target, fleet.stack, output),
+                management=cluster_provider(
+                    management_target, fleet.stack, output, kubeconfig=hc.management_cluster.kubeconfig
+                ),
                 hosted=cluster_provider(hosted_target, fleet.stack, output, kubeconfig=hc.hosted_kubeconfig),
                 secret_values={
                     ref.from_config: secrets[ref.from_config]
@@ -116,8 +120,8 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
                     if apply and ref.from_config
                 },
                 render=not apply,
-                declared_elsewhere={key: declared[key] for key in plan.left_out(name)},
+                declared_elsewhere={key: on_management[key] for key in plan.left_out(name)},
             ),
         )
-        declared.update(hosted.declared)
+        on_management.update(hosted.declared)
     return built

@@ -135,7 +135,7 @@ class HostedClusterNodes(pulumi.ComponentResource):
 
 
 def _namespace(name: str, hc: HostedCluster, render: bool, opts: pulumi.ResourceOptions) -> pulumi.Resource:
-    manifest = render_namespace(hc)
+    manifest = render_namespace(hc, gitops=render)
     if render:
         return k8s.core.v1.Namespace(f"{name}-namespace", metadata=manifest["metadata"], opts=opts)
     # Several hosted clusters usually share one namespace, and it may exist already: a patch creates it when

@@ -10,7 +10,7 @@ renders (tests, reports) reads them from here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -127,10 +127,16 @@ def _target_of(run: MockRun, reg: Registration, render_dir: str) -> str:
     return path.name
 
 
-def plan_render(run: MockRun, render_dir: str, wave: str = DEFAULT_WAVE) -> RenderPlan:
+def plan_render(
+    run: MockRun,
+    render_dir: str,
+    wave: str = DEFAULT_WAVE,
+    folders: Mapping[str, Mapping[str, Any]] | None = None,
+) -> RenderPlan:
     """Every Kubernetes object ``run`` registered, as the file the provider's render mode would write.
 
-    ``wave`` is the stack's rollout wave (``nodefleet:fleet.wave``), written into every folder's Argo CD file.
+    ``wave`` is the stack's rollout wave (``nodefleet:fleet.wave``), written into every folder's Argo CD file;
+    ``folders`` (:func:`nodefleet.render.wiring.folder_fields`, by folder) where each folder goes, written there too.
 
     Raises :class:`RenderPlanError` when two objects would be written to the same file: the provider
     would silently keep only the last, so a render that reports N objects always has N files.
@@ -171,7 +177,7 @@ def plan_render(run: MockRun, render_dir: str, wave: str = DEFAULT_WAVE) -> Rend
         TargetFile(
             t,
             ARGOCD_IGNORE_DIFFERENCES_FILE,
-            argocd_ignore_differences_file(ignore_differences.get(t, []), wave),
+            argocd_ignore_differences_file(ignore_differences.get(t, []), wave, (folders or {}).get(t)),
         )
         for t in sorted({f.target for f in files})
     ]

@@ -73,9 +73,19 @@ def test_a_bad_wave_is_refused_with_file_field_and_fix(tmp_path: Path) -> None:
 
 def test_render_labels_every_folder_with_the_stacks_wave(tmp_path: Path) -> None:
     assert nodefleet("render", "--stack", "hosted", "--out", str(tmp_path)).returncode == 0
-    for folder in ("prod-east", "prod-east-hosted"):
+    for folder, side, destination in (
+        ("prod-east", "management", "management"),
+        ("prod-east-hosted", "hosted", "prod-east-hosted"),
+    ):
         params = yaml.safe_load((tmp_path / folder / "argocd-ignore-differences").read_text())
-        assert params["labels"] == {"nodefleet.io/wave": "2-main"}
+        assert params["labels"] == {
+            "nodefleet.io/wave": "2-main",
+            "nodefleet.io/stack": "hosted",
+            "nodefleet.io/side": side,
+            "nodefleet.io/management-cluster": "management",
+        }
+        assert params["destination"] == {"name": destination}
+        assert params["application"] == f"nodefleet-hosted-{folder}"
 
 
 @pytest.fixture

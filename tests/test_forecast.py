@@ -113,7 +113,7 @@ def test_release_bump_of_a_hosted_cluster() -> None:
     result = forecast(_snap("hosted", fleet), _snap("hosted", bumped))
     verdicts = _verdicts(result)
     assert verdicts == {
-        ("NodePool (HyperShift)", "infra"): REPLACES,
+        ("NodePool (HyperShift)", "prod-east-infra"): REPLACES,
         ("OpenshiftEC2NodeClass", "general"): REPLACES,
         ("OpenshiftEC2NodeClass", "batch"): REPLACES,
         ("NodePool (Karpenter)", "on-demand"): NO_ROLLOUT,
@@ -128,7 +128,7 @@ def test_release_bump_of_a_hosted_cluster() -> None:
         "'0 0 28 * *' for 72h, 0 nodes during '0 9 * * mon-fri' for 8h (Karpenter rounds a percentage up)"
     )
     assert general.node_count is None and general.nodes.startswith("unknown")
-    infra = _by_name(result)[("NodePool (HyperShift)", "infra")]
+    infra = _by_name(result)[("NodePool (HyperShift)", "prod-east-infra")]
     assert (infra.node_count, infra.paced_by) == (
         2,
         "HyperShift Replace: maxSurge 1, maxUnavailable 0 of 2 nodes = 1 replaced at a time (1 extra, 0 "
@@ -136,7 +136,7 @@ def test_release_bump_of_a_hosted_cluster() -> None:
     )
     assert "control plane upgrade 4.22.3 → 4.22.4" in result.notes[0]
     # Nodes and control plane move in one change: the forecast says so and how to stage it.
-    assert "NodePool infra, node class batch, node class general move to 4.22.4" in result.notes[1]
+    assert "NodePool prod-east-infra, node class batch, node class general move to 4.22.4" in result.notes[1]
     assert "python -m nodefleet upgrade" in result.notes[1]
 
 

@@ -108,7 +108,7 @@ def test_hypershift_replace_in_nodes() -> None:
     bumped = copy.deepcopy(fleet)
     bumped["clusters"][0]["release"] = "4.22.4"
     infra = _by_name(forecast(_snap("hosted", fleet), _snap("hosted", bumped)))[
-        ("NodePool (HyperShift)", "infra")
+        ("NodePool (HyperShift)", "prod-east-infra")
     ]
     assert infra.paced_by == (
         "HyperShift Replace: maxSurge 1, maxUnavailable 0 of 2 nodes = 1 replaced at a time (1 extra, 0 "

@@ -33,6 +33,8 @@ from nodefleet.apiserver.schema import validate_object
 from nodefleet.apiserver.store import CrdVersion, ShippedCrd
 from nodefleet.render.gitops import ANNOTATION_CONTROLLER_OWNED, ARGOCD_IGNORE_DIFFERENCES_FILE, json_pointer
 from nodefleet.render.hosted import LEGACY_CONTROLLER_OWNED
+from nodefleet.render.objects import load_fleet
+from nodefleet.render.wiring import folder_fields
 from nodefleet.stackfile.waves import DEFAULT_WAVE, WAVE_LABEL, WAVES, label_value, normalize_wave
 from tests.conftest import PROJECT, stack_fleet
 from tests.crdschema import _strip
@@ -114,6 +116,15 @@ RUNS: dict[str, Callable[[], MockRun]] = {
 }
 
 
+def _fleet_of(name: str) -> dict[str, Any]:
+    """The stack configuration of one of RUNS."""
+    if name == "hosted (legacy HyperShift)":
+        return hosted_legacy_fleet()
+    if name == "karpenter (karpenter-operator)":
+        return karpenter_operator_fleet()
+    return stack_fleet(name)
+
+
 def _stack_wave(stack: str) -> str:
     return normalize_wave(stack_fleet(stack).get("wave", DEFAULT_WAVE))
 
@@ -124,7 +135,10 @@ def _published(name: str, root: Path) -> Path:
     labelled with the stack's wave as `nodefleet render` labels it."""
     run = RUNS[name]()
     tree = root / "rendered" / run.stack
-    write_tree(tree, run.stack, plan_render(run, default_target(run.stack), _stack_wave(run.stack)))
+    fleet = load_fleet(_fleet_of(name), run.stack, PROJECT)
+    write_tree(
+        tree, run.stack, plan_render(run, default_target(run.stack), fleet.config.wave, folder_fields(fleet))
+    )
     return tree
 
 
@@ -229,8 +243,12 @@ def _render(text: str, params: Mapping[str, Any]) -> str:
             return str(params["path"]["path"])
         if expr == ".path.basename":
             return str(params["path"]["basename"])
-        if expr == f'index .labels "{WAVE_LABEL}"':
-            return str(params["labels"][WAVE_LABEL])  # missingkey=error: a folder without it fails
+        if (label := re.fullmatch(r'index \.labels "([^"]+)"', expr)) is not None:
+            return str(params["labels"][label[1]])  # missingkey=error: a folder without it fails
+        if expr == ".application":
+            return str(params["application"])
+        if expr == ".destination.name":
+            return str(params["destination"]["name"])
         raise AssertionError(f"the example uses a template action this test does not evaluate: {expr}")
 
     return _ACTION.sub(action, text)
@@ -256,7 +274,13 @@ def test_the_applicationset_makes_one_application_per_render_folder(published_ro
     for folder, app in apps.items():
         jsonschema.Draft202012Validator(_schemas()[("argoproj.io/v1alpha1", "Application")]).validate(app)
         assert app["spec"]["source"]["path"] == folder
-        assert app["spec"]["destination"]["name"] == folder.rsplit("/", 1)[-1]
+        # Each folder to its API server: the standalone cluster, the management cluster (the example stacks name
+        # none: the default one), or the hosted cluster itself.
+        basename = folder.rsplit("/", 1)[-1]
+        management = any(p.name.startswith("hypershift.openshift.io_v1beta1-hostedcluster-")
+                         for p in (published_root / folder / "1-manifest").iterdir())  # fmt: skip
+        assert app["spec"]["destination"]["name"] == ("management" if management else basename)
+        assert app["metadata"]["name"] == f"nodefleet-{folder.split('/')[1]}-{basename}"
         assert app["spec"]["source"]["directory"]["recurse"] is True
         assert "RespectIgnoreDifferences=true" in app["spec"]["syncPolicy"]["syncOptions"]
 

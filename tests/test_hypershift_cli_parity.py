@@ -122,7 +122,7 @@ def _stack(name: str, region: str, **choices: Any) -> dict[str, Any]:
         },
         "nodePools": [
             {
-                "name": f"{name}-{p['fakeName']}",
+                "name": p["fakeName"],  # the CLI names the NodePool <cluster>-<zone>; nodefleet <cluster>-<name>
                 "replicas": 0,
                 "instanceType": "m5.large",
                 "instanceProfile": p["fakeProfileName"],

@@ -22,8 +22,11 @@ EXAMPLES = ("dev", "hosted", "karpenter", "rhel10")
 def _second_hosted(
     raw: dict[str, Any], name: str = "prod-west", infra: str = "prod-west-9zz1a"
 ) -> dict[str, Any]:
-    """The hosted example plus a copy of its cluster under another name, in the same namespace."""
+    """The hosted example plus a copy of its cluster under another name, in the same namespace, both keeping
+    their classic NodePool's object name `infra` (objectName, as a stack written before NodePools were named
+    <cluster>-<pool> does)."""
     raw = copy.deepcopy(raw)
+    raw["clusters"][0]["nodePools"][0]["objectName"] = "infra"
     other = copy.deepcopy(raw["clusters"][0])
     other["name"], other["infraId"] = name, infra
     raw["clusters"].append(other)
@@ -49,7 +52,7 @@ def test_check_refuses_two_hosted_clusters_declaring_one_node_pool(tmp_path: Pat
 
 def test_two_hosted_clusters_share_their_namespace_declared_once() -> None:
     raw = _second_hosted(stack_fleet("hosted"))
-    raw["clusters"][1]["nodePools"][0]["name"] = "infra-west"
+    del raw["clusters"][1]["nodePools"][0]["objectName"]
     fleet = load_fleet(raw, "hosted", PROJECT)
     namespaces = [o for o in stack_objects(fleet) if o.key.kind == "Namespace"]
     assert [o.cluster for o in namespaces] == ["prod-east", "prod-west"]
@@ -70,7 +73,7 @@ def _apply(raw: dict[str, Any]) -> dict[str, Any]:
 
 def test_apply_mode_refuses_one_pull_secret_owned_by_two_clusters() -> None:
     raw = _apply(_second_hosted(stack_fleet("hosted")))
-    raw["clusters"][1]["nodePools"][0]["name"] = "infra-west"
+    del raw["clusters"][1]["nodePools"][0]["objectName"]
     with pytest.raises(ConfigError) as e:
         load_fleet(raw, "hosted", PROJECT)
     assert "Secret clusters/pull-secret" in str(e.value)
@@ -80,7 +83,7 @@ def test_apply_mode_refuses_one_pull_secret_owned_by_two_clusters() -> None:
 
 def test_apply_mode_shares_one_pull_secret_declared_identically() -> None:
     raw = _apply(_second_hosted(stack_fleet("hosted")))
-    raw["clusters"][1]["nodePools"][0]["name"] = "infra-west"
+    del raw["clusters"][1]["nodePools"][0]["objectName"]
     for c in raw["clusters"]:
         c["pullSecret"]["deleteWithCluster"] = False
     fleet = load_fleet(raw, "hosted", PROJECT)
@@ -111,7 +114,7 @@ def test_the_object_list_is_what_the_program_declares(stack: str) -> None:
     raw = stack_fleet(stack)
     if stack == "hosted":
         raw = _second_hosted(raw)
-        raw["clusters"][1]["nodePools"][0]["name"] = "infra-west"
+        del raw["clusters"][1]["nodePools"][0]["objectName"]
     fleet = load_fleet(raw, stack, PROJECT)
     run = run_program(stack, {"nodefleet:fleet": raw}) if stack == "hosted" else run_program(stack)
     registered = sorted(
@@ -130,6 +133,7 @@ def test_stacks_in_one_gitops_tree_refuse_each_others_objects(tmp_path: Path) ->
     for name, infra in (("prod-east", "prod-east-4kq8z"), ("prod-west", "prod-west-9zz1a")):
         raw = stack_fleet("hosted")
         raw["clusters"][0]["name"], raw["clusters"][0]["infraId"] = name, infra
+        raw["clusters"][0]["nodePools"][0]["objectName"] = "infra"
         _stack_file(tmp_path / f"Pulumi.{name.removeprefix('prod-')}.yaml", raw)
     result = nodefleet("fleet", "check", "--stacks-dir", str(tmp_path))
     assert result.returncode == 2, result.stdout + result.stderr
@@ -142,7 +146,7 @@ def test_stacks_sharing_only_identical_objects_pass_the_tree_check() -> None:
     for name, infra in (("prod-east", "prod-east-4kq8z"), ("prod-west", "prod-west-9zz1a")):
         raw = stack_fleet("hosted")
         raw["clusters"][0]["name"], raw["clusters"][0]["infraId"] = name, infra
-        raw["clusters"][0]["nodePools"][0]["name"] = f"infra-{name}"
+        # The pools keep their name `infra`: the objects are <cluster>-infra, one per cluster.
         fleets.append((load_fleet(raw, name, PROJECT), f"stacks/Pulumi.{name}.yaml"))
     assert tree_problems(fleets) == []
 
@@ -155,6 +159,7 @@ def _east_and_west(tmp_path: Path) -> Path:
     for name, infra in (("prod-east", "prod-east-4kq8z"), ("prod-west", "prod-west-9zz1a")):
         raw = stack_fleet("hosted")
         raw["clusters"][0]["name"], raw["clusters"][0]["infraId"] = name, infra
+        raw["clusters"][0]["nodePools"][0]["objectName"] = "infra"
         _stack_file(project / "stacks" / f"Pulumi.{name.removeprefix('prod-')}.yaml", raw)
     return project
 
@@ -205,7 +210,7 @@ def test_render_refuses_an_object_a_stack_from_outside_stacks_rendered_into_the_
     second = nodefleet("render", "--config-file", str(files["west"]), cwd=project)
     assert second.returncode == 2, second.stdout + second.stderr
     assert "Traceback" not in second.stderr
-    lines = [ln for ln in second.stderr.splitlines() if "NodePool clusters/infra" in ln]
+    lines = [ln for ln in second.stderr.splitlines() if "NodePool clusters/prod-east-infra" in ln]
     assert lines, second.stderr
     assert "stack 'east' (its last render; its stack file is not in stacks/)" in lines[0]
     assert "rendered/east/prod-east/1-manifest/" in lines[0]
@@ -225,7 +230,7 @@ def test_two_hosted_clusters_whose_control_plane_namespaces_coincide_are_refused
     clusters-a-prod, two different objects of the stack that pass every name check on their own."""
     raw = _second_hosted(stack_fleet("hosted"), name="a-prod", infra="a-prod-9zz1a")
     raw["clusters"][0]["name"], raw["clusters"][0]["namespace"] = "prod", "clusters-a"
-    raw["clusters"][1]["nodePools"][0]["name"] = "infra-a"
+    raw["clusters"][1]["nodePools"][0]["objectName"] = "infra-a"
     with pytest.raises(ConfigError) as e:
         load_fleet(raw, "hosted", PROJECT)
     (line,) = str(e.value).splitlines()

@@ -50,9 +50,10 @@ ARGOCD_IGNORE_DIFFERENCES_FILE = "argocd-ignore-differences"
 _FILE_HEADER = (
     "# Fields of the objects in this folder that a controller owns: nodefleet's Pulumi program leaves them\n"
     "# alone after creation (ignore_changes), and Argo CD must too (ignoreDifferences with the sync option\n"
-    "# RespectIgnoreDifferences=true). labels: the folder's rollout wave (the stack's `wave`), put on its\n"
-    "# Application for progressive syncs. Written by `nodefleet render`; read by the ApplicationSet in\n"
-    "# examples/argocd. Not a manifest.\n"
+    "# RespectIgnoreDifferences=true). labels: the folder's rollout wave (the stack's `wave`), stack and side,\n"
+    "# put on its Application for progressive syncs; application and destination: its Application's name and\n"
+    "# the Argo CD cluster the folder is applied to. Written by `nodefleet render`; read by the ApplicationSet\n"
+    "# in examples/argocd and the one `nodefleet gitops` writes. Not a manifest.\n"
 )
 
 
@@ -176,16 +177,23 @@ def argocd_ignore_difference(manifest: Mapping[str, Any], paths: Sequence[str]) 
     return entry
 
 
-def argocd_ignore_differences_file(entries: Iterable[Mapping[str, Any]], wave: str = DEFAULT_WAVE) -> bytes:
+def argocd_ignore_differences_file(
+    entries: Iterable[Mapping[str, Any]], wave: str = DEFAULT_WAVE, fields: Mapping[str, Any] | None = None
+) -> bytes:
     """The folder's :data:`ARGOCD_IGNORE_DIFFERENCES_FILE`: always an ``ignoreDifferences`` list, possibly
     empty, so every folder yields one Argo CD Application, and the folder's ``labels``: the stack's
-    :data:`nodefleet.stackfile.waves.WAVE_LABEL`, which the Application carries and progressive syncs select on."""
+    :data:`nodefleet.stackfile.waves.WAVE_LABEL`, which the Application carries and progressive syncs select on.
+
+    ``fields`` (:func:`nodefleet.render.wiring.folder_fields`): where the folder goes, its ``application`` name,
+    ``destination`` and further ``labels``, for the Application a generator makes of the file."""
     ordered = sorted(
         (dict(e) for e in entries),
         key=lambda e: (e.get("group", ""), e["kind"], e.get("namespace", ""), e["name"]),
     )
+    extra = dict(fields or {})
+    labels = {**dict(extra.pop("labels", {})), WAVE_LABEL: label_value(wave)}
     body = yaml.safe_dump(
-        {"ignoreDifferences": ordered, "labels": {WAVE_LABEL: label_value(wave)}},
+        {**extra, "ignoreDifferences": ordered, "labels": labels},
         sort_keys=True,
         default_flow_style=False,
     )

@@ -21,7 +21,7 @@ from typing import Any
 from nodefleet import kinds as k
 from nodefleet.apiserver.store import karpenter_set_name
 from nodefleet.render.ignition import IGNITION_VERSION, user_data
-from nodefleet.stackfile.hosted import HostedCluster, HyperShiftNodePoolSpec, SecretRef
+from nodefleet.stackfile.hosted import HostedCluster, HyperShiftNodePoolSpec, SecretRef, node_pool_object_name
 from nodefleet.stackfile.karpenter import (
     REASON_ORDER,
     AutoNodeClass,
@@ -31,7 +31,9 @@ from nodefleet.stackfile.karpenter import (
 )
 
 __all__ = [
+    "ANNOTATION_ARGOCD_SYNC_OPTIONS",
     "ANNOTATION_CLEANUP_CLOUD_RESOURCES",
+    "ANNOTATION_FLUX_PRUNE",
     "ANNOTATION_PROVISIONING",
     "LABEL_AUTO_CREATED_FOR_INFRA",
     "LABEL_SAFE_TO_DELETE_WITH_CLUSTER",
@@ -310,9 +312,33 @@ def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
     }
 
 
-def render_namespace(hc: HostedCluster) -> dict[str, Any]:
-    """The namespace the HostedCluster lives in, as the CLI renders and applies it."""
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": hc.namespace}}
+#: On a Namespace nodefleet renders for GitOps: Argo CD never deletes it, neither when the Application that
+#: synced it is deleted ("Delete=false") nor when it leaves the tree ("Prune=false"): the sync options of Argo
+#: CD's "Sync Options" page, read from this annotation on the object.
+ANNOTATION_ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+NAMESPACE_ARGOCD_SYNC_OPTIONS = "Delete=false,Prune=false"
+#: The same for Flux: kustomize-controller's garbage collection (a pruned Kustomization, or one deleted with
+#: ``prune: true``) skips an object annotated ``kustomize.toolkit.fluxcd.io/prune: disabled``.
+ANNOTATION_FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
+NAMESPACE_FLUX_PRUNE = "disabled"
+
+
+def render_namespace(hc: HostedCluster, gitops: bool = False) -> dict[str, Any]:
+    """The namespace the HostedCluster lives in, as the CLI renders and applies it.
+
+    ``gitops`` (render mode): hosted clusters of many stacks share their namespace (HyperShift's default,
+    ``clusters``), and each stack's folder renders it, so several Argo CD Applications or Flux Kustomizations
+    carry it; deleting any one of them with pruning would delete the namespace and every HostedCluster in it.
+    Apply mode never deletes it (a ``NamespacePatch``); in render mode the Namespace carries the annotations
+    that keep Argo CD and Flux from ever deleting or pruning it, so the GitOps tools treat it alike.
+    """
+    metadata: dict[str, Any] = {"name": hc.namespace}
+    if gitops:
+        metadata["annotations"] = {
+            ANNOTATION_ARGOCD_SYNC_OPTIONS: NAMESPACE_ARGOCD_SYNC_OPTIONS,
+            ANNOTATION_FLUX_PRUNE: NAMESPACE_FLUX_PRUNE,
+        }
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
 
 
 def secret_labels(hc: HostedCluster, delete_with_cluster: bool) -> dict[str, str]:
@@ -371,7 +397,7 @@ def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -
         "apiVersion": k.HYPERSHIFT_NODE_POOL.api_version,
         "kind": k.HYPERSHIFT_NODE_POOL.kind,
         "metadata": {
-            "name": np.name,
+            "name": node_pool_object_name(hc.name, np),
             "namespace": hc.namespace,
             "annotations": {k.ANNOTATION_RELEASE: hc.release},
         },

@@ -6,8 +6,10 @@ object the other still needs. The objects here are built by the same ``render_*`
 use (a test compares them with what the program registers), so there is no second list of names to drift.
 
 Where objects go (their *destination*): each standalone cluster and each hosted cluster (``<name>-hosted``)
-is its own API server; the management-side objects of every hosted cluster of a stack (Namespace, Secrets,
-HostedCluster, classic NodePools) go to one management cluster. Identical objects declared twice (the
+is its own API server; the management-side objects of a hosted cluster (Namespace, Secrets, HostedCluster,
+classic NodePools) go to its management cluster (``managementCluster``, by name: :func:`management`), so
+hosted clusters on different management clusters never collide, and those on one management cluster (in one
+stack or across the stacks of a tree) are judged together. Identical objects declared twice (the
 Namespace several hosted clusters share) are legitimate: the first cluster declares it, the others do not.
 Different objects with one identity are refused with both places named.
 """
@@ -40,7 +42,7 @@ from nodefleet.render.machinesets import (
     render_machine_set,
 )
 from nodefleet.render_layout import render_targets
-from nodefleet.stackfile.hosted import HostedCluster, SecretRef
+from nodefleet.stackfile.hosted import DEFAULT_MANAGEMENT_CLUSTER, HostedCluster, SecretRef
 from nodefleet.stackfile.model import (
     CONFIG_KEY,
     ConfigError,
@@ -51,8 +53,13 @@ from nodefleet.stackfile.model import (
     validate_fleet,
 )
 
-#: The destination of every hosted cluster's management-side objects.
-MANAGEMENT = "the management cluster"
+#: The destination of the management-side objects of hosted clusters that name no management cluster.
+MANAGEMENT = "management cluster 'management'"
+
+
+def management(name: str) -> str:
+    """The destination of the management-side objects of a hosted cluster on management cluster ``name``."""
+    return f"management cluster '{name}'"
 
 
 @dataclass(frozen=True)
@@ -121,12 +128,22 @@ class _Entries:
     stack: str
     source: str
     cluster: str
+    #: The management cluster of a hosted cluster's entry.
+    management_cluster: str = ""
+
+    #: A hosted cluster's own API server, as the wiring names it (``HostedCluster.hosted_destination``).
+    hosted_destination: str = ""
 
     def __call__(
         self, target: str | None, place: str, manifest: dict[str, Any], extra: str = ""
     ) -> StackObject:
         """``target``: the render folder of the cluster the object lives in; None for the management cluster."""
-        destination = MANAGEMENT if target is None else f"cluster {target}"
+        if target is None:
+            destination = management(self.management_cluster)
+        elif self.hosted_destination:
+            destination = f"cluster {self.hosted_destination}"
+        else:
+            destination = f"cluster {target}"
         return StackObject(
             object_key(destination, manifest),
             place,
@@ -143,10 +160,14 @@ def _objects(fleet: Fleet, source: str) -> Iterator[StackObject]:
     apply = fleet.config.output.mode == "apply"
     for i, resolved in enumerate(fleet.clusters):
         base = f"{CONFIG_KEY}.clusters[{i}]"
-        entries = _Entries(fleet.stack, source, resolved.config.name)
         if isinstance(resolved, ResolvedCluster):
+            entries = _Entries(fleet.stack, source, resolved.config.name)
             yield from _standalone(resolved, base, entries)
         else:
+            mgmt = resolved.config.management_cluster.name
+            entries = _Entries(
+                fleet.stack, source, resolved.config.name, mgmt, resolved.config.hosted_destination
+            )
             yield from _hosted(resolved, base, apply, entries)
 
 
@@ -179,7 +200,7 @@ def _hosted(resolved: ResolvedHostedCluster, base: str, apply: bool, obj: _Entri
     hc = resolved.config
     _, here = render_targets(hc.name, hosted=True)
     if hc.create_namespace:
-        yield obj(None, f"{base}.namespace", render_namespace(hc))
+        yield obj(None, f"{base}.namespace", render_namespace(hc, gitops=not apply))
     if apply:
         for ref, key in hc.secret_refs():
             if ref.from_config:
@@ -299,7 +320,9 @@ def _hosted_entries(fleet: Fleet, source: str) -> list[tuple[StackObject, str]]:
     for i, resolved in enumerate(fleet.clusters):
         if isinstance(resolved, ResolvedHostedCluster):
             hc = resolved.config
-            key = ObjectKey(MANAGEMENT, "", "Namespace", "", hc.control_plane_namespace)
+            key = ObjectKey(
+                management(hc.management_cluster.name), "", "Namespace", "", hc.control_plane_namespace
+            )
             place = f"{CONFIG_KEY}.clusters[{i}]"
             entries.append((StackObject(key, place, hc.name, {}, fleet.stack, source), hc.namespace))
     return entries
@@ -312,9 +335,9 @@ def control_plane_problems(
     cluster's control-plane namespace (``clusters`` + ``a-prod`` and ``clusters-a`` + ``prod`` both make
     ``clusters-a-prod``). One control-plane namespace holds one control plane; deleting a cluster deletes it."""
     problems: list[str] = []
-    first: dict[str, StackObject] = {}
+    first: dict[tuple[str, str], StackObject] = {}
     for entry, _ in entries:
-        seen = first.setdefault(entry.key.name, entry)
+        seen = first.setdefault((entry.key.destination, entry.key.name), entry)
         if seen is not entry:
             problems.append(
                 f"{entry.where(with_stack=across_stacks)}: HyperShift would put its control plane in namespace "
@@ -323,7 +346,7 @@ def control_plane_problems(
                 "of the clusters, or put it in another namespace"
             )
     for entry, namespace in entries:
-        owner = first.get(namespace)
+        owner = first.get((entry.key.destination, namespace))
         if owner is not None:
             problems.append(
                 f"{entry.where(with_stack=across_stacks)}: its namespace '{namespace}' is the namespace HyperShift "
@@ -336,10 +359,11 @@ def control_plane_problems(
 def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
     """Collisions between stacks rendered into one GitOps tree, each naming both stacks and places.
 
-    Within one tree every render folder is an Argo CD destination of its own name (the example
-    ApplicationSet), so a folder name used by two stacks is one cluster, and the management-side folders of
-    all hosted clusters are the one management cluster. Objects two stacks declare identically (a shared
-    Namespace) do not conflict; different ones do.
+    Within one tree a standalone cluster's folder name is one cluster, a hosted cluster's own objects go to
+    its own API server (``HostedCluster.hosted_destination``), and the management-side objects of every hosted
+    cluster go to its management cluster by name (``managementCluster``; hosted clusters naming none share the
+    default one). Objects two stacks declare identically (a shared Namespace) do not conflict; different ones
+    do.
     """
     objects: list[StackObject] = []
     hosted: list[tuple[StackObject, str]] = []
@@ -348,6 +372,28 @@ def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
         hosted += _hosted_entries(fleet, source)
     problems = _shared_folder_problems(fleets) + plan_objects(objects, across_stacks=True).problems
     return problems + control_plane_problems(hosted, across_stacks=True)
+
+
+def shared_namespaces(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
+    """The Namespaces more than one stack of a tree declares on one management cluster, one line each naming
+    the stacks: each stack's folder renders it, so several Argo CD Applications (or Flux Kustomizations)
+    carry it. nodefleet renders it so that neither tool ever deletes or prunes it
+    (:func:`nodefleet.render.hosted.render_namespace`), as apply mode never deletes it."""
+    by_key: dict[ObjectKey, list[str]] = {}
+    for fleet, _ in fleets:
+        for o in fleet_plan(fleet).emitted:
+            if o.key.kind == "Namespace" and o.key.group == "" and fleet.stack not in by_key.get(o.key, []):
+                by_key.setdefault(o.key, []).append(fleet.stack)
+    lines = []
+    for key, stacks in sorted(by_key.items(), key=lambda kv: (kv[0].destination, kv[0].name)):
+        if len(stacks) > 1:
+            lines.append(
+                f"Namespace {key.name} on {key.destination} is rendered by stacks {', '.join(sorted(stacks))}: "
+                "each of their GitOps applications carries it, and none deletes or prunes it (it is annotated "
+                "argocd.argoproj.io/sync-options: Delete=false,Prune=false and kustomize.toolkit.fluxcd.io/prune: "
+                "disabled), so removing one stack leaves it and the other stacks' HostedClusters in place"
+            )
+    return lines
 
 
 def _shared_folder_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
@@ -380,19 +426,28 @@ def rendered_tree_problems(mine: Sequence[StackObject], rendered: Sequence[Stack
 
 
 def rendered_objects(
-    stack: str, source: str, files: Iterable[tuple[str, str, dict[str, Any]]]
+    stack: str,
+    source: str,
+    files: Iterable[tuple[str, str, dict[str, Any]]],
+    destinations: Mapping[str, str] | None = None,
 ) -> list[StackObject]:
     """The objects another stack's last render left in a GitOps tree, each named by its file.
 
     For a stack whose file is not at hand (rendered with ``--config-file`` from outside ``stacks/``): what it
     rendered is what the tree syncs. ``files`` are (render folder, path shown, manifest); a folder holding a
-    HostedCluster is a management-side folder, whose objects go to the one management cluster.
+    HostedCluster is a management-side folder, whose objects go to the default management cluster, and any
+    other folder is a cluster of its name, unless ``destinations`` (render folder -> destination, from the
+    folder's Argo CD file: :func:`folder_destination`) says otherwise.
     """
     files = list(files)
-    management = {target for target, _, manifest in files if manifest.get("kind") == "HostedCluster"}
+    sides = {target for target, _, manifest in files if manifest.get("kind") == "HostedCluster"}
+    default = {
+        t: management(DEFAULT_MANAGEMENT_CLUSTER) if t in sides else f"cluster {t}" for t, _, _ in files
+    }
+    on = {**default, **(destinations or {})}
     return [
         StackObject(
-            object_key(MANAGEMENT if target in management else f"cluster {target}", manifest),
+            object_key(on[target], manifest),
             path,
             target,
             manifest,
@@ -415,3 +470,17 @@ def with_rendered_content(
         written = manifests.get((o.target, o.key.group, o.key.kind, o.key.namespace, o.key.name))
         out.append(o if written is None else replace(o, manifest=written))
     return out
+
+
+def folder_destination(folder_file: Mapping[str, Any]) -> str | None:
+    """The destination of a render folder's objects, as its Argo CD file (``nodefleet render``) records it: a
+    management side goes to its management cluster, any other folder to the cluster the file names; None for a
+    file that says neither (written before folders recorded where they go)."""
+    labels = folder_file.get("labels") or {}
+    destination = folder_file.get("destination") or {}
+    side = labels.get("nodefleet.io/side")
+    if side == "management" and labels.get("nodefleet.io/management-cluster"):
+        return management(str(labels["nodefleet.io/management-cluster"]))
+    if side in ("hosted", "standalone") and isinstance(destination, Mapping) and destination.get("name"):
+        return f"cluster {destination['name']}"
+    return None

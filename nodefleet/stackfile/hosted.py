@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from nodefleet.stackfile.instance_types import instance_type_finding
 from nodefleet.stackfile.karpenter import AutoNode, check_unique_names
@@ -24,6 +24,7 @@ from nodefleet.stackfile.modelbase import (
     ConfigModel,
     OCPRelease,
 )
+from nodefleet.stackfile.names import dns_label
 
 RoleArn = Annotated[str, Field(pattern=ROLE_ARN)]
 KmsKeyArn = Annotated[str, Field(pattern=KMS_KEY_ARN, max_length=2048)]
@@ -174,10 +175,67 @@ class AutoScaling(ConfigModel):
     max: int
 
 
+#: The management cluster of a hosted cluster that names none: every such hosted cluster of a GitOps tree (and of
+#: every stack rendered into it) lives on this one, as before management clusters could be named.
+DEFAULT_MANAGEMENT_CLUSTER = "management"
+
+
+def _management_shorthand(value: object) -> object:
+    """``managementCluster: mgmt-east`` is short for ``managementCluster: {name: mgmt-east}``."""
+    return {"name": value} if isinstance(value, str) else value
+
+
+class ManagementCluster(ConfigModel):
+    """The HyperShift management cluster a hosted cluster lives on: where its HostedCluster, classic NodePools,
+    Namespace and Secrets go (docs/configuration.md, "Management clusters").
+
+    The name identifies one API server across every stack of a GitOps tree: objects are judged for
+    collisions per management cluster, and the generated GitOps wiring sends the cluster's management-side
+    folder there.
+    """
+
+    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)] = Field(
+        DEFAULT_MANAGEMENT_CLUSTER,
+        description="The management cluster's name, one per API server across the fleet (a DNS label).",
+    )
+    kubeconfig: str | None = Field(
+        None,
+        description="apply mode: the management cluster's kubeconfig path (default: output.kubeconfig).",
+    )
+    argocd_cluster: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] | None = Field(
+        None,
+        alias="argocdCluster",
+        description="render mode: the Argo CD cluster (its cluster Secret's name) the management-side folder is "
+        "sent to (default: name).",
+    )
+    flux_kube_config_secret: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] | None = Field(
+        None,
+        alias="fluxKubeConfigSecret",
+        description="render mode: the Secret (in the Flux Kustomizations' namespace) holding the management "
+        "cluster's kubeconfig, for spec.kubeConfig.secretRef (default: <name>-kubeconfig).",
+    )
+
+    @property
+    def argocd_destination(self) -> str:
+        return self.argocd_cluster or self.name
+
+    @property
+    def flux_secret(self) -> str:
+        return self.flux_kube_config_secret or f"{self.name}-kubeconfig"
+
+
+ManagementClusterSetting = Annotated[ManagementCluster, BeforeValidator(_management_shorthand)]
+
+
 class HyperShiftNodePoolSpec(ConfigModel):
     """A classic HyperShift ``NodePool`` (CAPI machines, not Karpenter)."""
 
     name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)]
+    object_name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)] | None = Field(
+        None,
+        description="The NodePool object's name (default <cluster>-<name>, as the hypershift CLI names NodePools). "
+        "Set it to the pool's name to keep a NodePool created before nodefleet named them so.",
+    )
     release: OCPRelease | None = Field(None, description="Node release (x.y.z); default: the cluster's.")
     replicas: Annotated[int, Field(ge=0)] | None = None
     auto_scaling: AutoScaling | None = None
@@ -208,6 +266,13 @@ class HyperShiftNodePoolSpec(ConfigModel):
         if (self.replicas is None) == (self.auto_scaling is None):
             raise ValueError("set exactly one of replicas or autoScaling")
         return self
+
+
+def node_pool_object_name(cluster: str, pool: HyperShiftNodePoolSpec) -> str:
+    """The classic NodePool's object name: ``objectName``, else ``<cluster>-<pool>`` as the hypershift CLI names
+    the NodePools it creates (``hypershift create cluster aws``: ``<cluster>-<zone>``), so that pools of one
+    name in different hosted clusters of one namespace (``clusters/infra``) are different objects."""
+    return pool.object_name or f"{cluster}-{pool.name}"
 
 
 #: HostedCluster annotations nodefleet writes from typed keys; the free-form ``annotations`` may not set them.
@@ -291,12 +356,35 @@ class HostedCluster(ConfigModel):
     hosted_kubeconfig: str | None = Field(
         None, description="apply mode: kubeconfig of the hosted cluster, for the AutoNode classes and pools."
     )
+    management_cluster: ManagementClusterSetting = Field(
+        ManagementCluster(),
+        description="The management cluster the hosted cluster lives on: a name, or a mapping with name, "
+        "kubeconfig (apply mode), argocdCluster and fluxKubeConfigSecret (render mode).",
+    )
 
     @property
     def control_plane_namespace(self) -> str:
         """The namespace HyperShift creates for the control plane: ``<namespace>-<name>`` (openshift/hypershift
         ``hypershift-operator/controllers/manifests/manifests.go``, ``HostedControlPlaneNamespace``)."""
         return f"{self.namespace}-{self.name.replace('.', '-')}"
+
+    @property
+    def hosted_destination(self) -> str:
+        """The hosted cluster's own API server, by the name GitOps wiring registers it under: ``<name>-hosted``
+        (its render folder) on the default management cluster, else ``<management cluster>-<control-plane
+        namespace>``, which no other hosted cluster of the fleet has (HyperShift gives every hosted cluster of a
+        management cluster its own control-plane namespace)."""
+        if self.management_cluster.name == DEFAULT_MANAGEMENT_CLUSTER:
+            return f"{self.name}-hosted"
+        return dns_label(f"{self.management_cluster.name}-{self.control_plane_namespace}")
+
+    @property
+    def hosted_kubeconfig_secret(self) -> str:
+        """The Secret a Flux Kustomization reaches the hosted cluster through: HyperShift's own
+        ``<name>-admin-kubeconfig`` on the default management cluster, else ``<hosted_destination>-kubeconfig``."""
+        if self.management_cluster.name == DEFAULT_MANAGEMENT_CLUSTER:
+            return f"{self.name}-admin-kubeconfig"
+        return dns_label(f"{self.hosted_destination}-kubeconfig")
 
     @model_validator(mode="after")
     def _zone_in_region(self) -> HostedCluster:
@@ -315,8 +403,23 @@ class HostedCluster(ConfigModel):
         check_unique_names(
             [p.name for p in self.node_pools],
             "nodePools",
-            f"a NodePool's name is its object's name in namespace {self.namespace}",
+            "a NodePool's name names its object and its Pulumi resource",
         )
+        objects: dict[str, int] = {}
+        for j, pool in enumerate(self.node_pools):
+            object_name = node_pool_object_name(self.name, pool)
+            if len(object_name) > MAX_NAMESPACE:
+                raise ValueError(
+                    f"nodePools[{j}].name: the NodePool object is named '{object_name}' (<cluster>-<pool>, as the "
+                    f"hypershift CLI names it: {len(object_name)} characters), and a NodePool name has at most "
+                    f"{MAX_NAMESPACE}; shorten the pool's or the cluster's name, or set nodePools[{j}].objectName"
+                )
+            if object_name in objects:
+                raise ValueError(
+                    f"nodePools[{j}]: its object name '{object_name}' is also nodePools[{objects[object_name]}]'s; "
+                    "give one of them another objectName"
+                )
+            objects[object_name] = j
         reserved = sorted(
             key
             for key in self.annotations

@@ -481,6 +481,7 @@ class FleetConfig(ConfigModel):
                 "MachineConfiguration into one cluster; use one stack per standalone cluster (each with its own "
                 "kubeconfig), or output.mode render"
             )
+        _consistent_management_clusters(self.clusters, self.output.mode)
         for i, c in enumerate(self.clusters):
             if (
                 isinstance(c, HostedCluster)
@@ -493,6 +494,34 @@ class FleetConfig(ConfigModel):
                     "pools live inside the hosted cluster; set it to the hosted cluster's kubeconfig path"
                 )
         return self
+
+
+def _consistent_management_clusters(clusters: Sequence[StandaloneCluster | HostedCluster], mode: str) -> None:
+    """A management cluster's kubeconfig belongs to apply mode, and one name is one cluster: every hosted
+    cluster naming it says the same about how to reach it."""
+    seen: dict[str, tuple[int, HostedCluster]] = {}
+    for i, c in enumerate(clusters):
+        if not isinstance(c, HostedCluster):
+            continue
+        mc = c.management_cluster
+        if mode == "render" and mc.kubeconfig:
+            raise ValueError(
+                f"clusters[{i}].managementCluster.kubeconfig: is set but output.mode is render; the provider "
+                "refuses a kubeconfig in render mode (the GitOps tool reaches the management cluster through "
+                "argocdCluster or fluxKubeConfigSecret). Remove kubeconfig or set output.mode: apply"
+            )
+        if mode == "apply" and (mc.argocd_cluster or mc.flux_kube_config_secret):
+            raise ValueError(
+                f"clusters[{i}].managementCluster: argocdCluster and fluxKubeConfigSecret say where a GitOps tool "
+                "sends the rendered folder, and output.mode is apply; remove them or set output.mode: render"
+            )
+        first = seen.setdefault(mc.name, (i, c))
+        if first[1] is not c and first[1].management_cluster != mc:
+            raise ValueError(
+                f"clusters[{i}].managementCluster: '{mc.name}' is also the management cluster of clusters[{first[0]}] "
+                f"'{first[1].name}', with other settings; one name is one management cluster, so give both the "
+                "same kubeconfig, argocdCluster and fluxKubeConfigSecret (or different names)"
+            )
 
 
 def _no_shared_render_folder(clusters: Sequence[StandaloneCluster | HostedCluster]) -> None:

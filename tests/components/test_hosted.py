@@ -131,7 +131,14 @@ def test_apply_mode_aescbc_key_and_unlabelled_secret() -> None:
 def test_render_mode_declares_the_namespace() -> None:
     run = run_program("hosted")
     (namespace,) = run.of_type("kubernetes:core/v1:Namespace")
-    assert namespace.inputs["metadata"] == {"name": "clusters"}
+    # Never deleted or pruned by a GitOps tool: other stacks' hosted clusters may live in it.
+    assert namespace.inputs["metadata"] == {
+        "name": "clusters",
+        "annotations": {
+            "argocd.argoproj.io/sync-options": "Delete=false,Prune=false",
+            "kustomize.toolkit.fluxcd.io/prune": "disabled",
+        },
+    }
     raw = stack_fleet("hosted")
     raw["clusters"][0]["createNamespace"] = False
     assert _run(raw).of_type("kubernetes:core/v1:Namespace") == []

@@ -37,7 +37,7 @@ def test_violation_names_object_field_crd_message_and_rule() -> None:
     (v,) = run_policy(crd_schema, k.HYPERSHIFT_NODE_POOL.token, obj)
     assert v.level == "mandatory"
     assert v.message.startswith(
-        "NodePool 'clusters/infra' (hypershift.openshift.io/v1beta1): spec.autoScaling: "
+        "NodePool 'clusters/prod-east-infra' (hypershift.openshift.io/v1beta1): spec.autoScaling: "
     )
     assert "max must be equal or greater than min" in v.message
     assert "CRD rule `self.max >= self.min`" in v.message

@@ -243,7 +243,7 @@ def test_replace_node_pool() -> None:
     hc = hosted_cluster()
     m = render_hypershift_node_pool(hc, hc.node_pools[0])
     assert m["metadata"] == {
-        "name": "workers",
+        "name": "demo-workers",  # <cluster>-<pool>, as the hypershift CLI names NodePools
         "namespace": "clusters",
         "annotations": {k.ANNOTATION_RELEASE: "4.22.3"},
     }

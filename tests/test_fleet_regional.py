@@ -1,0 +1,602 @@
+"""A fleet as a platform team runs it: three HyperShift management clusters in two regions, hosted clusters in
+HyperShift's default namespace `clusters` (tests/fleet/regional). It checks and renders with no collision, is
+wired for Argo CD and Flux by `nodefleet gitops` (validated against the upstream CRDs and the API server's
+name rules), and `fleet upgrade` moves it to a new release wave by wave, dry run and real run."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from mockruntime.rendering import kubernetes_objects, plan_render
+from mockruntime.run import run_program
+from nodefleet.apiserver.formats import dns1123_label_errors, label_value_errors, qualified_name_errors
+from nodefleet.apiserver.schema import validate_object
+from nodefleet.apiserver.store import CrdVersion, ShippedCrd
+from nodefleet.render.objects import load_fleet, shared_namespaces, tree_problems
+from nodefleet.render.wiring import LABEL_SIDE, dns_label, folders
+from nodefleet.render.wiring import label_value as wiring_label_value
+from nodefleet.stackfile.model import ConfigError
+from nodefleet.stackfile.waves import WAVE_LABEL, WAVES, label_value
+from tests.conftest import PROJECT, nodefleet, stack_fleet
+
+FLEET = PROJECT / "tests" / "fleet" / "regional"
+CRDS = PROJECT / "tests" / "data" / "gitops-crds"
+STACKS = ("Team_B", "canary-east", "east-a", "east-b")
+REPO_URL = "https://git.example.com/platform/fleet.git"
+
+
+def _raw(stack: str) -> dict[str, Any]:
+    return yaml.safe_load((FLEET / f"Pulumi.{stack}.yaml").read_text())["config"]["nodefleet:fleet"]  # type: ignore[no-any-return]
+
+
+def _fleets() -> list[tuple[Any, str]]:
+    return [(load_fleet(_raw(s), s, PROJECT), f"Pulumi.{s}.yaml") for s in STACKS]
+
+
+# --- the management cluster --------------------------------------------------------------------------------
+
+
+def test_a_management_cluster_is_a_name_or_a_mapping() -> None:
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["managementCluster"] = "mgmt-a"
+    mc = load_fleet(raw, "hosted", PROJECT).config.clusters[0].management_cluster  # type: ignore[union-attr]
+    assert (mc.name, mc.argocd_destination, mc.flux_secret) == ("mgmt-a", "mgmt-a", "mgmt-a-kubeconfig")
+    raw["clusters"][0]["managementCluster"] = {
+        "name": "mgmt-a",
+        "argocdCluster": "in-cluster",
+        "fluxKubeConfigSecret": "hub-kubeconfig",
+    }
+    mc = load_fleet(raw, "hosted", PROJECT).config.clusters[0].management_cluster  # type: ignore[union-attr]
+    assert (mc.argocd_destination, mc.flux_secret) == ("in-cluster", "hub-kubeconfig")
+
+
+@pytest.mark.parametrize(
+    ("value", "mode", "message"),
+    [
+        (
+            {"name": "mgmt-a", "kubeconfig": "/etc/mgmt"},
+            "render",
+            "clusters[0].managementCluster.kubeconfig: is set but output.mode is render",
+        ),
+        (
+            {"name": "mgmt-a", "argocdCluster": "hub"},
+            "apply",
+            "clusters[0].managementCluster: argocdCluster and fluxKubeConfigSecret say where a GitOps tool",
+        ),
+        ("Mgmt_A", "render", "nodefleet:fleet.clusters[0].managementCluster.name"),
+    ],
+)
+def test_a_wrong_management_cluster_is_refused_with_field_and_fix(
+    value: Any, mode: str, message: str
+) -> None:
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["managementCluster"] = value
+    raw["output"] = {"mode": mode} | ({"kubeconfig": "/etc/kubeconfig"} if mode == "apply" else {})
+    if mode == "apply":
+        raw["clusters"][0]["hostedKubeconfig"] = "/etc/hosted"
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT, source="stacks/Pulumi.hosted.yaml")
+    assert message in str(e.value)
+    assert str(e.value).startswith("stacks/Pulumi.hosted.yaml: ")
+
+
+def test_one_management_cluster_name_is_one_cluster_within_a_stack() -> None:
+    raw = stack_fleet("hosted")
+    other = copy.deepcopy(raw["clusters"][0])
+    other.update(name="prod-west", infraId="prod-west-9zz1a")
+    raw["clusters"].append(other)
+    raw["clusters"][0]["managementCluster"] = {"name": "mgmt-a", "fluxKubeConfigSecret": "a"}
+    raw["clusters"][1]["managementCluster"] = {"name": "mgmt-a", "fluxKubeConfigSecret": "b"}
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT)
+    assert "clusters[1].managementCluster: 'mgmt-a' is also the management cluster of clusters[0]" in str(
+        e.value
+    )
+
+
+def test_apply_mode_reaches_each_management_cluster_through_its_kubeconfig() -> None:
+    raw = stack_fleet("hosted")
+    raw["output"] = {"mode": "apply", "kubeconfig": "/etc/default-kubeconfig"}
+    raw["clusters"][0]["hostedKubeconfig"] = "/etc/hosted"
+    raw["clusters"][0]["managementCluster"] = {"name": "mgmt-a", "kubeconfig": "/etc/mgmt-a"}
+    raw["clusters"][0]["pullSecret"] = {"name": "prod-east-pull-secret"}
+    raw["clusters"][0]["sshKey"] = {"name": "prod-east-ssh-key"}
+    run = run_program("hosted", {"nodefleet:fleet": raw})
+    providers = {r.name: r.inputs for r in run.registrations if r.type == "pulumi:providers:kubernetes"}
+    assert providers["prod-east-k8s"]["kubeconfig"] == "/etc/mgmt-a"
+    assert providers["prod-east-hosted-k8s"]["kubeconfig"] == "/etc/hosted"
+    del raw["clusters"][0]["managementCluster"]
+    run = run_program("hosted", {"nodefleet:fleet": raw})
+    providers = {r.name: r.inputs for r in run.registrations if r.type == "pulumi:providers:kubernetes"}
+    assert providers["prod-east-k8s"]["kubeconfig"] == "/etc/default-kubeconfig"
+
+
+def _pair(mgmt_a: str, mgmt_b: str) -> list[tuple[Any, str]]:
+    """Two regional stacks each declaring hosted cluster `prod` and its classic NodePool clusters/infra."""
+    fleets = []
+    for stack, mgmt, infra in (("east", mgmt_a, "prod-e-4kq8z"), ("west", mgmt_b, "prod-w-9zz1a")):
+        raw = stack_fleet("hosted")
+        raw["clusters"][0].update(name="prod", infraId=infra, managementCluster=mgmt)
+        raw["clusters"][0]["nodePools"][0].update(objectName="infra", replicas=2 if stack == "east" else 3)
+        fleets.append((load_fleet(raw, stack, PROJECT), f"stacks/Pulumi.{stack}.yaml"))
+    return fleets
+
+
+def test_collisions_are_judged_per_management_cluster() -> None:
+    assert tree_problems(_pair("mgmt-use2-a", "mgmt-euw1-a")) == []
+    problems = tree_problems(_pair("mgmt-use2-a", "mgmt-use2-a"))
+    pools = [p for p in problems if "NodePool clusters/infra" in p]
+    assert len(pools) == 1
+    assert "on management cluster 'mgmt-use2-a'" in pools[0]
+    assert "stack 'west'" in pools[0] and "stack 'east'" in pools[0]
+    # The HostedCluster clusters/prod and its control-plane namespace collide there too.
+    assert any("HostedCluster clusters/prod" in p for p in problems)
+    assert any("namespace 'clusters-prod'" in p for p in problems)
+
+
+# --- classic NodePool names --------------------------------------------------------------------------------
+
+
+def _node_pools(raw: dict[str, Any]) -> dict[str, str]:
+    """Pulumi resource name -> the NodePool object's name, as the program registers them."""
+    run = run_program("hosted", {"nodefleet:fleet": raw})
+    return {
+        reg.name: m["metadata"]["name"]
+        for _, _, m, reg in kubernetes_objects(run, "rendered/hosted")
+        if m["kind"] == "NodePool" and m["apiVersion"].startswith("hypershift")
+    }
+
+
+def test_classic_node_pools_are_named_cluster_dash_pool_and_object_name_keeps_an_old_one() -> None:
+    raw = stack_fleet("hosted")
+    assert _node_pools(raw) == {"prod-east-nodepool-infra": "prod-east-infra"}
+    # A stack whose NodePool was created as `infra` keeps it: same Pulumi resource, same object name, so
+    # neither `pulumi up` nor a GitOps sync replaces the NodePool (and its nodes).
+    raw["clusters"][0]["nodePools"][0]["objectName"] = "infra"
+    assert _node_pools(raw) == {"prod-east-nodepool-infra": "infra"}
+
+
+def test_a_node_pool_name_over_63_characters_is_refused() -> None:
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["nodePools"][0]["name"] = "i" * 54  # prod-east- + 54 = 64
+    with pytest.raises(ConfigError) as e:
+        load_fleet(raw, "hosted", PROJECT)
+    assert "nodePools[0].name: the NodePool object is named 'prod-east-" in str(e.value)
+    assert "64 characters" in str(e.value) and "set nodePools[0].objectName" in str(e.value)
+    raw["clusters"][0]["nodePools"][0]["objectName"] = "infra"
+    load_fleet(raw, "hosted", PROJECT)
+
+
+def test_the_documented_infra_pool_does_not_collide_across_the_fleet() -> None:
+    pools = [o for f, _ in _fleets() for o in _objects(f) if o.key.kind == "NodePool"]
+    names = [(o.key.destination, o.key.name) for o in pools]
+    assert len(names) == len(set(names)) == 10  # five hosted clusters, two pools each
+    assert ("management cluster 'mgmt-use2-a'", "edge-infra") in names
+
+
+def _objects(fleet: Any) -> list[Any]:
+    from nodefleet.render.objects import fleet_plan
+
+    return fleet_plan(fleet).emitted
+
+
+# --- the shared Namespace ----------------------------------------------------------------------------------
+
+
+def test_a_rendered_namespace_is_never_pruned_and_apply_mode_still_patches() -> None:
+    run = run_program("hosted")
+    (ns,) = [r for r in run.registrations if r.type == "kubernetes:core/v1:Namespace"]
+    assert ns.inputs["metadata"]["annotations"] == {
+        "argocd.argoproj.io/sync-options": "Delete=false,Prune=false",
+        "kustomize.toolkit.fluxcd.io/prune": "disabled",
+    }
+    plan = plan_render(run, "rendered/hosted")
+    (rendered,) = [f for f in plan.files if f.kind == "Namespace"]
+    assert rendered.content == (
+        b"apiVersion: v1\nkind: Namespace\nmetadata:\n  annotations:\n"
+        b"    argocd.argoproj.io/sync-options: Delete=false,Prune=false\n"
+        b"    kustomize.toolkit.fluxcd.io/prune: disabled\n  name: clusters\n"
+    )
+    raw = stack_fleet("hosted")
+    raw["output"] = {"mode": "apply"}
+    raw["clusters"][0]["hostedKubeconfig"] = "/etc/hosted"
+    applied = run_program("hosted", {"nodefleet:fleet": raw})
+    (patch,) = [r for r in applied.registrations if r.type == "kubernetes:core/v1:NamespacePatch"]
+    assert "annotations" not in patch.inputs["metadata"]
+
+
+def test_check_says_which_stacks_share_a_namespace() -> None:
+    (line,) = shared_namespaces(_fleets())
+    assert line.startswith("Namespace clusters on management cluster 'mgmt-use2-a' is rendered by stacks ")
+    assert "canary-east, east-a:" in line and "east-b" not in line
+
+
+# --- names ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "stack", ["Team_B", "a" * 70, "x.y", "_lead", "A" * 100, "team-b", "Team-B", "team_b", "9", "a..b"]
+)
+def test_wiring_names_are_valid_for_every_stack_name_nodefleet_accepts(stack: str) -> None:
+    from nodefleet.stackfile.paths import check_stack_name
+
+    check_stack_name(stack)
+    for target in ("prod-east", "prod-east-hosted", "c" * 47):
+        name = dns_label(f"nodefleet-{stack}-{target}")
+        assert dns1123_label_errors(name) == [], name
+        assert name == dns_label(f"nodefleet-{stack}-{target}")  # deterministic
+    assert label_value_errors(wiring_label_value(stack)) == []
+
+
+def test_sanitised_names_do_not_collide() -> None:
+    stacks = ["Team_B", "team_b", "Team-B", "team.b", "TEAM_B", "team-b"]
+    names = {dns_label(f"nodefleet-{s}-shop") for s in stacks}
+    assert len(names) == len(stacks)
+    assert dns_label("nodefleet-team-b-shop") == "nodefleet-team-b-shop"  # a valid name is kept
+    long = ["a" * 70, "a" * 69 + "b", "a" * 71]
+    assert len({wiring_label_value(s) for s in long}) == 3
+
+
+# --- the fleet: checked, rendered, wired -------------------------------------------------------------------
+
+
+@cache
+def _crd_versions() -> dict[tuple[str, str], tuple[CrdVersion, dict[str, Any]]]:
+    from tests.crdschema import _strip
+
+    found = {}
+    for path in sorted(CRDS.glob("*.yaml.gz")):
+        crd = yaml.safe_load(gzip.decompress(path.read_bytes()))
+        spec = crd["spec"]
+        shipped = ShippedCrd(path.name, crd["metadata"]["name"], spec["group"], spec["names"]["kind"],
+                             spec["scope"], tuple(v["name"] for v in spec["versions"]), (), "")  # fmt: skip
+        for v in spec["versions"]:
+            version = CrdVersion(
+                shipped, v["name"], v["schema"]["openAPIV3Schema"], "status" in (v.get("subresources") or {})
+            )
+            found[(f"{spec['group']}/{v['name']}", spec["names"]["kind"])] = (
+                version,
+                _strip(v["schema"]["openAPIV3Schema"]),
+            )
+    return found
+
+
+def _valid(doc: Mapping[str, Any]) -> None:
+    """An object as the API server would take it: its CRD's schema (JSON Schema and nodefleet's validator,
+    which also reports pruned fields) and the name rules (DNS-1123 label; label keys and values)."""
+    version, schema = _crd_versions()[(doc["apiVersion"], doc["kind"])]
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    assert [str(f) for f in validate_object(dict(doc), version)] == []
+    meta = doc["metadata"]
+    assert dns1123_label_errors(meta["name"]) == [], meta["name"]
+    for key, value in (meta.get("labels") or {}).items():
+        assert qualified_name_errors(key) == [] and label_value_errors(value) == [], (key, value)
+
+
+@pytest.fixture(scope="module")
+def wired(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fleet rendered as `fleet render --out` writes it (the pipeline's tree), and wired by `gitops`."""
+    root = tmp_path_factory.mktemp("regional")
+    result = nodefleet(
+        "fleet", "render", "--stacks-dir", str(FLEET), "--out", str(root / "rendered"), timeout=900
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "note: Namespace clusters on management cluster 'mgmt-use2-a'" in result.stderr
+    result = nodefleet(
+        "gitops", "--repo-url", REPO_URL, "--stacks-dir", str(FLEET), "--rendered", str(root / "rendered"),
+        "--repo-root", str(root), "--out", str(root / "gitops"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    return root
+
+
+def _documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+_ACTION = re.compile(r"\{\{(.*?)\}\}")
+
+
+def _render_template(text: str, params: Mapping[str, Any]) -> str:
+    """The go-template actions the generated ApplicationSet uses (missingkey=error: a missing key fails)."""
+
+    def action(m: re.Match[str]) -> str:
+        expr = m[1].strip()
+        if expr == "toJson .ignoreDifferences":
+            return json.dumps(params["ignoreDifferences"], sort_keys=True, separators=(",", ":"))
+        if expr == ".application":
+            return str(params["application"])
+        if expr == ".destination.name":
+            return str(params["destination"]["name"])
+        if expr == ".path.path":
+            return str(params["path"]["path"])
+        if (found := re.fullmatch(r'index \.labels "([^"]+)"', expr)) is not None:
+            return str(params["labels"][found[1]])
+        raise AssertionError(f"a template action this test does not evaluate: {expr}")
+
+    return _ACTION.sub(action, text)
+
+
+def _applications(root: Path) -> dict[str, dict[str, Any]]:
+    """The Applications the generated ApplicationSet makes (argo-cd's git files generator: each named file,
+    parsed as YAML, plus its path parameters), by folder."""
+    (appset,) = _documents(root / "gitops" / "argocd" / "applicationset.yaml")
+    out = {}
+    for entry in appset["spec"]["generators"][0]["git"]["files"]:
+        rel = entry["path"]
+        params = yaml.safe_load((root / rel).read_text())
+        params["path"] = {"path": rel.rsplit("/", 1)[0]}
+        template = yaml.safe_load(_render_template(yaml.safe_dump(appset["spec"]["template"]), params))
+        patch = yaml.safe_load(_render_template(appset["spec"]["templatePatch"], params))
+        app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", **template}
+        app["spec"] = {**app["spec"], **patch["spec"]}
+        out[params["path"]["path"]] = app
+    return out
+
+
+def _folders_with_manifests(root: Path) -> set[str]:
+    return {
+        p.parent.parent.relative_to(root).as_posix()
+        for p in (root / "rendered").glob("*/*/1-manifest/*.yaml")
+    }
+
+
+def test_the_fleet_renders_and_its_wiring_validates_against_the_upstream_crds(wired: Path) -> None:
+    (appset,) = _documents(wired / "gitops" / "argocd" / "applicationset.yaml")
+    _valid(appset)
+    flux = _documents(wired / "gitops" / "flux" / "kustomizations.yaml")
+    for doc in flux:
+        _valid(doc)
+    apps = _applications(wired)
+    assert set(apps) == _folders_with_manifests(wired)
+    for app in apps.values():
+        _valid(app)
+    names = [a["metadata"]["name"] for a in apps.values()]
+    assert len(set(names)) == len(names)
+    assert "nodefleet-team-b-shop-" in " ".join(names)  # `Team_B` rewritten, with its digest
+
+
+def test_each_folder_goes_to_its_management_cluster(wired: Path) -> None:
+    apps = _applications(wired)
+    destinations = {folder: app["spec"]["destination"]["name"] for folder, app in apps.items()}
+    assert destinations == {
+        "rendered/canary-east/edge": "mgmt-use2-a",
+        "rendered/east-a/shop": "mgmt-use2-a",
+        "rendered/east-a/pay": "mgmt-use2-a",
+        "rendered/east-b/shop": "mgmt-use2-b",
+        "rendered/Team_B/shop": "mgmt-euw1-a",
+    }
+    flux = {d["spec"]["path"]: d for d in _documents(wired / "gitops" / "flux" / "kustomizations.yaml")[1:]}
+    assert {path: k["spec"]["kubeConfig"]["secretRef"]["name"] for path, k in flux.items()} == {
+        f"./{folder}": f"{mgmt}-kubeconfig" for folder, mgmt in destinations.items()
+    }
+    for folder, app in apps.items():
+        assert app["spec"]["source"]["path"] == folder
+        assert app["metadata"]["labels"][LABEL_SIDE] == "management"
+
+
+def test_the_waves_run_in_order_and_a_hosted_side_after_its_management_side(tmp_path: Path) -> None:
+    """A fleet with AutoNode (objects inside the hosted cluster): the wiring over every folder, in order."""
+    fleets = _fleets()
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["managementCluster"] = "mgmt-euw1-a"
+    fleets.append((load_fleet(raw, "hosted", PROJECT), "stacks/Pulumi.hosted.yaml"))
+    from nodefleet.render.wiring import argocd_application_set, flux_kustomizations
+
+    all_folders = [f for fleet, _ in fleets for f in folders(fleet)]
+    paths = {(f.stack, f.target): f"rendered/{f.stack}/{f.target}" for f in all_folders}
+    hosted = [f for f in all_folders if f.side == "hosted"]
+    assert [(f.target, f.argocd_cluster) for f in hosted] == [
+        ("prod-east-hosted", "mgmt-euw1-a-clusters-prod-east")
+    ]
+    appset = argocd_application_set(all_folders, repo_url=REPO_URL, revision="main", paths=paths)
+    _valid(appset)
+    steps = appset["spec"]["strategy"]["rollingSync"]["steps"]
+    order = [(s["matchExpressions"][0]["values"], s["matchExpressions"][1]["values"]) for s in steps]
+    assert order == [
+        (v, sides)
+        for w in WAVES
+        for v in [[label_value(w)]]
+        for sides in (["standalone", "management"], ["hosted"])
+    ]
+    docs = flux_kustomizations(all_folders, repo_url=REPO_URL, revision="main", paths=paths)
+    for doc in docs:
+        _valid(doc)
+    kustomizations = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Kustomization"}
+    depends = {n: {x["name"] for x in k["spec"].get("dependsOn", [])} for n, k in kustomizations.items()}
+
+    def waits_for(name: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(depends[name])
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo += depends[n]
+        return seen
+
+    for name, k in kustomizations.items():
+        wave = WAVES.index(k["metadata"]["labels"][WAVE_LABEL].split("-", 1)[1])
+        earlier = {
+            n
+            for n, o in kustomizations.items()
+            if WAVES.index(o["metadata"]["labels"][WAVE_LABEL].split("-", 1)[1]) < wave
+        }
+        assert earlier <= waits_for(name), name
+        assert k["spec"]["wait"] is True
+    assert "nodefleet-hosted-prod-east" in depends["nodefleet-hosted-prod-east-hosted"]
+    assert kustomizations["nodefleet-hosted-prod-east-hosted"]["spec"]["kubeConfig"]["secretRef"]["name"] == (
+        "mgmt-euw1-a-clusters-prod-east-kubeconfig"
+    )
+
+
+def test_gitops_refuses_a_fleet_whose_stacks_collide(tmp_path: Path) -> None:
+    shutil.copytree(FLEET, tmp_path / "stacks")
+    path = tmp_path / "stacks" / "Pulumi.east-b.yaml"
+    path.write_text(
+        path.read_text().replace("managementCluster: mgmt-use2-b", "managementCluster: mgmt-use2-a")
+    )
+    result = nodefleet(
+        "gitops",
+        "--repo-url",
+        REPO_URL,
+        "--stacks-dir",
+        str(tmp_path / "stacks"),
+        "--out",
+        str(tmp_path / "out"),
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert (
+        "HostedCluster clusters/shop" in result.stderr and "management cluster 'mgmt-use2-a'" in result.stderr
+    )
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+
+
+# --- fleet upgrade -----------------------------------------------------------------------------------------
+
+
+def test_fleet_upgrade_dry_run_prints_the_whole_plan_and_writes_nothing(tmp_path: Path) -> None:
+    shutil.copytree(FLEET, tmp_path / "stacks")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "stacks").iterdir()}
+    result = nodefleet(
+        "fleet", "upgrade", "--stacks-dir", str(tmp_path / "stacks"), "--release", "4.22.4", "--dry-run"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    waves = re.findall(r"^wave \d/3 (\w+): (.*)$", out, re.M)
+    assert waves == [("canary", "canary-east"), ("early", "Team_B"), ("main", "east-a, east-b")]
+    assert out.count("1. control-plane") == out.count("2. nodes") == 3
+    main = out[out.index("wave 3/3 main") :]
+    # Control planes before nodes in each wave, the canary's whole upgrade before the main wave's.
+    assert main.index("HostedCluster pay: release 4.22.3 → 4.22.4") < main.index("2. nodes")
+    assert main.index("2. nodes") < main.index("NodePool infra: release 4.22.3 removed")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "stacks").iterdir()} == before
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}  # fmt: skip
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def test_fleet_upgrade_in_render_mode_commits_each_wave_stops_at_a_gate_and_resumes(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(FLEET, repo / "stacks")
+    rendered = nodefleet(
+        "fleet", "render", "--stacks-dir", str(repo / "stacks"), "--out", str(repo / "rendered"), timeout=900
+    )
+    assert rendered.returncode == 0, rendered.stdout + rendered.stderr
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "the fleet")
+    env_args = ("fleet", "upgrade", "--stacks-dir", str(repo / "stacks"), "--release", "4.22.4",
+                "--out", str(repo / "rendered"), "--commit")  # fmt: skip
+    git_env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+               "GIT_COMMITTER_EMAIL": "t@example.com"}  # fmt: skip
+    # The gate after the early wave's control planes does not pass: the run stops there.
+    gate = 'test "$NODEFLEET_WAVE" != early -o "$NODEFLEET_UPGRADE_PHASE" != control-plane'
+    first = nodefleet(*env_args, "--health-command", gate, env=git_env, timeout=900)
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "stopped at the gate after wave 2/3 early control-plane" in first.stdout
+    state = json.loads((repo / "stacks" / "nodefleet-upgrade.json").read_text())
+    assert [w["phase"] for w in state["waves"]] == ["done", "control-plane", "pending"]
+    assert "wave 2/3 early after control-plane: --health-command exited 1" in state["stopped"]
+    log = _git(repo, "log", "--format=%s").splitlines()
+    assert log == [
+        "Fleet upgrade to 4.22.4: early wave, control-plane (Team_B)",
+        "Fleet upgrade to 4.22.4: canary wave, nodes (canary-east)",
+        "Fleet upgrade to 4.22.4: canary wave, control-plane (canary-east)",
+        "the fleet",
+    ]
+    # The canary's control plane was committed before its nodes, each with its render.
+    cp = _git(repo, "show", "HEAD~2", "--name-only", "--format=")
+    assert (
+        "rendered/canary-east/edge/1-manifest/hypershift.openshift.io_v1beta1-hostedcluster-clusters-edge.yaml"
+        in cp
+    )
+    pool = "rendered/canary-east/edge/1-manifest/hypershift.openshift.io_v1beta1-nodepool-clusters-edge-infra.yaml"
+    assert "ocp-release:4.22.3-multi" in _git(repo, "show", f"HEAD~2:{pool}")  # the nodes held back
+    assert "ocp-release:4.22.4-multi" in _git(repo, "show", f"HEAD~1:{pool}")
+    nodes = _git(repo, "show", "HEAD~1", "--name-only", "--format=")
+    assert "nodepool-clusters-edge-infra" in nodes and "hostedcluster" not in nodes
+    main_wave = (repo / "stacks" / "Pulumi.east-a.yaml").read_text()
+    assert "release: 4.22.3\n" in main_wave and "4.22.4" not in main_wave  # not reached yet
+    # Resumed with the gate confirmed: the rest of the fleet, from where it stopped.
+    second = nodefleet(*env_args, "--confirmed", "--health-command", "true", env=git_env, timeout=900)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "every wave is at 4.22.4 (3 waves" in second.stdout
+    log = _git(repo, "log", "--format=%s").splitlines()
+    assert log[:3] == [
+        "Fleet upgrade to 4.22.4: main wave, nodes (east-a, east-b)",
+        "Fleet upgrade to 4.22.4: main wave, control-plane (east-a, east-b)",
+        "Fleet upgrade to 4.22.4: early wave, nodes (Team_B)",
+    ]
+    for stack in STACKS:
+        text = (repo / "stacks" / f"Pulumi.{stack}.yaml").read_text()
+        assert "nodefleet upgrade: held" not in text and "4.22.3" not in text, stack
+        for hc in (repo / "rendered" / stack).glob("*/1-manifest/*hostedcluster*"):
+            assert "ocp-release:4.22.4-multi" in hc.read_text()
+    assert json.loads((repo / "stacks" / "nodefleet-upgrade.json").read_text())["complete"] is True
+    again = nodefleet(*env_args)
+    assert again.returncode == 0 and "every hosted cluster is at 4.22.4: nothing to do" in again.stdout
+
+
+def test_an_unfinished_upgrade_to_another_release_is_not_mixed_in(tmp_path: Path) -> None:
+    shutil.copytree(FLEET, tmp_path / "stacks")
+    (tmp_path / "stacks" / "nodefleet-upgrade.json").write_text(
+        json.dumps(
+            {"release": "4.22.4", "waves": [], "stopped": "wave 1/3 canary after control-plane: waiting"}
+        )
+    )
+    result = nodefleet(
+        "fleet", "upgrade", "--stacks-dir", str(tmp_path / "stacks"), "--release", "4.22.5", "--dry-run"
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "an upgrade to 4.22.4 is not finished" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_check_of_one_stack_names_the_stacks_sharing_its_namespace() -> None:
+    result = nodefleet("check", "--config-file", str(FLEET / "Pulumi.east-a.yaml"), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (warning,) = [w for w in json.loads(result.stdout)["warnings"] if w.startswith("Namespace ")]
+    assert (
+        "Namespace clusters on management cluster 'mgmt-use2-a' is rendered by stacks canary-east, east-a"
+        in warning
+    )
+    # east-b's hosted cluster is on another management cluster: it shares no Namespace object.
+    other = nodefleet("check", "--config-file", str(FLEET / "Pulumi.east-b.yaml"), "--json")
+    assert other.returncode == 0 and not [w for w in json.loads(other.stdout)["warnings"] if "Namespace" in w]
+
+
+def test_hosted_clusters_of_one_stack_share_a_namespace_only_on_one_management_cluster() -> None:
+    raw = stack_fleet("hosted")
+    other = copy.deepcopy(raw["clusters"][0])
+    other.update(name="prod-west", infraId="prod-west-9zz1a")
+    raw["clusters"].append(other)
+
+    def namespaces(first: str, second: str) -> list[str]:
+        raw["clusters"][0]["managementCluster"], raw["clusters"][1]["managementCluster"] = first, second
+        plan = plan_render(run_program("hosted", {"nodefleet:fleet": raw}), "rendered/hosted")
+        return sorted(f.relpath for f in plan.files if f.kind == "Namespace")
+
+    assert namespaces("mgmt-a", "mgmt-a") == ["prod-east/1-manifest/v1-namespace-default-clusters.yaml"]
+    assert namespaces("mgmt-a", "mgmt-b") == [
+        "prod-east/1-manifest/v1-namespace-default-clusters.yaml",
+        "prod-west/1-manifest/v1-namespace-default-clusters.yaml",
+    ]
