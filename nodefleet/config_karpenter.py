@@ -55,6 +55,9 @@ class Requirement(ConfigModel):
     def _values_fit_operator(self) -> Requirement:
         # Only what the NodePool CRD does not check itself (its rules cover In without values, Gt/Lt/Gte/Lte
         # with one integer, and minValues with In): Kubernetes' node selector semantics for the others.
+        # minValues is not limited beside other operators: with Exists or NotIn it asks for that many distinct
+        # values of the key among the instance types Karpenter may launch (sigs.k8s.io/karpenter
+        # ValidateRequirement checks it only for In, as the CRD does).
         n = len(self.values)
         if self.operator == "NotIn" and n == 0:
             raise ValueError(
@@ -63,11 +66,6 @@ class Requirement(ConfigModel):
             )
         if self.operator in ("Exists", "DoesNotExist") and n:
             raise ValueError(f"operator {self.operator} takes no values; remove values")
-        if self.operator != "In" and self.min_values is not None and self.min_values > n:
-            raise ValueError(
-                f"minValues {self.min_values} is more than the {n} value(s) listed; list more values or lower "
-                "minValues"
-            )
         return self
 
 
