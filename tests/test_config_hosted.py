@@ -117,7 +117,9 @@ def test_requirement_rules_the_crd_does_not_check(requirement: dict[str, Any], e
     ],
     ids=["exists", "notin", "gt"],
 )
-def test_min_values_beside_operators_other_than_in_is_accepted(requirement: dict[str, Any], tmp_path: Any) -> None:
+def test_min_values_beside_operators_other_than_in_is_accepted(
+    requirement: dict[str, Any], tmp_path: Any
+) -> None:
     """The NodePool CRD (and Karpenter's validation) limit minValues by the values listed only for In: with
     another operator it asks for that many distinct values among the instance types, which is valid."""
     raw = stack_fleet("hosted")
