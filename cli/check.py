@@ -26,7 +26,9 @@ def run(args: argparse.Namespace) -> int:
     # Not a policy: the engine's memory per target cluster is a property of the run, not of a resource.
     providers = kubernetes_providers(mock.registrations)
     advice = [("fleet-size", w) for w in [fleet_size_warning(providers, limit)] if w]
-    advice += [("instance-type", a) for a in _instance_type_advice(args)]
+    fleet = _fleet(args)
+    advice += [("instance-type", a) for a in fleet.instance_type_advice()]
+    advice += [("zone", a) for a in fleet.zone_advice()]
     warnings = [text for _, text in advice]
     if args.json:
         print(
@@ -73,13 +75,14 @@ def _refuse_tree_collisions(args: argparse.Namespace, mock: Any) -> None:
         raise InputError("\n".join(problems))
 
 
-def _instance_type_advice(args: argparse.Namespace) -> list[str]:
-    """Instance types the shipped list does not know but may be newer than it (nodefleet.instance_types)."""
+def _fleet(args: argparse.Namespace) -> Any:
+    """The validated stack, for the advice only it gives: instance types the shipped list does not know but
+    may be newer than it (nodefleet.instance_types), zones only AWS can confirm."""
     from harness.mockrun import PROJECT_DIR
     from nodefleet.config import CONFIG_KEY, load_fleet
 
     stack, config, source = load(args)
-    return load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source).instance_type_advice()
+    return load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
 
 
 def print_violations(violations: list[Any]) -> None:
@@ -105,11 +108,18 @@ def policy_config(args: argparse.Namespace) -> dict[str, object] | None:
 def _policy_config(args: argparse.Namespace) -> dict[str, object] | None:
     if not args.policy_config:
         return None
+    from nodefleet.yamlfile import FileKindError, FileTooLargeError, read_regular_file
+
     path = args.policy_config
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(read_regular_file(path).decode("utf-8"))
     except FileNotFoundError:
         raise InputError(f"--policy-config {path}: no such file") from None
+    except (FileKindError, FileTooLargeError) as exc:
+        raise InputError(
+            f"--policy-config {path}: {exc}; give a JSON file in the --policy-pack-config format, "
+            'e.g. {"boot-image-skew": {"strict": true}}'
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"--policy-config {path}: cannot be read ({exc.__class__.__name__})") from None
     except json.JSONDecodeError as exc:
