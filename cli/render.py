@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.render_tree import RenderTreeError, write_tree
     from harness.rendering import plan_render
     from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
-    from nodefleet.paths import PathError, contain
+    from nodefleet.paths import PathError, contain, writable_folder_problem
     from policies.pack import POLICIES
 
     policy_config = check.policy_config(args)
@@ -47,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_VIOLATIONS
     plan = plan_render(mock, fleet.render_directory, fleet.config.wave)
     if args.out is not None:
+        problem = writable_folder_problem(Path(args.out).expanduser())
+        if problem:
+            raise InputError(f"--out {args.out}: {problem}")
         try:
             out = contain(
                 str(Path(args.out).expanduser().resolve()),
@@ -59,6 +62,11 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--out {args.out}: {e}") from None
         if out.path == Path(out.path.anchor):
             raise InputError(f"--out {args.out}: is the file system root; name a folder for the manifests")
+        if any(p.lower() == ".git" for p in out.path.parts):
+            raise InputError(
+                f"--out {args.out}: lies inside a .git folder, the repository's own files; name a folder of the "
+                "work tree"
+            )
         root = out.path
     else:
         root = fleet.render_dir.path
