@@ -906,8 +906,28 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
         path, msg = f"{path}.{sub.group(1)}", sub.group(2)
     value = err.get("input")
     shown = f" (got {_shown_value(value)})" if isinstance(value, str | int | float | bool) else ""
-    note = escaped(value)[1] if isinstance(value, str) else ""
+    note = ""
+    # A validator's message quotes what it refused (a label key, a tag): escaped there too, and named once.
+    for text in _strings_of(value):
+        quoted, why = escaped(text)
+        if why and (text in msg or text == value):
+            msg = msg.replace(text, quoted)
+            note = note or why
     return f"{where}: {escaped(path)[0]}: {msg.rstrip('.') if shown else msg}{shown}{note}"
+
+
+def _strings_of(value: Any, depth: int = 2) -> list[str]:
+    """The strings of a refused input (keys and values of a mapping, items of a list), longest first."""
+    if isinstance(value, str):
+        return [value]
+    found: list[str] = []
+    if depth and isinstance(value, dict):
+        for key, item in value.items():
+            found += [str(key), *_strings_of(item, depth - 1)]
+    elif depth and isinstance(value, list):
+        for item in value:
+            found += _strings_of(item, depth - 1)
+    return sorted(set(found), key=len, reverse=True)
 
 
 def _unknown_kind(cluster: Any) -> str:

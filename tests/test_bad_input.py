@@ -361,3 +361,10 @@ def test_yaml_errors_name_the_real_cause(text: str, says: str) -> None:
     with pytest.raises(YAMLFileError) as e:
         load_yaml(text, "stacks/Pulumi.x.yaml")
     assert says in str(e.value) and "indentation" not in str(e.value)
+
+
+def test_a_lookalike_quoted_by_a_validator_is_escaped_too(dev_fleet: dict[str, Any]) -> None:
+    """A label key refused by the model's own check: its message quotes the key, escaped, and names the letter."""
+    dev_fleet["clusters"][0]["machineSets"][0]["labels"] = {"n\u043ede-tier": "infra"}  # Cyrillic o
+    msg = _error(dev_fleet)
+    assert "'n\\u043ede-tier'" in msg and "\u043e" not in msg and "U+043E (CYRILLIC SMALL LETTER O)" in msg
