@@ -17,18 +17,14 @@ from typing import Any
 
 import pytest
 
-from harness.mockrun import read_stack_config
-from nodefleet.catalog import CatalogError, load_catalog
-from nodefleet.config import ConfigError, escaped, load_fleet, suggest_key
-from nodefleet.modelbase import go_duration_nanoseconds, zone_advice
-from nodefleet.paths import CATALOG_ROOTS_ENV, RENDER_ROOTS_ENV
-from nodefleet.yamlfile import (
-    FileKindError,
-    FileTooLargeError,
-    YAMLFileError,
-    load_yaml,
-    read_regular_file,
-)
+from mockruntime.run import read_stack_config
+from nodefleet.bootimages.catalog import CatalogError, load_catalog
+from nodefleet.files import FileKindError, FileTooLargeError, read_regular_file
+from nodefleet.render.objects import load_fleet
+from nodefleet.stackfile.model import ConfigError, escaped, suggest_key
+from nodefleet.stackfile.modelbase import go_duration_nanoseconds, zone_advice
+from nodefleet.stackfile.paths import CATALOG_ROOTS_ENV, RENDER_ROOTS_ENV
+from nodefleet.stackfile.yamlfile import YAMLFileError, load_yaml
 from tests.conftest import PROJECT, stack_fleet
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from nodefleet import karpenter_hash as kh
-from nodefleet.drift import (
+from nodefleet.drift import karpenter_hash as kh
+from nodefleet.drift.rules import (
     NODE_CLASS_DRIFT,
     NODE_POOL_DRIFTED,
     REQUIREMENTS_DRIFTED,
@@ -271,7 +271,7 @@ def test_requirements_drift_per_pool_equals_karpenters(minor: str) -> None:
 
     The nodes are the generated label sets the old requirements admit and that Karpenter can have launched
     from the old pool: a custom key (``team``) is on a node exactly when the old pool sets it
-    (``NodeClaimTemplate.ToNodeClaim``, :func:`nodefleet.drift.launchable_labels`)."""
+    (``NodeClaimTemplate.ToNodeClaim``, :func:`nodefleet.drift.rules.launchable_labels`)."""
     wrong, drifted = _wrong_pools(minor)
     cases = len(_requirement_answers(minor))
     assert cases // 5 < drifted < cases - cases // 5
@@ -306,7 +306,7 @@ def _wrong_pools(minor: str) -> tuple[list[str], int]:
 def test_a_requirements_model_judging_labels_no_node_carries_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """The per-pool comparison can fail: take every label value as possible on the old pool's nodes, a custom
     key the pool never set included (what called DoesNotExist on such a key a narrowing)."""
-    from nodefleet import drift
+    from nodefleet.drift import rules as drift
 
     _karpenter_pools(kh.DEFAULT_KARPENTER)  # which nodes the old pools launch: the real model decides
     monkeypatch.setattr(drift, "_launched_options", lambda pool, key, options: options)
@@ -326,7 +326,7 @@ def _wrong_requirement_nodes() -> int:
 @pytest.mark.goref
 def test_a_requirements_model_ignoring_unlabelled_keys_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """The requirements comparison can fail: let a node without the key's label pass any requirement."""
-    from nodefleet import drift
+    from nodefleet.drift import rules as drift
 
     real = drift._allows
     monkeypatch.setattr(drift, "_allows", lambda req, value: value is None or real(req, value))
@@ -352,7 +352,7 @@ def test_a_requirements_model_reading_keys_or_numbers_otherwise_fails(
 ) -> None:
     """The generated nodes tell apart a model that takes ``beta.kubernetes.io/arch`` as a key of its own,
     and one that reads numbers with Python's ``int`` (``1_0`` is 10, past int64 is no limit)."""
-    from nodefleet import drift
+    from nodefleet.drift import rules as drift
 
     monkeypatch.setattr(drift, name, replace)
     wrong = _wrong_requirement_nodes()

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from harness.mockrun import run_program
-from harness.snapshots import plan_of, snapshot_from_plan
-from nodefleet.drift import drift_reasons
-from nodefleet.forecast import MAY_REPLACE, NO_ROLLOUT, REPLACES, Item, Obj, Snapshot, forecast
+from mockruntime.run import run_program
+from mockruntime.snapshots import plan_of, snapshot_from_plan
+from nodefleet.drift.forecast import MAY_REPLACE, NO_ROLLOUT, REPLACES, Item, Obj, Snapshot, forecast
+from nodefleet.drift.rules import drift_reasons
 from tests.conftest import stack_fleet
 
 CA = "-----BEGIN CERTIFICATE-----\nmcs-ca-a\n-----END CERTIFICATE-----\n"
@@ -234,7 +234,7 @@ def test_a_render_with_status_says_which_subnets() -> None:
 def test_hand_edited_pairs_equal_karpenters_hash() -> None:
     """Every hand-edited pair, the old object from outside nodefleet: the forecast replaces nodes exactly
     when Karpenter's real ``Hash()`` (and its requirements check) drifts them."""
-    from nodefleet import karpenter_hash as kh
+    from nodefleet.drift import karpenter_hash as kh
     from tests.karpenter_hash.reference import Reference
 
     new = _program()

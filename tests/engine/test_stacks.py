@@ -21,9 +21,9 @@ import pytest
 
 from engine.events import changes, diagnostics, findings, program_errors, step_urns
 from engine.project import ScratchProject, copy_tree_bytes, scratch_project, stack_name
-from harness.mockrun import read_stack_config, run_program
-from harness.render_tree import RECORD_PREFIX
-from nodefleet.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
+from mockruntime.render_tree import RECORD_PREFIX
+from mockruntime.run import read_stack_config, run_program
+from nodefleet.render.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
 from tests.conftest import PROJECT, nodefleet
 from tests.shipped import shipped_stack_files
 
@@ -109,8 +109,8 @@ def test_up_in_render_mode_writes_what_render_writes_and_a_second_up_changes_not
     )
     assert done.returncode == 0, done.stderr
     by_engine = copy_tree_bytes(project.root / "rendered" / "dev")
-    # render also keeps its ownership record (harness/render_tree.py), and writes each folder's Argo CD
-    # ignoreDifferences file (nodefleet/gitops.py); the provider writes manifests only and keeps its state.
+    # render also keeps its ownership record (mockruntime/render_tree.py), and writes each folder's Argo CD
+    # ignoreDifferences file (nodefleet/render/gitops.py); the provider writes manifests only and keeps its state.
     by_render = {
         p: b
         for p, b in copy_tree_bytes(rendered).items()
