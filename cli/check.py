@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     advice = [("fleet-size", w) for w in [fleet_size_warning(providers, limit)] if w]
     advice += [("instance-type", a) for a in stack.fleet.instance_type_advice()]
     advice += [("shared-namespace", a) for a in _shared_namespace_advice(args, stack)]
+    advice += [("zone", a) for a in stack.fleet.zone_advice()]
     warnings = [text for _, text in advice]
     if args.json:
         print(

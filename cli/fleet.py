@@ -291,12 +291,14 @@ def matrix_run(args: argparse.Namespace, known: dict[str, Path], names: list[str
         if args.changed_files == "-":
             text = sys.stdin.read()
         else:
+            from nodefleet.files import read_regular_file
+
             try:
-                text = Path(args.changed_files).read_text(encoding="utf-8")
+                text = read_regular_file(args.changed_files).decode("utf-8", "replace")
             except OSError as e:
                 raise InputError(
-                    f"--changed-files {args.changed_files}: cannot read it ({e.strerror}); write the output "
-                    "of `git diff --name-only BASE` to a file, or pass - to read it from stdin"
+                    f"--changed-files {args.changed_files}: cannot read it ({e.strerror or e}); write the "
+                    "output of `git diff --name-only BASE` to a file, or pass - to read it from stdin"
                 ) from None
         touched = touched_stacks(text.splitlines(), stacks)
     try:

@@ -90,6 +90,7 @@ def text(stack: str, result: Forecast) -> str:
 
 _ICON = {
     "replaces nodes": "🔁",
+    "may replace nodes": "⚠️",
     "updates nodes in place": "🔄",
     "removes nodes": "🗑️",
     "new machines only": "🆕",

@@ -22,11 +22,18 @@ def read_policy_config(args: argparse.Namespace) -> dict[str, object] | None:
     """The ``--policy-config`` file, validated against the pack's config schemas (InputError otherwise)."""
     if not args.policy_config:
         return None
+    from nodefleet.files import FileKindError, FileTooLargeError, read_regular_file
+
     path = args.policy_config
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(read_regular_file(path).decode("utf-8"))
     except FileNotFoundError:
         raise InputError(f"--policy-config {path}: no such file") from None
+    except (FileKindError, FileTooLargeError) as exc:
+        raise InputError(
+            f"--policy-config {path}: {exc}; give a JSON file in the --policy-pack-config format, "
+            'e.g. {"boot-image-skew": {"strict": true}}'
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"--policy-config {path}: cannot be read ({exc.__class__.__name__})") from None
     except json.JSONDecodeError as exc:

@@ -23,6 +23,7 @@ from mockruntime.render_tree import recorded_targets
 from mockruntime.rendering import ManifestFile, RenderPlan, plan_render
 from mockruntime.run import PROJECT_DIR, MockRun
 from nodefleet.drift.forecast import Obj, Snapshot, snapshot_from_state
+from nodefleet.files import read_regular_file
 from nodefleet.render_layout import CRD_DIR, MANIFEST_DIR, target_folder
 from nodefleet.stackfile.model import Fleet, OutputSettings
 
@@ -109,7 +110,7 @@ def snapshot_from_render_dir(plan: RenderPlan, root: Path, *, stack: str | None 
     for f in plan.files:
         path = target_folder(root, f.target) / f.path
         if path.is_file():
-            objects.append(Obj(f.target, _manifest(path.read_bytes(), str(path))))
+            objects.append(Obj(f.target, _manifest(_read(path), str(path))))
             seen.add(path)
     others = {
         t for owner, claimed in recorded_targets(root).items() if owner != stack for t in claimed
@@ -119,8 +120,19 @@ def snapshot_from_render_dir(plan: RenderPlan, root: Path, *, stack: str | None 
             target = path.parent.parent.name
             if path in seen or target in others:
                 continue
-            objects.append(Obj(target, _manifest(path.read_bytes(), str(path))))
+            objects.append(Obj(target, _manifest(_read(path), str(path))))
     return Snapshot(f"last render in {shown_path(root)}", tuple(objects))
+
+
+def _read(path: Path) -> bytes:
+    """A rendered manifest's bytes: a regular file only (a named pipe dropped into the tree must not hang)."""
+    try:
+        return read_regular_file(path)
+    except OSError as exc:
+        raise SnapshotError(
+            f"{path}: cannot be read as a rendered manifest ({exc.strerror or exc}); remove it from the render "
+            "directory or render again"
+        ) from None
 
 
 def last_render_root(fleet: Fleet) -> Path:
@@ -143,7 +155,7 @@ def shown_path(path: Path) -> str:
 def snapshot_from_state_file(path: Path) -> Snapshot:
     """The objects of a ``pulumi stack export`` file."""
     try:
-        export = json.loads(path.read_text(encoding="utf-8"))
+        export = json.loads(read_regular_file(path).decode("utf-8"))
     except FileNotFoundError:
         raise SnapshotError(
             f"{path}: no such file; write it with `pulumi stack export --file {path}`"

@@ -53,7 +53,7 @@ SECTIONS = {
 }  # fmt: skip
 CLASSES = {
     "yaml", "types", "unknown-keys", "cross-reference", "path-escape", "secrets", "over-long-nul", "crd",
-    "accepted-before",
+    "accepted-before", "special-file", "render-target", "controller-values", "lookalike",
 }  # fmt: skip
 
 #: A fix: an imperative (use/set/add/…) starting a clause, or the allowed values or an example.
@@ -65,6 +65,25 @@ FIX = re.compile(
 )
 
 
+def make(project: Path, meta: dict[str, str]) -> None:
+    """What a corpus file needs on disk that Git cannot hold (``# make:``, several separated by ``; ``):
+    ``fifo PATH`` (a named pipe), ``symlink PATH -> TARGET``, ``file PATH`` (an empty file), PATH relative to
+    the project. Each file makes its own paths."""
+    for item in filter(None, meta.get("make", "").split("; ")):
+        what, _, rest = item.partition(" ")
+        path, _, target = rest.partition(" -> ")
+        dest = project / path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if what == "fifo":
+            os.mkfifo(dest)
+        elif what == "symlink":
+            dest.symlink_to(target)
+        elif what == "file":
+            dest.write_text("")
+        else:
+            raise ValueError(f"unknown # make: {item}")
+
+
 def header(path: Path) -> dict[str, str]:
     """The ``# key: value`` lines of a corpus file's leading comment, and its description."""
     fields: dict[str, str] = {}
@@ -72,7 +91,7 @@ def header(path: Path) -> dict[str, str]:
     for line in path.read_bytes().decode("utf-8", "replace").splitlines():
         if not line.startswith("#"):
             break
-        m = re.match(r"^# (section|class|expect|field|says|never|policy-config): (.*)$", line)
+        m = re.match(r"^# (section|class|expect|field|says|never|policy-config|make): (.*)$", line)
         if m:
             fields[m.group(1)] = m.group(2)
         else:
@@ -132,6 +151,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     runs: dict[str, dict[str, list[str]]] = {}
     for path in FILES:
         meta = header(path)
+        make(project, meta)
         rel = f"tests/bad_stacks/{path.name}"
         extra = (
             ["--policy-config", f"tests/bad_stacks/{meta['policy-config']}"]
@@ -194,6 +214,7 @@ def test_bad_stack(results: dict[str, dict[str, Any]], path: Path) -> None:
             ), where
             assert meta["field"] in line, where
             assert FIX.search(line.split(meta["field"], 1)[1]), f"no fix after the field: {line}"
+            assert meta.get("says", "") in line, where
             _json_error_or_nothing(command, out, line, named)
             continue
         mandatory = _mandatory(command, out)
@@ -292,6 +313,7 @@ def fleet_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         subprocess.run(["git", *args], cwd=project, check=True, capture_output=True, env=env)
     for path in SAMPLE:
         shutil.copy2(path, project / "stacks" / f"Pulumi.{path.stem}.yaml")
+        make(project, header(path))
     return project
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from nodefleet.render.objects import load_fleet
 from nodefleet.stackfile.model import ConfigError, ResolvedCluster, ResolvedHostedCluster
-from tests.conftest import PROJECT, stack_fleet
+from tests.conftest import PROJECT, nodefleet, own_tree, stack_fleet
 
 
 def _error(raw: dict[str, Any], stack: str) -> str:
@@ -97,17 +98,8 @@ def test_self_managed_class_region_missing_from_catalog() -> None:
     [
         ({"key": "kubernetes.io/os", "operator": "Exists", "values": ["linux"]}, "takes no values"),
         ({"key": "kubernetes.io/os", "operator": "NotIn", "values": []}, "needs at least one value"),
-        (
-            {
-                "key": "karpenter.k8s.aws/instance-family",
-                "operator": "NotIn",
-                "values": ["m6i"],
-                "minValues": 2,
-            },
-            "minValues 2 is more",
-        ),
     ],
-    ids=["exists-with-values", "notin-without-values", "min-values-not-in"],
+    ids=["exists-with-values", "notin-without-values"],
 )
 def test_requirement_rules_the_crd_does_not_check(requirement: dict[str, Any], expected: str) -> None:
     """What the NodePool CRD checks itself is the crd-schema policy's (tests/policies/test_crd_schema.py)."""
@@ -115,3 +107,27 @@ def test_requirement_rules_the_crd_does_not_check(requirement: dict[str, Any], e
     raw["clusters"][0]["autoNode"]["nodePools"][0]["requirements"] = [requirement]
     msg = _error(raw, "hosted")
     assert "autoNode.nodePools[0].requirements[0]" in msg and expected in msg
+
+
+@pytest.mark.parametrize(
+    "requirement",
+    [
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "Exists", "minValues": 4},
+        {"key": "karpenter.k8s.aws/instance-category", "operator": "NotIn", "values": ["t"], "minValues": 3},
+        {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["3"], "minValues": 2},
+    ],
+    ids=["exists", "notin", "gt"],
+)
+def test_min_values_beside_operators_other_than_in_is_accepted(
+    requirement: dict[str, Any], tmp_path: Any
+) -> None:
+    """The NodePool CRD (and Karpenter's validation) limit minValues by the values listed only for In: with
+    another operator it asks for that many distinct values among the instance types, which is valid."""
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["autoNode"]["nodePools"][0]["requirements"] = [requirement]
+    load_fleet(raw, "hosted", PROJECT)
+    env = own_tree(raw, tmp_path)
+    stack = tmp_path / "Pulumi.minvalues.yaml"
+    stack.write_text(json.dumps({"config": {"nodefleet:fleet": raw}}))
+    result = nodefleet("check", "--config-file", str(stack), env=env)
+    assert result.returncode == 0, result.stdout + result.stderr

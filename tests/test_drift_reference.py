@@ -27,6 +27,7 @@ from nodefleet.drift.rules import (
     NODE_POOL_DRIFTED,
     REQUIREMENTS_DRIFTED,
     drift_reasons,
+    launchable_labels,
     node_requirements_drifted,
     static_drift,
 )
@@ -266,18 +267,51 @@ def test_requirements_drift_per_node_equals_karpenters(minor: str) -> None:
 @pytest.mark.goref
 @pytest.mark.parametrize("minor", MINORS)
 def test_requirements_drift_per_pool_equals_karpenters(minor: str) -> None:
-    """A pool drifts (some nodes) when some node the old requirements admit fails the new ones."""
+    """A pool drifts (some nodes) when some node launched under the old requirements fails the new ones.
+
+    The nodes are the generated label sets the old requirements admit and that Karpenter can have launched
+    from the old pool: a custom key (``team``) is on a node exactly when the old pool sets it
+    (``NodeClaimTemplate.ToNodeClaim``, :func:`nodefleet.drift.rules.launchable_labels`)."""
+    wrong, drifted = _wrong_pools(minor)
+    cases = len(_requirement_answers(minor))
+    assert cases // 5 < drifted < cases - cases // 5
+    assert not wrong, f"{len(wrong)} of {cases} pools differ:\n" + "\n".join(wrong[:20])
+
+
+@cache
+def _karpenter_pools(minor: str) -> tuple[bool, ...]:
+    """Per generated case, whether Karpenter drifts some node launched from the old pool."""
+    return tuple(
+        any(
+            old == "" and new == REQUIREMENTS_DRIFTED and launchable_labels(case.old, labels)
+            for labels, (old, new) in zip(case.claims, per_claim, strict=True)
+        )
+        for case, per_claim in _requirement_answers(minor)
+    )
+
+
+def _wrong_pools(minor: str) -> tuple[list[str], int]:
+    """The generated pools whose verdict differs from Karpenter's, and how many Karpenter drifts."""
     wrong = []
     drifted = 0
-    for case, per_claim in _requirement_answers(minor):
-        karpenter = any(old == "" and new == REQUIREMENTS_DRIFTED for old, new in per_claim)
+    for (case, _), karpenter in zip(_requirement_answers(minor), _karpenter_pools(minor), strict=True):
         drifted += karpenter
         ours = REQUIREMENTS_DRIFTED in drift_reasons(case.old, case.new, karpenter=minor)
         if ours != karpenter:
             wrong.append(f"{case.id}: Karpenter {karpenter}, nodefleet {ours}")
-    cases = len(_requirement_answers(minor))
-    assert cases // 5 < drifted < cases - cases // 5
-    assert not wrong, f"{len(wrong)} of {cases} pools differ:\n" + "\n".join(wrong[:20])
+    return wrong, drifted
+
+
+@pytest.mark.goref
+def test_a_requirements_model_judging_labels_no_node_carries_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-pool comparison can fail: take every label value as possible on the old pool's nodes, a custom
+    key the pool never set included (what called DoesNotExist on such a key a narrowing)."""
+    from nodefleet.drift import rules as drift
+
+    _karpenter_pools(kh.DEFAULT_KARPENTER)  # which nodes the old pools launch: the real model decides
+    monkeypatch.setattr(drift, "_launched_options", lambda pool, key, options: options)
+    wrong, _ = _wrong_pools(kh.DEFAULT_KARPENTER)
+    assert len(wrong) > 5
 
 
 def _wrong_requirement_nodes() -> int:

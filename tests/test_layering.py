@@ -152,9 +152,9 @@ def test_the_cycle_finder_finds_a_circle() -> None:
 
 
 #: The domain package's layers, bottom first: a module imports only from layers below its own, or from
-#: its own subpackage. The root vocabulary (kinds, the render layout) imports nothing of nodefleet.
+#: its own subpackage. The root vocabulary (kinds, the render layout, reading files) imports nothing of nodefleet.
 LAYERS = (
-    ("nodefleet.kinds", "nodefleet.render_layout"),
+    ("nodefleet.kinds", "nodefleet.render_layout", "nodefleet.files"),
     ("nodefleet.bootimages", "nodefleet.apiserver"),
     ("nodefleet.stackfile",),
     ("nodefleet.render",),

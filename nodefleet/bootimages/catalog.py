@@ -50,6 +50,8 @@ from typing import Any
 
 import yaml
 
+from nodefleet.files import FileKindError, FileTooLargeError, read_regular_file
+
 from .versions import OCPVersion, RHCOSVersion, VersionError, parse_ocp, parse_rhcos
 
 __all__ = [
@@ -331,7 +333,18 @@ def load_catalog(path: str | os.PathLike[str], shown: str | None = None) -> Boot
     name = shown if shown is not None else os.fspath(path)
     file = Path(path)
     try:
-        data = file.read_bytes()
+        data = read_regular_file(file)
+    except FileKindError as exc:
+        raise CatalogError(
+            f"Boot image catalog '{name}' {exc}: nodefleet reads a catalog only from a regular file (a pipe or "
+            f"device could block every command forever); save the catalog to a file ({_EXPORT_HINT}) and point "
+            "catalog at it."
+        ) from None
+    except FileTooLargeError as exc:
+        raise CatalogError(
+            f"Boot image catalog '{name}' {exc}, far larger than a coreos-bootimages ConfigMap or stream JSON "
+            f"(under 1 MiB); point catalog at the exported file ({_EXPORT_HINT})."
+        ) from None
     except FileNotFoundError:
         raise CatalogError(
             f"Boot image catalog '{name}' does not exist (looked for {os.path.abspath(file)}); fix the path, "

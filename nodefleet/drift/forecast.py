@@ -67,6 +67,7 @@ from nodefleet.render.ignition import TARGET_CONFIG_VERSION_HASH, hypershift_stu
 
 __all__ = [
     "IN_PLACE",
+    "MAY_REPLACE",
     "NEW",
     "NEW_MACHINES_ONLY",
     "NO_ROLLOUT",
@@ -89,6 +90,8 @@ IN_PLACE = "updates nodes in place"
 #: A MachineSet template change: existing machines stay as they are, new machines get the new template.
 NEW_MACHINES_ONLY = "new machines only"
 NO_ROLLOUT = "no rollout"
+#: Nodes are replaced or not depending on what only AWS can tell (what selector terms resolve to).
+MAY_REPLACE = "may replace nodes"
 #: The item is new: nothing exists to replace.
 NEW = "new"
 #: The item is gone from the program: its nodes are removed with it.
@@ -202,8 +205,9 @@ class Item:
 
     @property
     def rolls(self) -> bool:
-        """Whether existing nodes are replaced or rebooted because of the change."""
-        return self.verdict in (REPLACES, IN_PLACE, REMOVES)
+        """Whether existing nodes are replaced or rebooted because of the change (or may be: what AWS resolves
+        a changed selector to decides)."""
+        return self.verdict in (REPLACES, MAY_REPLACE, IN_PLACE, REMOVES)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -283,6 +287,53 @@ def changed_paths(before: Any, after: Any, prefix: str = "") -> list[str]:
             out += changed_paths(before.get(key), after.get(key), f"{prefix}.{key}" if prefix else str(key))
         return out
     return [] if _canon(before) == _canon(after) else [prefix or "(root)"]
+
+
+def _short(value: Any) -> str:
+    text = "absent" if value is _ABSENT else _canon(value)
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+_ABSENT: Any = object()
+
+
+def differences(before: Any, after: Any, prefix: str = "") -> list[str]:
+    """What differs between two values, absent and empty told apart: ``tags: {} → absent``.
+
+    :func:`changed_paths` takes an absent map for an empty one (what a reader of the YAML means); Karpenter's
+    ``Hash()`` does not (hashstructure hashes a nil map and an empty one differently), so a verdict the
+    drift model reaches on such a difference is named with this."""
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        out: list[str] = []
+        for key in sorted(set(before) | set(after), key=str):
+            path = f"{prefix}.{key}" if prefix else str(key)
+            a, b = before.get(key, _ABSENT), after.get(key, _ABSENT)
+            if a is _ABSENT and isinstance(b, Mapping) and b:
+                out += [_leaf(p, _ABSENT, v) for p, v in _leaves(b, path)]
+            elif b is _ABSENT and isinstance(a, Mapping) and a:
+                out += [_leaf(p, v, _ABSENT) for p, v in _leaves(a, path)]
+            elif a is _ABSENT or b is _ABSENT:
+                out.append(_leaf(path, a, b))
+            else:
+                out += differences(a, b, path)
+        return out
+    if _canon(before) == _canon(after) and type(before) is type(after):
+        return []
+    return [f"{prefix or '(root)'}: {_short(before)} → {_short(after)}"]
+
+
+def _leaf(path: str, before: Any, after: Any) -> str:
+    return f"{path}: {_short(before)} → {_short(after)}"
+
+
+def _leaves(value: Mapping[str, Any], prefix: str) -> list[tuple[str, Any]]:
+    """The innermost values of a map present on one side only (empty maps and lists included)."""
+    out: list[tuple[str, Any]] = []
+    for key in sorted(value, key=str):
+        path = f"{prefix}.{key}"
+        item = value[key]
+        out += _leaves(item, path) if isinstance(item, Mapping) and item else [(path, item)]
+    return out
 
 
 def _paths_text(paths: Sequence[str], limit: int = 4) -> str:
@@ -622,24 +673,132 @@ def _node_class_item(before: Obj, after: Obj, old: Snapshot, new: Snapshot, labe
                     reasons.append(text)
             elif f"{top} changed" not in reasons and not any(r.startswith(top) for r in reasons):
                 reasons.append(f"{path} changed")
+        if not reasons:
+            # No value changed as a reader sees it, yet the hash did: a map or list present on one side and
+            # absent on the other (Go hashes an empty map and none apart), or a value Go decodes differently.
+            found = differences(view_old, view_new, "spec")
+            reasons.append(
+                f"{_paths_text(found)} (Karpenter's hash tells these apart)"
+                if found
+                else "the hashed spec differs as Karpenter decodes it, though no field does as written"
+            )
     if AMI_DRIFT in reasons_raw:
         old_terms = eff_old.manifest["spec"].get("amiSelectorTerms")
         new_terms = eff_new.manifest["spec"].get("amiSelectorTerms")
         reasons.append(f"AMI {_ami_text(old_terms)} → {_ami_text(new_terms)}")
-    if reasons:
+    selectors, known = _selector_drift(before, eff_old.manifest, eff_new.manifest)
+    if reasons_raw:
         how = f" ({eff_new.how})" if eff_new.how else ""
         return Item(
             after.cluster,
             label,
             str(after.meta.get("name")),
             REPLACES,
-            (*reasons, f"Karpenter drift{how}"),
+            (*reasons, f"Karpenter drift{how}", *selectors),
             nodes,
             count,
             pace,
         )
+    if selectors:
+        verdict = REPLACES if known else MAY_REPLACE
+        return Item(after.cluster, label, str(after.meta.get("name")), verdict, selectors, nodes, count, pace)
     quiet = _quiet_changes(before.manifest, after.manifest)
     return Item(after.cluster, label, str(after.meta.get("name")), NO_ROLLOUT, quiet, nodes, count, pace)
+
+
+def _term_values(terms: Any, field: str) -> frozenset[str] | None:
+    """The ``field`` (id, name) of every selector term when each term names one and nothing else; None when
+    a term selects by tags (or anything else only AWS can resolve)."""
+    if not isinstance(terms, list) or not terms:
+        return None
+    out = set()
+    for term in terms:
+        if not isinstance(term, Mapping) or set(term) != {field} or not term.get(field):
+            return None
+        out.add(str(term[field]))
+    return frozenset(out)
+
+
+def _status_values(manifest: Mapping[str, Any], key: str, field: str) -> frozenset[str] | None:
+    status = manifest.get("status")
+    items = status.get(key) if isinstance(status, Mapping) else None
+    if not isinstance(items, list) or not items:
+        return None
+    values = [str(i.get(field)) for i in items if isinstance(i, Mapping) and i.get(field)]
+    return frozenset(values) if len(values) == len(items) else None
+
+
+def _resolved(
+    spec: Mapping[str, Any], manifest: Mapping[str, Any], terms: str, status_key: str
+) -> tuple[frozenset[str] | None, str]:
+    """The ids the old terms resolved to, and how that is known: terms naming ids, else the render's status."""
+    ids = _term_values(spec.get(terms), "id")
+    if ids is not None:
+        return ids, f"{terms} by id"
+    return _status_values(manifest, status_key, "id"), f"from the render's status.{status_key}"
+
+
+def _listed(values: Iterable[str]) -> str:
+    return ", ".join(sorted(values))
+
+
+def _selector_drift(
+    before: Obj, old: Mapping[str, Any], new: Mapping[str, Any]
+) -> tuple[tuple[str, ...], bool]:
+    """What a change of the subnet or security group selector terms does, and whether nodes are known to
+    drift (else it depends on AWS).
+
+    Karpenter hashes neither (``hash:"ignore"``): it resolves them into the class's status and, per node,
+    compares the instance with it (aws/karpenter-provider-aws ``pkg/cloudprovider/drift.go``): a node in a
+    subnet the status no longer lists drifts (``SubnetDrift``), and a node whose security groups are not
+    exactly the status's set drifts (``SecurityGroupDrift``). What the terms resolve to is known here only
+    where they name ids (and, for the old side, from a ``status`` the render carries); otherwise the answer
+    depends on AWS, and is said so.
+    """
+    reasons: list[str] = []
+    known = False
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    status_of = before.manifest  # a render exported from the cluster carries what Karpenter resolved
+    if _canon(old_spec.get("subnetSelectorTerms")) != _canon(new_spec.get("subnetSelectorTerms")):
+        was, source = _resolved(old_spec, status_of, "subnetSelectorTerms", "subnets")
+        now = _term_values(new_spec.get("subnetSelectorTerms"), "id")
+        if was is not None and now is not None:
+            gone = was - now
+            if gone:
+                known = True
+                reasons.append(
+                    f"subnetSelectorTerms: subnets {_listed(gone)} no longer selected: the nodes in them are "
+                    "replaced (SubnetDrift); nodes in " + (_listed(was & now) or "no other subnet") + " stay"
+                )
+        else:
+            source = "" if was is None else f" (now {_listed(was)}, {source})"
+            reasons.append(
+                "subnetSelectorTerms changed: nodes in a subnet the new terms no longer select are replaced "
+                f"(SubnetDrift), the others stay; which subnets they select only AWS can tell{source}: "
+                "`aws ec2 describe-subnets` with the terms' filters, or the class's status.subnets after apply"
+            )
+    if _canon(old_spec.get("securityGroupSelectorTerms")) != _canon(
+        new_spec.get("securityGroupSelectorTerms")
+    ):
+        was, source = _resolved(old_spec, status_of, "securityGroupSelectorTerms", "securityGroups")
+        now = _term_values(new_spec.get("securityGroupSelectorTerms"), "id")
+        if was is not None and now is not None:
+            if was != now:
+                known = True
+                reasons.append(
+                    f"securityGroupSelectorTerms: security groups {_listed(was)} → {_listed(now)}: every node "
+                    "of the class is replaced (SecurityGroupDrift: a node's groups must be exactly the set the "
+                    "terms select)"
+                )
+        else:
+            source = "" if was is None else f" (now {_listed(was)}, {source})"
+            reasons.append(
+                "securityGroupSelectorTerms changed: if the new terms select another set of security groups, "
+                "every node of the class is replaced (SecurityGroupDrift: a node's groups must be exactly the "
+                f"set), else none; which groups they select only AWS can tell{source}: `aws ec2 "
+                "describe-security-groups` with the terms' filters, or the class's status.securityGroups after apply"
+            )
+    return tuple(reasons), known
 
 
 def _unhashable_item(
@@ -664,8 +823,12 @@ def _ami_text(terms: Any) -> str:
     return ",".join(ids) if ids else "selector"
 
 
+def _requirements(spec: Mapping[str, Any]) -> Any:
+    return ((spec.get("template") or {}).get("spec") or {}).get("requirements")
+
+
 def _quiet_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[str, ...]:
-    paths = changed_paths(before, after)
+    paths = changed_paths(before, after) or differences(before, after)
     if not paths:
         return ("unchanged",)
     return (f"changes outside what drifts nodes: {_paths_text(paths)}",)
@@ -685,18 +848,31 @@ def _karpenter_pool_item(before: Obj, after: Obj, new: Snapshot) -> Item:
         return _unhashable_item(after, "NodePool (Karpenter)", e, nodes, count, pace)
     reasons: list[str] = []
     if NODE_POOL_DRIFTED in reasons_raw:
-        paths = changed_paths(
-            node_pool_static_view(before.spec), node_pool_static_view(after.spec), "spec.template"
+        old_view, new_view = node_pool_static_view(before.spec), node_pool_static_view(after.spec)
+        paths = changed_paths(old_view, new_view, "spec.template") or differences(
+            old_view, new_view, "spec.template"
         )
-        reasons.append(f"NodePool template: {_paths_text(paths)}")
+        reasons.append(
+            f"NodePool template: {_paths_text(paths)}"
+            if paths
+            else "NodePool template: the hashed template differs as Karpenter decodes it, though no field "
+            "does as written"
+        )
     if REQUIREMENTS_DRIFTED in reasons_raw:
         reasons.append(
             "requirements narrowed: nodes that no longer match are drifted (only those; counted as a rollout)"
         )
     name = str(after.meta.get("name"))
-    if reasons:
+    if reasons_raw:
         return Item(after.cluster, "NodePool (Karpenter)", name, REPLACES, tuple(reasons), nodes, count, pace)
     quiet = _quiet_changes(before.manifest, after.manifest)
+    if _canon(_requirements(before.spec)) != _canon(_requirements(after.spec)):
+        quiet = (
+            *quiet,
+            "requirements changed, yet every node launched under the old ones meets the new ones, so none "
+            "drifts (Karpenter labels a node only with the custom keys its NodePool sets, and a node without a "
+            "key meets NotIn and DoesNotExist on it)",
+        )
     behaviour = [
         p
         for p in changed_paths(before.spec, after.spec, "spec")

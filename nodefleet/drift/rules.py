@@ -50,8 +50,10 @@ __all__ = [
     "ec2_node_class_static_view",
     "hypershift_config_hash",
     "hypershift_generated_ec2_node_class",
+    "is_custom_label",
     "is_restricted_tag_key",
     "karpenter_minor",
+    "launchable_labels",
     "node_pool_static_view",
     "node_requirements_drifted",
     "static_drift",
@@ -368,19 +370,89 @@ def _label_options(pools: tuple[Mapping[str, Any], Mapping[str, Any]], key: str)
     return [None, *sorted(out)]
 
 
+#: Node labels whose value comes from the instance Karpenter launched (sigs.k8s.io/karpenter
+#: ``v1.WellKnownLabels``, with what aws/karpenter-provider-aws adds to it: every ``karpenter.k8s.aws/``
+#: label the NodePool CRD admits, ``topology.k8s.aws/zone-id``), and ``kubernetes.io/hostname``
+#: (``RestrictedLabels``). A node may carry any value of these, or (GPU and accelerator labels on other
+#: instance types) none.
+INSTANCE_LABELS = frozenset(
+    {
+        "karpenter.sh/nodepool",
+        "karpenter.sh/capacity-type",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "node.kubernetes.io/instance-type",
+        "node.kubernetes.io/windows-build",
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        "kubernetes.io/hostname",
+        "topology.k8s.aws/zone-id",
+    }
+)
+
+
+def is_custom_label(key: str) -> bool:
+    """Whether ``key`` is a label the NodePool alone gives its nodes (not one from the instance)."""
+    norm = _normalized(key)
+    return norm not in INSTANCE_LABELS and not norm.startswith("karpenter.k8s.aws/")
+
+
+def _template_labels(pool: Mapping[str, Any]) -> dict[str, str]:
+    template = (pool.get("spec") or {}).get("template") or {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
+
+
+def _launched_options(pool: Mapping[str, Any], key: str, options: list[str | None]) -> list[str | None]:
+    """Of ``options``, the values of ``key`` a node Karpenter launched from ``pool`` can carry (None: no label).
+
+    sigs.k8s.io/karpenter ``NodeClaimTemplate.ToNodeClaim``: a NodeClaim gets the pool's template labels and,
+    for every *custom* key with a requirement, ``Requirement.Any()`` (a value of ``In``, a number for
+    ``Exists``/``NotIn``/bounds, nothing for ``DoesNotExist``). A custom key the pool neither labels nor
+    requires is on none of its nodes, so a requirement that admits no label (``DoesNotExist``, ``NotIn``)
+    added on it drifts nothing. Instance labels (:data:`INSTANCE_LABELS`) may take any value or none. Not
+    modelled: a pod whose own ``NotIn`` affinity on an undeclared custom key made Karpenter label its node.
+    """
+    if not is_custom_label(key):
+        return options
+    labels = {_normalized(k): v for k, v in _template_labels(pool).items()}
+    if key in labels:
+        return [labels[key]]
+    req = _pool_requirements(pool).get(key)
+    if req is None or (not req[0] and not req[1]):  # no requirement, or DoesNotExist: no label
+        return [None]
+    return [v for v in options if v is not None]
+
+
+def launchable_labels(pool: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether a node with ``labels`` can have been launched from ``pool`` as far as the custom keys of its
+    labels and of the pool's requirements go: each the pool labels or requires is on it, no other is
+    (:func:`_launched_options`)."""
+    node = _node_labels(labels)
+    keys = {*node, *_pool_requirements(pool)}
+    for key in keys:
+        if not is_custom_label(key):
+            continue
+        value = node.get(key)
+        if value not in _launched_options(pool, key, [None, value]):
+            return False
+    return True
+
+
 def _narrowed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-    """Whether some node ``before``'s requirements allow is no longer allowed by ``after``'s.
+    """Whether some node launched from ``before`` is not allowed by ``after``'s requirements.
 
     Decided with Karpenter's per-node check (:func:`node_requirements_drifted`) over every label value
-    that can tell the two apart (:func:`_label_options`). Requirements are per key, so this holds exactly
-    when ``before`` admits some node at all and, on some key, admits a value ``after`` does not; only the
-    nodes with such a value drift. Widening (values added to ``In``, a bound relaxed, a requirement
-    removed) never drifts.
+    that can tell the two apart (:func:`_label_options`) and that a node of ``before`` can carry
+    (:func:`_launched_options`). Requirements are per key, so this holds exactly when ``before`` admits
+    some node at all and, on some key, admits a value ``after`` does not; only the nodes with such a value
+    drift. Widening (values added to ``In``, a bound relaxed, a requirement removed) never drifts, and
+    neither does excluding a custom label no node of ``before`` carries.
     """
     old, new = _pool_requirements(before), _pool_requirements(after)
     pools = (before, after)
     keys = sorted(set(old) | set(new))
-    options = {key: _label_options(pools, key) for key in keys}
+    options = {key: _launched_options(before, key, _label_options(pools, key)) for key in keys}
     if not all(any(_allows(old.get(key), v) for v in options[key]) for key in keys):
         return False  # no node matches before's requirements: none can drift from them
     return any(

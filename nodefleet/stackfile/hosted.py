@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from nodefleet.stackfile.instance_types import instance_type_finding
 from nodefleet.stackfile.karpenter import AutoNode, check_unique_names
@@ -20,9 +20,12 @@ from nodefleet.stackfile.modelbase import (
     ROLE_ARN,
     SUBNET_ID,
     VOLUME_SIZE,
-    ZONE,
+    AwsTags,
     ConfigModel,
     OCPRelease,
+    Zone,
+    fits_go_duration,
+    reserved_namespace_problem,
 )
 from nodefleet.stackfile.names import dns_label
 
@@ -30,7 +33,7 @@ RoleArn = Annotated[str, Field(pattern=ROLE_ARN)]
 KmsKeyArn = Annotated[str, Field(pattern=KMS_KEY_ARN, max_length=2048)]
 #: A Go duration as metav1.Duration parses it ("0s", "30m", "1h30m"); the CRD types these fields as plain
 #: strings, so a typo would only fail when the API server decodes the object.
-GoDuration = Annotated[str, Field(pattern=GO_DURATION)]
+GoDuration = Annotated[str, Field(pattern=GO_DURATION), AfterValidator(fits_go_duration)]
 AvailabilityPolicy = Literal["HighlyAvailable", "SingleReplica"]
 
 
@@ -294,6 +297,15 @@ class HostedCluster(ConfigModel):
     namespace: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)] = "clusters"
     infra_id: Annotated[str, Field(pattern=DNS_LABEL, max_length=27)]
     region: Annotated[str, Field(pattern=REGION)]
+
+    @field_validator("namespace")
+    @classmethod
+    def _not_reserved(cls, v: str) -> str:
+        problem = reserved_namespace_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
     release: OCPRelease = Field(
         description="Control-plane release, e.g. 4.22.3; node releases may trail it as far as the version-skew "
         "policy's profile allows (docs/policies.md, 'Skew profiles')."
@@ -306,10 +318,10 @@ class HostedCluster(ConfigModel):
     dns: HostedDNS
     vpc: Annotated[str, Field(pattern=r"^vpc-[0-9a-f]+$")]
     subnet: Annotated[str, Field(pattern=SUBNET_ID)]
-    zone: Annotated[str, Field(pattern=ZONE)]
+    zone: Zone
     roles: RolesRef
     endpoint_access: Literal["Public", "PublicAndPrivate", "Private"] = "Public"
-    resource_tags: dict[str, str] = {}
+    resource_tags: AwsTags = {}
     networking: Networking = Networking()
     pull_secret: SecretRef
     ssh_key: SecretRef | None = None

@@ -21,7 +21,9 @@ from nodefleet.stackfile.modelbase import (
     DNS_SUBDOMAIN,
     IAM_NAME,
     KARPENTER_MINOR,
+    AwsTags,
     ConfigModel,
+    GoDurationValue,
     LabelKeys,
     OCPRelease,
     key_segment,
@@ -56,6 +58,9 @@ class Requirement(ConfigModel):
     def _values_fit_operator(self) -> Requirement:
         # Only what the NodePool CRD does not check itself (its rules cover In without values, Gt/Lt/Gte/Lte
         # with one integer, and minValues with In): Kubernetes' node selector semantics for the others.
+        # minValues is not limited beside other operators: with Exists or NotIn it asks for that many distinct
+        # values of the key among the instance types Karpenter may launch (sigs.k8s.io/karpenter
+        # ValidateRequirement checks it only for In, as the CRD does).
         n = len(self.values)
         if self.operator == "NotIn" and n == 0:
             raise ValueError(
@@ -64,11 +69,6 @@ class Requirement(ConfigModel):
             )
         if self.operator in ("Exists", "DoesNotExist") and n:
             raise ValueError(f"operator {self.operator} takes no values; remove values")
-        if self.operator != "In" and self.min_values is not None and self.min_values > n:
-            raise ValueError(
-                f"minValues {self.min_values} is more than the {n} value(s) listed; list more values or lower "
-                "minValues"
-            )
         return self
 
 
@@ -76,7 +76,7 @@ class DriftWindow(ConfigModel):
     """A scheduled budget for Drifted disruption, e.g. no drift replacement during business hours."""
 
     schedule: str = Field(description="Cron, UTC, e.g. '0 9 * * mon-fri'.")
-    duration: str = Field(description="How long the window lasts, e.g. '8h' or '1h30m'.")
+    duration: GoDurationValue = Field(description="How long the window lasts, e.g. '8h' or '1h30m'.")
     nodes: BudgetNodes = "0"
 
 
@@ -131,7 +131,7 @@ class Disruption(_DisruptionBase):
         description="Balanced (Karpenter 1.14+) consolidates only moves whose savings outweigh their disruption "
         "(score >= 1/k, k = 2, fixed in v1.15: there is no threshold field).",
     )
-    consolidate_after: str = "1m"
+    consolidate_after: GoDurationValue = "1m"
 
 
 class StaticDisruption(_DisruptionBase):
@@ -161,8 +161,8 @@ class _NodePoolBase(ConfigModel):
     )
     requirements: list[Requirement] = []
     labels: LabelKeys = Field({}, description="Node labels (spec.template.metadata.labels).")
-    expire_after: str = "720h"
-    termination_grace_period: str | None = None
+    expire_after: GoDurationValue = "720h"
+    termination_grace_period: GoDurationValue | None = None
 
     @model_validator(mode="after")
     def _known_families(self) -> _NodePoolBase:
@@ -301,6 +301,10 @@ def _full_release(v: str) -> str:
 
 _HYPERSHIFT_OWNS_DEFAULT = "owned by HyperShift's karpenter-operator, which rewrites it on every reconcile"
 _OPERATOR_OWNS_DEFAULT = "created and re-created by the karpenter-operator"
+_INSTALLS_OWN_DEFAULT = (
+    "the class Karpenter installations keep for themselves (the karpenter-operator re-creates its own "
+    "'default', and setup guides and charts write one), so two owners would overwrite each other"
+)
 
 
 def _not_default(owner: str) -> AfterValidator:
@@ -328,13 +332,13 @@ class AutoNodeClass(ConfigModel):
     security_group_tags: dict[str, str] | None = None
     security_group_ids: list[str] | None = None
     root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
-    tags: dict[str, str] = {}
+    tags: AwsTags = {}
 
 
 class SelfManagedNodeClass(ConfigModel):
     """An ``EC2NodeClass`` for self-managed Karpenter whose userData is a stable S3 Ignition pointer."""
 
-    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)]
+    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63), _not_default(_INSTALLS_OWN_DEFAULT)]
     pool: str = Field("worker", description="MachineConfigPool whose config the nodes fetch from the MCS.")
     config_version: Annotated[str, Field(max_length=253)] = Field(
         description="The pool's rendered config (e.g. rendered-worker-5f1c…): a change replaces nodes once."
@@ -470,7 +474,7 @@ class OperatorNodeClass(ConfigModel):
     subnet_tags: dict[str, str] | None = None
     security_group_tags: dict[str, str] | None = None
     root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
-    tags: dict[str, str] = {}
+    tags: AwsTags = {}
 
 
 class KarpenterOperator(ConfigModel):

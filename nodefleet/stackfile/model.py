@@ -14,6 +14,7 @@ import difflib
 import functools
 import os
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from nodefleet.bootimages.catalog import (
 from nodefleet.bootimages.skew import stream_finding
 from nodefleet.bootimages.versions import OCPVersion, VersionError, default_stream, parse_ocp
 from nodefleet.kinds import LABEL_MACHINESET, NODE_ROLE_PREFIX
-from nodefleet.render_layout import render_targets
+from nodefleet.render_layout import LAYOUT_DIRS, render_targets
 from nodefleet.stackfile.hosted import HostedCluster
 from nodefleet.stackfile.instance_types import Finding, family_finding, instance_type_finding
 from nodefleet.stackfile.karpenter import (
@@ -50,11 +51,12 @@ from nodefleet.stackfile.modelbase import (
     REGION,
     SECURITY_GROUP_ID,
     SUBNET_ID,
-    ZONE,
     ConfigModel,
     LabelKeys,
     OCPRelease,
+    Zone,
     label_key_problem,
+    zone_advice,
 )
 from nodefleet.stackfile.paths import (
     ContainedPath,
@@ -62,6 +64,7 @@ from nodefleet.stackfile.paths import (
     catalog_file,
     check_stack_name,
     render_directory,
+    writable_folder_problem,
 )
 from nodefleet.stackfile.secrets import CA_BUNDLE
 from nodefleet.stackfile.waves import DEFAULT_WAVE, WAVES, WaveSetting
@@ -194,7 +197,7 @@ class MachineSetSpec(ConfigModel):
     name: Annotated[str, Field(pattern=DNS_LABEL, max_length=30)] = Field(
         description="Short role name; the object is named `<infraId>-<name>-<zone>`."
     )
-    zone: Annotated[str, Field(pattern=ZONE)] = Field(description="Availability zone, e.g. us-east-1a.")
+    zone: Zone = Field(description="Availability zone, e.g. us-east-1a.")
     instance_type: Annotated[str, Field(pattern=INSTANCE_TYPE)] = "m6i.xlarge"
     replicas: Annotated[int, Field(ge=0, le=500)] = 1
     pool: str = Field("worker", description="`worker` or the name of a declared custom pool.")
@@ -625,6 +628,20 @@ class Fleet:
                         advice.append((f"{base}.{field}[{j}].instanceFamilies[{k}]", family_finding(family)))
         return [f"{where}: {f.message}" for where, f in advice if f is not None and f.level == "advisory"]
 
+    def zone_advice(self) -> list[str]:
+        """Zones their region is not documented to have: advice, since only AWS can tell for an account."""
+        found: list[tuple[str, str | None]] = []
+        for i, c in enumerate(self.config.clusters):
+            base = f"{CONFIG_KEY}.clusters[{i}]"
+            if isinstance(c, StandaloneCluster):
+                found += [
+                    (f"{base}.machineSets[{j}].zone", zone_advice(ms.zone))
+                    for j, ms in enumerate(c.machine_sets)
+                ]
+            else:
+                found.append((f"{base}.zone", zone_advice(c.zone)))
+        return [f"{where}: {text}" for where, text in found if text]
+
     def secret_keys(self) -> list[tuple[str, str]]:
         """Stack secrets (``nodefleet:<key>``) the program will read, each with the reason it needs it.
 
@@ -713,6 +730,8 @@ def validate_fleet(
         render_dir = render_directory(config.output.directory, stack, project_dir=project_dir, environ=env)
     except PathError as e:
         raise ConfigError(f"{where}: {CONFIG_KEY}.output.directory: {e}") from None
+    if config.output.mode == "render":
+        _render_folders_writable(where, config, render_dir)
     fleet = Fleet(
         stack=stack,
         config=config,
@@ -720,6 +739,21 @@ def validate_fleet(
         render_dir=render_dir,
     )
     return fleet
+
+
+def _render_folders_writable(where: str, config: FleetConfig, render_dir: ContainedPath) -> None:
+    """Every cluster folder below the render directory (and its layout folders) can be a folder."""
+    for i, cluster in enumerate(config.clusters):
+        for target in render_targets(cluster.name, isinstance(cluster, HostedCluster)):
+            for sub in ("", *LAYOUT_DIRS):
+                folder = render_dir.path / target / sub if sub else render_dir.path / target
+                problem = writable_folder_problem(folder)
+                if problem:
+                    shown = f"{render_dir.text}/{target}{'/' + sub if sub else ''}"
+                    raise ConfigError(
+                        f"{where}: {CONFIG_KEY}.output.directory: the folder of clusters[{i}] '{cluster.name}', "
+                        f"{shown}, {problem}"
+                    )
 
 
 #: The longest string a stack-config value may be. No value nodefleet writes needs more (Kubernetes names stop
@@ -868,7 +902,7 @@ def _without_echoes(errors: Sequence[Any]) -> list[Any]:
     for err in errors:
         if err["type"] == "extra_forbidden":
             loc = tuple(err["loc"])
-            hint = difflib.get_close_matches(str(loc[-1]), _known_keys(loc[:-1]), n=1)
+            hint = suggest_key(str(loc[-1]), _known_keys(loc[:-1]))
             if hint:
                 hinted.add((*loc[:-1], hint[0]))
     return [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"]) in hinted)]
@@ -881,9 +915,10 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
     if kind == "extra_forbidden":
         bad = str(loc[-1])
         known = _known_keys(err["loc"][:-1])
-        hint = difflib.get_close_matches(bad, known, n=1)
+        hint = suggest_key(bad, known)
+        shown, note = escaped(bad)
         fix = f"did you mean '{hint[0]}'?" if hint else f"known keys here: {', '.join(known)}"
-        return f"{where}: {path}: unknown key '{bad}'; {fix}"
+        return f"{where}: {escaped(path)[0]}: unknown key '{shown}'{note}; {fix}"
     if kind == "missing":
         return f"{where}: {path}: required but missing; add it (see docs/configuration.md)"
     if kind == "union_tag_invalid":
@@ -895,7 +930,28 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
         path, msg = f"{path}.{sub.group(1)}", sub.group(2)
     value = err.get("input")
     shown = f" (got {_shown_value(value)})" if isinstance(value, str | int | float | bool) else ""
-    return f"{where}: {path}: {msg.rstrip('.') if shown else msg}{shown}"
+    note = ""
+    # A validator's message quotes what it refused (a label key, a tag): escaped there too, and named once.
+    for text in _strings_of(value):
+        quoted, why = escaped(text)
+        if why and (text in msg or text == value):
+            msg = msg.replace(text, quoted)
+            note = note or why
+    return f"{where}: {escaped(path)[0]}: {msg.rstrip('.') if shown else msg}{shown}{note}"
+
+
+def _strings_of(value: Any, depth: int = 2) -> list[str]:
+    """The strings of a refused input (keys and values of a mapping, items of a list), longest first."""
+    if isinstance(value, str):
+        return [value]
+    found: list[str] = []
+    if depth and isinstance(value, dict):
+        for key, item in value.items():
+            found += [str(key), *_strings_of(item, depth - 1)]
+    elif depth and isinstance(value, list):
+        for item in value:
+            found += _strings_of(item, depth - 1)
+    return sorted(set(found), key=len, reverse=True)
 
 
 def _unknown_kind(cluster: Any) -> str:
@@ -952,9 +1008,75 @@ _BOUNDS = {
 
 
 def _shown_value(value: Any) -> str:
-    """A rejected scalar as messages quote it: whole when short, else its start (never a 5,000-character echo)."""
-    text = repr(value)
+    """A rejected scalar as messages quote it: whole when short, else its start (never a 5,000-character echo),
+    every character outside printable ASCII escaped (a Cyrillic U+0430 printed raw looks like the ASCII 'a')."""
+    text = repr(escaped(value)[0]) if isinstance(value, str) else repr(value)
+    text = text.replace("\\\\u", "\\u").replace("\\\\U", "\\U")
     return text if len(text) <= 70 else f"{text[:60]}…' ({len(str(value))} characters)"
+
+
+def lookalike(char: str) -> str | None:
+    """The ASCII character ``char`` is easily taken for (Cyrillic U+0430 or fullwidth U+FF41 for 'a'), or None."""
+    folded = unicodedata.normalize("NFKC", char)
+    if folded.isascii() and folded.isprintable() and len(folded) == 1:
+        return folded
+    name = unicodedata.name(char, "")
+    m = re.fullmatch(r"(?:CYRILLIC|GREEK|ARMENIAN|CHEROKEE) (SMALL|CAPITAL) LETTER (.+)", name)
+    if m:
+        letter = m.group(2) if len(m.group(2)) == 1 else _HOMOGLYPHS.get(m.group(2))
+        if letter:
+            return letter.lower() if m.group(1) == "SMALL" else letter
+    return _DASHES.get(char)
+
+
+#: Cyrillic and Greek letters whose glyph is a Latin one (Unicode's confusables, the common part).
+_HOMOGLYPHS = {
+    "VE": "B", "IE": "E", "KA": "K", "EM": "M", "EN": "H", "ER": "P", "ES": "C", "TE": "T", "U": "Y",
+    "HA": "X", "DZE": "S", "JE": "J", "BYELORUSSIAN-UKRAINIAN I": "I", "PALOCHKA": "I", "ALPHA": "A",
+    "BETA": "B", "EPSILON": "E", "ZETA": "Z", "ETA": "H", "IOTA": "I", "KAPPA": "K", "MU": "M", "NU": "N",
+    "OMICRON": "O", "RHO": "P", "TAU": "T", "UPSILON": "Y", "CHI": "X",
+}  # fmt: skip
+_DASHES = dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2212", "-")
+
+
+def escaped(value: str) -> tuple[str, str]:
+    """``value`` with every character outside printable ASCII written as ``\\uXXXX``, and a note naming the
+    first such character and the ASCII one it looks like (""  when there is none)."""
+    if value.isascii() and value.isprintable():
+        return value, ""
+    shown = "".join(
+        c
+        if c.isascii() and c.isprintable()
+        else (f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}")
+        for c in value
+    )
+    i, char = next((i, c) for i, c in enumerate(value) if not (c.isascii() and c.isprintable()))
+    like = lookalike(char)
+    name = unicodedata.name(char, "unnamed")
+    looks = f", which looks like '{like}' but is not ASCII" if like else ", not an ASCII character"
+    note = f"; character {i + 1} is U+{ord(char):04X} ({name}){looks}: retype it" + (
+        f" as '{like}'" if like else ""
+    )
+    return shown, note
+
+
+def suggest_key(bad: str, known: Sequence[str]) -> list[str]:
+    """The known key ``bad`` is likely a slip for: a close spelling, the same in another case, or the one key
+    it abbreviates (``dir`` for ``directory``)."""
+    close = difflib.get_close_matches(bad, known, n=1)
+    if close:
+        return close
+    folded = [k for k in known if k.lower() == bad.lower() or k.lower() == bad.lower().replace("_", "")]
+    if folded:
+        return folded[:1]
+    if len(bad) >= 2:
+        starts = [k for k in known if k.lower().startswith(bad.lower())]
+        if len(starts) == 1:
+            return starts
+        within = [k for k in known if bad.lower() in k.lower()]
+        if len(within) == 1:
+            return within
+    return []
 
 
 def _is_union_tag(part: object) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from nodefleet.apiserver.formats import qualified_name_errors
@@ -37,8 +37,18 @@ class ConfigModel(BaseModel):
     )
 
 
+_FULL_RELEASE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+")
+
+
 def _release_parses(v: str) -> str:
-    """An OCP release nodefleet can place: parseable, and inside what its payload table knows."""
+    """An OCP release nodefleet can place: x.y.z (pre-releases too), inside what its payload table knows."""
+    if not _FULL_RELEASE.match(v):
+        minor = re.match(r"^[0-9]+\.[0-9]+$", v)
+        raise ValueError(
+            f"'{v}' is not a release: a release has its patch number (x.y.z: the release image, the boot image "
+            "catalog and the skew policies name one), e.g. "
+            + (f"{v}.0 or the patch the cluster runs" if minor else "4.22.3 or 5.0.0-ec.2")
+        )
     try:
         known_release(parse_ocp(v))
     except VersionError as e:
@@ -47,6 +57,152 @@ def _release_parses(v: str) -> str:
 
 
 OCPRelease = Annotated[str, AfterValidator(_release_parses)]
+
+# --- values the controllers cannot parse, or AWS refuses ------------------------------------------------
+
+#: Go's ``time.Duration`` is an int64 of nanoseconds: ``time.ParseDuration`` refuses anything longer than this
+#: (about 292 years), so a controller could not read the object, though the CRD's pattern admits it.
+GO_DURATION_MAX_NS = 2**63 - 1
+_GO_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9}
+_GO_UNITS["h"] = 3600 * 10**9
+_GO_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?(ns|us|µs|μs|ms|s|m|h)")
+
+
+def go_duration_nanoseconds(text: str) -> int | None:
+    """The nanoseconds of a Go duration string as ``time.ParseDuration`` reads it before its int64 check,
+    or None where it is not one (the patterns say what a duration looks like)."""
+    body = text.lstrip("+-")
+    if body == "0":
+        return 0
+    if not body:
+        return None
+    total, pos = 0, 0
+    while pos < len(body):
+        m = _GO_PART.match(body, pos)
+        if not m or not (m.group(1) or m.group(2)):
+            return None
+        unit = _GO_UNITS[m.group(3)]
+        whole, frac = m.group(1) or "0", m.group(2) or ""
+        total += int(whole) * unit + (int(frac) * unit // 10 ** len(frac) if frac else 0)
+        pos = m.end()
+    return total
+
+
+def fits_go_duration(value: str | None) -> str | None:
+    if value is None:
+        return value
+    ns = go_duration_nanoseconds(value)
+    if ns is not None and ns > GO_DURATION_MAX_NS:
+        raise ValueError(
+            f"'{value}' is longer than Go's time.Duration holds (at most 2562047h47m16s, about 292 years): the "
+            "API server would store it, and the controller could not read the object; use a shorter duration, "
+            "e.g. 8760h for a year"
+        )
+    return value
+
+
+#: A duration a Go controller reads with ``time.ParseDuration`` (Karpenter, HyperShift, the machine-api).
+GoDurationValue = Annotated[str, AfterValidator(fits_go_duration)]
+
+#: AWS tag limits (EC2 ``CreateTags``, IAM, S3 alike): keys 1-128 characters, values 0-256, counted in
+#: Unicode characters; ``aws:`` keys are AWS's own.
+MAX_TAG_KEY = 128
+MAX_TAG_VALUE = 256
+
+
+def _aws_tags(tags: dict[str, str]) -> dict[str, str]:
+    for key, value in tags.items():
+        if not key or len(key) > MAX_TAG_KEY:
+            raise ValueError(
+                f"tag key '{key[:40]}…' is {len(key)} characters long; AWS takes tag keys of 1 to {MAX_TAG_KEY} "
+                "characters: shorten it"
+                if key
+                else "a tag key is empty; AWS takes tag keys of 1 to 128 characters: name it"
+            )
+        if key.lower().startswith("aws:"):
+            raise ValueError(
+                f"tag key '{key}' starts with 'aws:', which AWS keeps for its own tags; rename it"
+            )
+        if len(value) > MAX_TAG_VALUE:
+            raise ValueError(
+                f"the value of tag '{key}' is {len(value)} characters long; AWS refuses tag values over "
+                f"{MAX_TAG_VALUE} characters (every instance launch with it would fail): shorten it"
+            )
+    return tags
+
+
+#: Tags nodefleet passes to AWS (on instances, volumes, the hosted cluster's resources).
+AwsTags = Annotated[dict[str, str], AfterValidator(_aws_tags)]
+
+#: No AWS region has a zone past ``f`` (us-east-1 has six, a-f; most have three). Which letters a region has
+#: for an account only AWS can tell (``aws ec2 describe-availability-zones``): see :func:`zone_advice`.
+LAST_ZONE_LETTER = "f"
+#: The zone letters AWS documents for regions nodefleet's users run in (AWS, "Regions and Zones"). An account
+#: may see fewer (us-west-1 shows two of a, b, c): a zone outside these is advice, never an error.
+REGION_ZONES = {
+    "us-east-1": "abcdef",
+    "us-east-2": "abc",
+    "us-west-1": "abc",
+    "us-west-2": "abcd",
+    "ca-central-1": "abd",
+    "eu-west-1": "abc",
+    "eu-west-2": "abc",
+    "eu-west-3": "abc",
+    "eu-central-1": "abc",
+    "eu-north-1": "abc",
+    "ap-northeast-1": "acd",
+    "ap-northeast-2": "abcd",
+    "ap-southeast-1": "abc",
+    "ap-southeast-2": "abc",
+    "ap-south-1": "abc",
+    "sa-east-1": "abc",
+}
+
+
+def _zone_exists(zone: str) -> str:
+    letter = zone[-1]
+    if letter > LAST_ZONE_LETTER:
+        raise ValueError(
+            f"'{zone}' names zone '{letter}', and no AWS region has a zone past '{LAST_ZONE_LETTER}'; use a zone "
+            f"the region lists (`aws ec2 describe-availability-zones --region {zone[:-1]}`), e.g. {zone[:-1]}a"
+        )
+    return zone
+
+
+#: An availability zone: the pattern, and a letter some region can have.
+Zone = Annotated[str, Field(pattern=ZONE), AfterValidator(_zone_exists)]
+
+
+def zone_advice(zone: str) -> str | None:
+    """Advice for a zone its region is not documented to have (only AWS can tell for an account), or None."""
+    letters = REGION_ZONES.get(zone[:-1])
+    if letters is None or zone[-1] in letters:
+        return None
+    known = ", ".join(zone[:-1] + c for c in letters)
+    return (
+        f"'{zone}' is not among the zones AWS documents for {zone[:-1]} ({known}); check it with `aws ec2 "
+        f"describe-availability-zones --region {zone[:-1]}` (zone letters differ per account), or use one of those"
+    )
+
+
+#: Namespace prefixes Kubernetes and OpenShift keep for themselves: ``kube-`` (Kubernetes' system namespaces,
+#: kube-system, kube-public, kube-node-lease) and ``openshift-`` (and ``openshift``), which OpenShift refuses
+#: as a project name and runs its platform in (other pod security and monitoring rules apply there).
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "openshift-")
+RESERVED_NAMESPACES = ("openshift",)
+
+
+def reserved_namespace_problem(namespace: str) -> str | None:
+    prefix = next((p for p in RESERVED_NAMESPACE_PREFIXES if namespace.startswith(p)), None)
+    if prefix is None and namespace not in RESERVED_NAMESPACES:
+        return None
+    why = f"the '{prefix}' prefix is reserved" if prefix else f"'{namespace}' is reserved"
+    return (
+        f"'{namespace}' is a namespace of the platform itself ({why}: Kubernetes and OpenShift run their own "
+        "components there, OpenShift refuses such project names, and HyperShift would put the control plane in "
+        f"'{namespace}-<name>' under the platform's rules); use a namespace of your own, e.g. clusters"
+    )
+
 
 _LABEL_KEY_RULE = (
     "use [prefix/]name: the name up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter "

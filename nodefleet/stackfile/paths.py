@@ -16,8 +16,10 @@ system follows links.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -171,13 +173,66 @@ def render_directory(
             "be named so, braces and all); the only placeholder is {stack}, in lowercase (each cluster gets its own "
             "folder below the directory anyway), e.g. rendered/{stack}"
         )
-    return contain(
-        template.replace("{stack}", stack),
+    value = template.replace("{stack}", stack)
+    contained = contain(
+        value,
         project_dir=project_dir,
         roots=[*roots, *roots_from(environ, RENDER_ROOTS_ENV)],
         allow=RENDER_ALLOW,
         example="rendered/{stack}",
     )
+    given = Path(value)
+    problem = _version_control_problem(contained) or writable_folder_problem(
+        given if given.is_absolute() else project_dir / given
+    )
+    if problem:
+        raise PathError(f"{value!r} {problem}")
+    return contained
+
+
+#: Folders of version control systems: a render written into one rewrites the repository's own files
+#: (``.git/hooks/`` runs on the next commit).
+_VCS_FOLDERS = (".git", ".hg", ".svn")
+
+
+def _version_control_problem(contained: ContainedPath) -> str | None:
+    parts = [*Path(contained.text).parts, *contained.path.relative_to(contained.root).parts]
+    vcs = next((p for p in parts if p.lower() in _VCS_FOLDERS), None)
+    if vcs is None:
+        return None
+    return (
+        f"lies inside {vcs}/, the repository's own files (a render there could write into {vcs}/hooks, which "
+        "Git runs); use a folder of the work tree, e.g. rendered/{stack}"
+    )
+
+
+def writable_folder_problem(path: Path) -> str | None:
+    """Why files cannot be written in folder ``path`` (created where missing), or None: a file where a
+    folder must be, or a symlink loop. Judged on what is on disk now, so ``check`` says it before ``render``
+    fails halfway."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None  # created by the render
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return (
+                "goes through a symlink loop (a link that points back at itself); remove the link or name "
+                "another folder, e.g. rendered/{stack}"
+            )
+        if exc.errno == errno.ENOTDIR:
+            parent = next((p for p in path.parents if os.path.lexists(p) and not os.path.isdir(p)), None)
+            where = f" ({parent} is a file)" if parent is not None else ""
+            return (
+                f"runs through a file where a folder must be{where}; name a folder, e.g. rendered/{{stack}}"
+            )
+        return f"cannot be used ({exc.strerror}); name another folder, e.g. rendered/{{stack}}"
+    if not stat.S_ISDIR(mode):
+        return (
+            "is a file, not a folder: the render writes a folder per cluster below it; name a folder (or "
+            "move the file away), e.g. rendered/{stack}"
+        )
+    return None
 
 
 def catalog_file(

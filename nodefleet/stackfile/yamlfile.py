@@ -9,12 +9,22 @@ the offending line: a secrets file passed where a catalog was expected would be 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import re
 from typing import Any
 
 import yaml
 
-__all__ = ["YAMLFileError", "load_yaml", "read_text"]
+from nodefleet.files import MAX_FILE_BYTES, FileKindError, FileTooLargeError, read_regular_file
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "FileKindError",
+    "FileTooLargeError",
+    "YAMLFileError",
+    "load_yaml",
+    "read_regular_file",
+    "read_text",
+]
 
 
 class YAMLFileError(ValueError):
@@ -49,17 +59,92 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
+#: Plain scalars every reader takes for the same number: decimal digits, no leading zero, a sign at most.
+_PLAIN_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
+_PLAIN_FLOAT = re.compile(
+    r"^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$"
+)
+
+
+def _read_otherwise(node: yaml.ScalarNode, problem: str) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
+
+
+def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> Any:
+    """A YAML 1.1 integer whose spelling means something other than its digits: refused, not guessed.
+
+    ``010`` is the octal 8 to PyYAML and to the Pulumi CLI (yaml.v3 keeps 1.1 octals), ``0x1f`` hex, ``1_000``
+    a thousand with the underscore dropped, ``1:30`` the base-60 number 90 to PyYAML and text to yaml.v3. No
+    stack-config value is written so on purpose."""
+    text = str(node.value)
+    value = loader.construct_yaml_int(node)
+    if node.style is None and not _PLAIN_INT.match(text):
+        why = _int_reading(text, value)
+        raise _read_otherwise(
+            node,
+            f"{text} is read as the number {value} ({why}); write {value} if that is meant, or quote it "
+            f"('{text}') if it is text",
+        )
+    return value
+
+
+def _int_reading(text: str, value: int) -> str:
+    body = text.lstrip("+-")
+    if ":" in body:
+        return "YAML 1.1 reads a:b as a base-60 number, and the Pulumi CLI reads it as text"
+    if "_" in body:
+        return "YAML drops the underscores"
+    if body[:2].lower() in ("0x", "0o", "0b"):
+        return {"0x": "hexadecimal", "0o": "octal", "0b": "binary"}[body[:2].lower()]
+    return "a leading 0 makes it octal in YAML 1.1, which PyYAML and the Pulumi CLI both follow"
+
+
+def _construct_float(loader: _StrictLoader, node: yaml.ScalarNode) -> Any:
+    text = str(node.value)
+    value = loader.construct_yaml_float(node)
+    if node.style is None and not _PLAIN_FLOAT.match(text):
+        why = "YAML 1.1 reads a:b as a base-60 number" if ":" in text else "YAML drops the underscores"
+        raise _read_otherwise(
+            node, f"{text} is read as the number {value} ({why}); write {value} if that is meant, or quote it"
+        )
+    return value
+
+
+def _construct_bool(loader: _StrictLoader, node: yaml.ScalarNode) -> Any:
+    text = str(node.value)
+    value = loader.construct_yaml_bool(node)
+    if text.lower() not in ("true", "false"):
+        raise _read_otherwise(
+            node,
+            f"{text} is read as {str(value).lower()} by YAML 1.1 (PyYAML) and as the text '{text}' by the Pulumi "
+            f"CLI (YAML 1.2); write {str(value).lower()} if a boolean is meant, or quote it ('{text}')",
+        )
+    return value
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+_StrictLoader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
+
 
 def read_text(path: str | os.PathLike[str], source: str | None = None) -> str:
     """The UTF-8 text of ``path``; ``source`` names it in messages (default: the path)."""
     name = source or os.fspath(path)
-    p = Path(path)
     try:
-        data = p.read_bytes()
+        data = read_regular_file(path)
     except FileNotFoundError:
         raise YAMLFileError(f"{name}: no such file; check the path") from None
     except IsADirectoryError:
         raise YAMLFileError(f"{name}: is a directory, not a file; give the path of the file") from None
+    except FileKindError as exc:
+        raise YAMLFileError(
+            f"{name}: {exc}; nodefleet reads only regular files (a pipe or device could block every command "
+            "forever): save the content to a file and give its path"
+        ) from None
+    except FileTooLargeError as exc:
+        raise YAMLFileError(
+            f"{name}: {exc}, larger than any file nodefleet reads; check that the right file was given"
+        ) from None
     except OSError as exc:
         raise YAMLFileError(f"{name}: cannot be read ({exc.strerror or type(exc).__name__})") from None
     if b"\x00" in data[:8192]:
@@ -105,6 +190,9 @@ def load_yaml(text: str, source: str) -> Any:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "somewhere"
         problem = (exc.problem or exc.context or "invalid YAML").strip()
+        cause = _cause(exc, problem)
+        if cause:
+            raise YAMLFileError(f"{source}: {where}: {cause}") from None
         hint = _hint(problem)
         raise YAMLFileError(f"{source}: {where}: {problem}{hint}") from None
     except yaml.YAMLError as exc:
@@ -117,9 +205,36 @@ def load_yaml(text: str, source: str) -> Any:
     return document
 
 
+_UNKNOWN_TAG = re.compile(r"could not determine a constructor for the tag '([^']*)'")
+
+
+def _cause(exc: yaml.MarkedYAMLError, problem: str) -> str | None:
+    """What is really wrong, for the errors whose PyYAML wording points elsewhere; None for the others."""
+    if exc.context == "expected a single document in the stream":
+        first = exc.context_mark.line + 1 if exc.context_mark is not None else 1
+        return (
+            f"a second YAML document starts here (after a '---' line; the first starts on line {first}); the "
+            "Pulumi CLI and nodefleet read one document per file: remove the '---' and merge what follows into "
+            "the first document, or move it to a file of its own"
+        )
+    tag = _UNKNOWN_TAG.search(problem)
+    if tag:
+        name = tag.group(1).replace("tag:yaml.org,2002:", "!!")
+        what = (
+            "asks YAML to build a Python object"
+            if name.startswith("!!python")
+            else "is a YAML type neither nodefleet nor the Pulumi CLI reads"
+        )
+        return (
+            f"the tag '{name[:80]}' {what}; stack files hold plain values (text, numbers, true/false, lists, "
+            "mappings): remove the tag"
+        )
+    return None
+
+
 def _hint(problem: str) -> str:
     if "'\\t'" in problem or "\\t" in problem:
         return "; YAML indents with spaces, never tabs: replace the tabs with spaces"
-    if "appears twice" in problem:
+    if "appears twice" in problem or " is read as " in problem:
         return ""
     return "; fix the YAML syntax there (indentation, a missing ':' or an unclosed quote or bracket)"
