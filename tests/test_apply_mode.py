@@ -493,7 +493,7 @@ def test_upgrade_waits_for_the_control_plane_the_api_server_reports(
         up()
         images = _release_images(hosted)
         assert images["HostedCluster prod-east"].endswith(":4.22.4-multi")
-        assert images["NodePool infra"].endswith(":4.22.3-multi")  # held
+        assert images["NodePool prod-east-infra"].endswith(":4.22.3-multi")  # held
 
         # The operator has started but not finished: the nodes stay held, the file is left alone.
         _operator_reports(hosted, hc, "4.22.4", ("4.22.4", "Partial"), ("4.22.3", "Completed"))
@@ -510,7 +510,7 @@ def test_upgrade_waits_for_the_control_plane_the_api_server_reports(
         assert step2.returncode == 0, step2.stderr
         assert "reports 4.22.4 Completed" in step2.stdout and "step 2 of 2" in step2.stdout
         up()
-        assert _release_images(hosted)["NodePool infra"].endswith(":4.22.4-multi")
+        assert _release_images(hosted)["NodePool prod-east-infra"].endswith(":4.22.4-multi")
 
         done = upgrade()
         assert done.returncode == 0 and "nothing to do" in done.stdout
