@@ -3,7 +3,7 @@
 For each engine importable in this interpreter: how many of the shipped CRDs' rules it compiles, how many
 labelled cases (a real CRD rule, a ``self``/``oldSelf``, the verdict the API server gives) it gets right,
 and how fast it evaluates the 20 rules of the Karpenter NodePool CRD on a NodePool. Each engine gets the
-same Python implementations of the Kubernetes library functions (``nodefleet.crd_formats``) through its own
+same Python implementations of the Kubernetes library functions (``nodefleet.apiserver.formats``) through its own
 custom-function API. Only ``cel-expr-python`` is a project dependency; to compare, install the others
 elsewhere and put them on ``PYTHONPATH``:
 
@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from nodefleet import crd_formats as f
-from nodefleet.crd_coverage import rule_sites
-from nodefleet.crdstore import load_index
+from nodefleet.apiserver import formats as f
+from nodefleet.apiserver.coverage import rule_sites
+from nodefleet.apiserver.store import load_index
 
 Case = tuple[str, Any, Any, bool]
 _NO_OLD = object()
@@ -168,7 +168,7 @@ class CelExprPython(Engine):
     def __init__(self) -> None:
         from importlib.metadata import version
 
-        from nodefleet import crd_cel
+        from nodefleet.apiserver import cel as crd_cel
 
         self.version = version("cel-expr-python")
         self._cel = crd_cel

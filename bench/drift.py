@@ -2,7 +2,7 @@
 
 At every event the real program runs under Pulumi's mock runtime for each nodefleet mode; whether
 Karpenter's hash of each node class and NodePool changed is then decided with nodefleet's drift model
-(``nodefleet/drift.py``, verified against Karpenter's own ``Hash()`` of v1.12-v1.15 by
+(``nodefleet/drift/rules.py``, verified against Karpenter's own ``Hash()`` of v1.12-v1.15 by
 tests/test_drift_reference.py; the fork carry is modelled, not verified), and every change of a node
 class's or NodePool's static hash (or its AMI) is counted as one drift event: one rolling replacement of
 every node of that class. The cluster CA bundle Karpenter hashes (v1.12+) is held; a rotation of it is
@@ -33,16 +33,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.mockrun import MockRun, run_program, stack_fleet
+from mockruntime.run import MockRun, run_program, stack_fleet
 from nodefleet import kinds as k
-from nodefleet.drift import (
+from nodefleet.drift.rules import (
     NODE_CLASS_DRIFT,
     hypershift_config_hash,
     hypershift_generated_ec2_node_class,
     static_drift,
     static_hash,
 )
-from nodefleet.ignition import hypershift_stub, user_data
+from nodefleet.render.ignition import hypershift_stub, user_data
 
 HOURS = 30 * 24
 ROTATION_EVERY_H = 5.5

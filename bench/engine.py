@@ -31,7 +31,7 @@ import yaml
 from bench.scale import synthetic_fleet
 from engine.sizing import PROVIDER_RSS_MB, kubernetes_providers
 from engine.status import CORE, PROJECT, read_status
-from harness.mockrun import read_stack_config, run_program
+from mockruntime.run import read_stack_config, run_program
 
 PROVIDER_EXE = "pulumi-resource-kubernetes"
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from harness.mockrun import PROJECT_DIR, stack_fleet
+from mockruntime.run import PROJECT_DIR, stack_fleet
 
 _ZONES = ("a", "b", "c")
 

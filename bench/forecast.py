@@ -2,13 +2,13 @@
 
 ``bench/drift.py`` measures, at every event of a simulated month (130 Ignition token rotations, one CA
 rotation, two release bumps), which node classes and NodePools Karpenter would mark drifted. Here the
-drift forecast (:mod:`nodefleet.forecast`) is asked the same question one event at a time: the program's
+drift forecast (:mod:`nodefleet.drift.forecast`) is asked the same question one event at a time: the program's
 render plan before the event against the plan after it, with the controller state (token, CA) of each
 side, and the verdicts are counted per node class and NodePool. The benchmark passes when the forecast
 and the measurement agree exactly, per class and per kind of event, in every nodefleet mode and for both
 Karpenter images. The naive mode (no nodefleet program) has nothing to forecast and is left out.
 
-Measured and forecast share the hashing (``nodefleet/drift.py``); they differ in everything around it:
+Measured and forecast share the hashing (``nodefleet/drift/rules.py``); they differ in everything around it:
 the measurement builds the objects Karpenter sees with its own HyperShift model of each mode, the
 forecast reads only the rendered manifests (annotations, HostedCluster, node class) and rebuilds them.
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.drift import PAYLOAD_AMI, State, _hosted, _standalone, simulate, timeline
-from harness.mockrun import MockRun
-from harness.snapshots import plan_of, snapshot_from_plan
-from nodefleet.forecast import ControllerState, Snapshot, forecast
+from mockruntime.run import MockRun
+from mockruntime.snapshots import plan_of, snapshot_from_plan
+from nodefleet.drift.forecast import ControllerState, Snapshot, forecast
 
 MODES = ("legacy", "autonode", "s3-pointer")
 _CLASS_KINDS = ("EC2NodeClass", "OpenshiftEC2NodeClass")
@@ -66,7 +66,7 @@ def forecast_month(states: list[State]) -> tuple[list[Tally], dict[str, Any]]:
         plans = []
         for s in states:
             plans.append(snapshot_from_plan(plan_of(_run(mode, s)), f"{s.event} at {s.hour:.1f} h"))
-            # Every program run ends with a full collection (harness.mockrun); the snapshots kept for the
+            # Every program run ends with a full collection (mockruntime.run); the snapshots kept for the
             # month would make each one slower than the last. They live until the end: exempt them.
             gc.freeze()
         runs += len(plans)

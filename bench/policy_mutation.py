@@ -1,7 +1,7 @@
 """Policy mutation benchmark: the whole pack over every mutation of every manifest the example stacks produce.
 
 The suite (``tests/policies/test_mutation.py``) mutates each field path of each resource type once; this
-mutates every occurrence, in every example stack, with every mutation of ``harness.mutation.MUTATIONS`` and
+mutates every occurrence, in every example stack, with every mutation of ``mockruntime.mutation.MUTATIONS`` and
 ``HOSTILE``, and prints evaluations, crashes (any exception a policy raised, escaped or caught by the pack's
 safety net) by policy and location, and the run time. Exit 1 when a policy crashed.
 
@@ -17,7 +17,7 @@ import json
 import sys
 from collections import Counter
 
-from harness.mutation import example_runs, run_mutations
+from mockruntime.mutation import example_runs, run_mutations
 from policies.guard import take_defects
 from policies.pack import POLICIES
 

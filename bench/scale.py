@@ -22,9 +22,9 @@ import os
 import time
 from typing import Any
 
-from harness.evaluate import evaluate_run
-from harness.mockrun import run_program
-from nodefleet.crdstore import load_index
+from mockruntime.evaluate import evaluate_run
+from mockruntime.run import run_program
+from nodefleet.apiserver.store import load_index
 from policies.pack import POLICIES
 
 #: A stand-in for the MCS CA bundle the Karpenter payloads carry (a stack secret in real stacks).

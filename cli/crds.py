@@ -84,7 +84,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from nodefleet.crdstore import CRD_DIR, CrdError
+    from nodefleet.apiserver.store import CRD_DIR, CrdError
 
     misplaced = {
         "--from": [("--module", args.module), ("--path-in-module", args.path_in_module)],
@@ -102,7 +102,7 @@ def _refresh(args: argparse.Namespace) -> int:
             return _refresh_from(args, dest)
         if args.karpenter:
             return _refresh_karpenter(args, dest)
-        from nodefleet.crdstore import remove_karpenter
+        from nodefleet.apiserver.store import remove_karpenter
 
         remove_karpenter(args.remove, dest=dest)
         print(f"nodefleet crds refresh: Karpenter CRD set {args.remove} removed")
@@ -112,7 +112,7 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _refresh_from(args: argparse.Namespace, dest: Path) -> int:
-    from nodefleet.crdstore import Source, read_provenance_table, refresh
+    from nodefleet.apiserver.store import Source, read_provenance_table, refresh
 
     source_dir: Path = args.source
     table = args.sources or next(
@@ -144,7 +144,7 @@ def _refresh_from(args: argparse.Namespace, dest: Path) -> int:
 
 
 def _refresh_karpenter(args: argparse.Namespace, dest: Path) -> int:
-    from nodefleet.crdstore import refresh_karpenter
+    from nodefleet.apiserver.store import refresh_karpenter
 
     if not args.module:
         raise InputError(
@@ -170,9 +170,9 @@ def _refresh_karpenter(args: argparse.Namespace, dest: Path) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
-    from nodefleet.crd_cel import FUNCTIONS
-    from nodefleet.crd_coverage import STANDARD, coverage
-    from nodefleet.crdstore import CRD_DIR, CrdError, load_index
+    from nodefleet.apiserver.cel import FUNCTIONS
+    from nodefleet.apiserver.coverage import STANDARD, coverage
+    from nodefleet.apiserver.store import CRD_DIR, CrdError, load_index
 
     try:
         index = load_index(args.dir or CRD_DIR)
@@ -180,7 +180,7 @@ def _coverage(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from None
     log = None
     if args.exercised is not None:
-        from nodefleet import crd_rule_log
+        from nodefleet.apiserver import rule_log as crd_rule_log
 
         if not args.exercised.is_dir():
             raise InputError(

@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from pulumi import automation as auto
 
     from cli.stacks import fleet_of, load
-    from nodefleet.config import STACK_FILE_ENV
+    from nodefleet.stackfile.model import STACK_FILE_ENV
 
     operation: str = args.operation
     # The stack file is read and validated as every command does it (a missing, malformed or invalid file is
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     events: list[Any] = []
     started = time.perf_counter()
     # A stack file elsewhere is handed to the engine as `pulumi --config-file` would take it, and named in
-    # the program's messages (nodefleet.config.STACK_FILE_ENV).
+    # the program's messages (nodefleet.stackfile.model.STACK_FILE_ENV).
     stack = open_stack(name, extra_env={STACK_FILE_ENV: str(config_file)} if config_file else None)
     kwargs: dict[str, Any] = {
         "policy_packs": [str(PROJECT / POLICY_PACK)],

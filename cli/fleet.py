@@ -1,6 +1,6 @@
 """``fleet``: one command over many stacks, one process per stack, a bounded number at a time, wave by wave.
 
-Stacks run in the order of their waves (``nodefleet:fleet.wave``, :mod:`nodefleet.waves`): every stack of a
+Stacks run in the order of their waves (``nodefleet:fleet.wave``, :mod:`nodefleet.stackfile.waves`): every stack of a
 wave finishes before the next wave starts. Between waves a health gate decides whether the rollout goes
 on: the wave's stacks all exited 0 and, with ``--health-command``, that command (given the wave's name and
 stacks in ``NODEFLEET_WAVE`` and ``NODEFLEET_WAVE_STACKS``) exited 0 too. The gate is on for the commands
@@ -31,7 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from cli.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_VIOLATIONS, InputError
-from nodefleet.waves import DEFAULT_WAVE, WAVES, StackWave, WaveError, label_value, normalize_wave, plan_waves
+from nodefleet.stackfile.waves import (
+    DEFAULT_WAVE,
+    WAVES,
+    StackWave,
+    WaveError,
+    label_value,
+    normalize_wave,
+    plan_waves,
+)
 
 PROJECT = Path(__file__).resolve().parent.parent
 COMMANDS = ("check", "preview", "up", "render", "forecast", "report", "matrix")
@@ -176,8 +184,8 @@ def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list
     field. Otherwise the stack is put in the first wave, where its own run reports the problem (and, under
     the gate, stops the rollout before any other stack changes).
     """
-    from nodefleet.config import CONFIG_KEY
-    from nodefleet.yamlfile import YAMLFileError
+    from nodefleet.stackfile.model import CONFIG_KEY
+    from nodefleet.stackfile.yamlfile import YAMLFileError
 
     out = []
     for name in names:
@@ -208,13 +216,13 @@ def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list
 
 
 def _read_config(path: Path, shown: str) -> dict[str, Any]:
-    """A stack file's ``config:``, read as strictly as :func:`harness.mockrun.read_stack_config` reads it
+    """A stack file's ``config:``, read as strictly as :func:`mockruntime.run.read_stack_config` reads it
     (duplicate keys refused), with libyaml where PyYAML has it: planning 500 stacks reads 500 files, and the
     pure-Python parser takes most of the time. Any problem is reported by the strict reader's own message."""
     import yaml
 
-    from harness.mockrun import read_stack_config
-    from nodefleet import yamlfile
+    from mockruntime.run import read_stack_config
+    from nodefleet.stackfile import yamlfile
 
     fast = getattr(yaml, "CSafeLoader", None)
     if fast is not None:
@@ -249,7 +257,7 @@ def _relative(path: Path) -> str:
 
 def matrix_run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> int:
     """``fleet matrix``: the stacks (a change touches) in wave order, as one GitHub Actions matrix per wave."""
-    from nodefleet.waves import matrix, touched_stacks
+    from nodefleet.stackfile.waves import matrix, touched_stacks
 
     stacks = _stack_waves(known, names, strict=True)
     if args.mode:
@@ -425,17 +433,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> list[str]:
-    """Objects that two stacks rendered into one GitOps tree declare differently (:mod:`nodefleet.objects`).
+    """Objects that two stacks rendered into one GitOps tree declare differently (:mod:`nodefleet.render.objects`).
 
     Render-mode stacks share a tree when their render directories have one parent (the default
     ``rendered/{stack}`` puts every stack in ``rendered/``, which the example ApplicationSet syncs), and
     ``fleet render --out`` puts all of them in one. A stack whose own file is invalid is left to its own run,
     which says why.
     """
-    from harness.mockrun import read_stack_config
-    from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
-    from nodefleet.objects import tree_problems as problems_in
-    from nodefleet.yamlfile import YAMLFileError
+    from mockruntime.run import read_stack_config
+    from nodefleet.render.objects import load_fleet
+    from nodefleet.render.objects import tree_problems as problems_in
+    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
+    from nodefleet.stackfile.yamlfile import YAMLFileError
 
     trees: dict[Path, list[Any]] = {}
     for stack, path in stacks:
@@ -490,7 +499,7 @@ def _table(command: str, results: list[StackResult], wall: float, parallel: int,
 
 def _write_reports(out_dir: Path, names: list[str], outputs: dict[str, str]) -> None:
     from cli.report import markdown
-    from nodefleet.forecast import Forecast, Item
+    from nodefleet.drift.forecast import Forecast, Item
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in names:

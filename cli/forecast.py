@@ -9,12 +9,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cli.exits import EXIT_OK, InputError
-from cli.stacks import fleet_of, load, run_loaded
-from nodefleet.forecast import Forecast, Item, Snapshot
+from cli.stacks import load_stack
+from nodefleet.drift.forecast import Forecast, Item, Snapshot
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.snapshots import (
+    from mockruntime.snapshots import (
         SnapshotError,
         last_render_root,
         plan_of,
@@ -22,10 +22,10 @@ def run(args: argparse.Namespace) -> int:
         snapshot_from_render_dir,
         snapshot_from_state_file,
     )
-    from nodefleet.forecast import forecast
+    from nodefleet.drift.forecast import forecast
 
-    stack, config, source = load(args)
-    mock = run_loaded(stack, config, source)
+    loaded = load_stack(args)
+    stack, mock = loaded.name, loaded.run
     plan = plan_of(mock)
     before: Snapshot | None
     root: Path | None = None
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
             before = snapshot_from_state_file(args.state)
         else:
             # Without --rendered: the stack's last render, where `render` without --out wrote it.
-            root = args.rendered or last_render_root(fleet_of(stack, config, source))
+            root = args.rendered or last_render_root(loaded.fleet)
             before = snapshot_from_render_dir(plan, root, stack=stack)
     except SnapshotError as exc:
         raise InputError(str(exc)) from None
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _shown(path: Path) -> str:
-    from harness.snapshots import shown_path
+    from mockruntime.snapshots import shown_path
 
     return shown_path(path)
 

@@ -42,13 +42,13 @@ def all_stacks(project: Path = PROJECT) -> list[str]:
 def touched_stacks(changed: list[str], project: Path = PROJECT) -> tuple[list[str], str]:
     """The stacks a change touches, and why: their stack file, a catalog they use, or the program itself.
 
-    The rules are ``fleet matrix``'s (:func:`nodefleet.waves.touched_stacks`), so the report covers exactly the
+    The rules are ``fleet matrix``'s (:func:`nodefleet.stackfile.waves.touched_stacks`), so the report covers exactly the
     stacks the rollout would run.
     """
     import yaml
 
-    from nodefleet.waves import DEFAULT_WAVE, StackWave, is_shared
-    from nodefleet.waves import touched_stacks as touching
+    from nodefleet.stackfile.waves import DEFAULT_WAVE, StackWave, is_shared
+    from nodefleet.stackfile.waves import touched_stacks as touching
 
     stacks = all_stacks(project)
     if any(is_shared(f) for f in changed):
@@ -143,11 +143,11 @@ def _stack_report(stack: str, base: BaseRender, policy_config: dict[str, Any] | 
     import pulumi
 
     from cli.engine import engine_status
-    from harness.evaluate import evaluate_run
-    from harness.mockrun import read_stack_config, run_program, stack_path
-    from harness.snapshots import plan_of, snapshot_from_plan, snapshot_from_render_dir
-    from nodefleet.forecast import Snapshot, forecast
-    from nodefleet.yamlfile import YAMLFileError
+    from mockruntime.evaluate import evaluate_run
+    from mockruntime.run import read_stack_config, run_program, stack_path
+    from mockruntime.snapshots import plan_of, snapshot_from_plan, snapshot_from_render_dir
+    from nodefleet.drift.forecast import Snapshot, forecast
+    from nodefleet.stackfile.yamlfile import YAMLFileError
     from policies.pack import POLICIES
 
     started = time.perf_counter()
@@ -246,7 +246,7 @@ def as_json(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.check import _policy_config
+    from cli.verdicts import read_policy_config
 
     changed = [
         line
@@ -262,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
             )
     else:
         stacks, why = touched_stacks(changed)
-    policy_config = _policy_config(args)
+    policy_config = read_policy_config(args)
     with tempfile.TemporaryDirectory(prefix="nodefleet-report-") as tmp:
         merge_base = export_base(args.base, Path(tmp))
         results = []

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from nodefleet.paths import CATALOG_ROOTS_ENV, RENDER_ROOTS_ENV
+from nodefleet.stackfile.paths import CATALOG_ROOTS_ENV, RENDER_ROOTS_ENV
 
 
 def add_roots(parser: argparse.ArgumentParser) -> None:

@@ -1,8 +1,10 @@
-"""Which stack a command works on, and the program run under the mock runtime for it."""
+"""Which stack a command works on, loaded once: its file, its validated model and the program run under the
+mock runtime, in one value (:class:`LoadedStack`) that ``check``, ``render`` and ``forecast`` hand down."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,8 @@ def load(args: argparse.Namespace) -> tuple[str, dict[str, Any], str | None]:
 
     The file is ``None`` for ``--stack``: the program's default, ``stacks/Pulumi.<stack>.yaml``, is right.
     """
-    from harness.mockrun import read_stack_config, stack_path
-    from nodefleet.yamlfile import YAMLFileError
+    from mockruntime.run import read_stack_config, stack_path
+    from nodefleet.stackfile.yamlfile import YAMLFileError
 
     try:
         if args.stack:
@@ -42,16 +44,11 @@ def stack_file_shown(args: argparse.Namespace) -> str:
     return str(args.config_file) if getattr(args, "config_file", None) else f"stacks/Pulumi.{args.stack}.yaml"
 
 
-def load_run(args: argparse.Namespace) -> Any:
-    """The program for the chosen stack, run under the mock runtime (a ``harness.mockrun.MockRun``)."""
-    return run_loaded(*load(args))
-
-
 def run_loaded(stack: str, config: dict[str, Any], source: str | None) -> Any:
     """The program run under the mock runtime for a stack :func:`load` has read."""
     import pulumi
 
-    from harness.mockrun import run_program
+    from mockruntime.run import run_program
 
     try:
         return run_program(stack, config, source=source)
@@ -60,11 +57,37 @@ def run_loaded(stack: str, config: dict[str, Any], source: str | None) -> Any:
 
 
 def fleet_of(stack: str, config: dict[str, Any], source: str | None) -> Any:
-    """The validated stack (a ``nodefleet.config.Fleet``) for a stack :func:`load` has read."""
-    from harness.mockrun import PROJECT_DIR
-    from nodefleet.config import CONFIG_KEY, ConfigError, load_fleet
+    """The validated stack (a ``nodefleet.stackfile.model.Fleet``) for a stack :func:`load` has read."""
+    from mockruntime.run import PROJECT_DIR
+    from nodefleet.render.objects import load_fleet
+    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
 
     try:
         return load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
     except ConfigError as e:
         raise InputError(str(e)) from None
+
+
+@dataclass(frozen=True)
+class LoadedStack:
+    """A stack as the commands use it: read once, run once under the mock runtime, validated once."""
+
+    name: str
+    #: The stack file's ``config:`` block.
+    config: dict[str, Any]
+    #: The file as the program must name it: ``None`` for ``stacks/Pulumi.<stack>.yaml``, its default.
+    source: str | None
+    #: The file as messages name it.
+    shown: str
+    #: The program's run under the mock runtime (a ``mockruntime.run.MockRun``).
+    run: Any
+    #: The validated stack, its objects planned (a ``nodefleet.stackfile.model.Fleet``).
+    fleet: Any
+
+
+def load_stack(args: argparse.Namespace) -> LoadedStack:
+    """The chosen stack, loaded once. The program runs first, so a stack file it refuses is told as the program
+    tells it (``InputError``); the model it validated is then read into the same value."""
+    name, config, source = load(args)
+    run = run_loaded(name, config, source)
+    return LoadedStack(name, config, source, stack_file_shown(args), run, fleet_of(name, config, source))

@@ -153,7 +153,7 @@ def _followers(cluster: Any) -> list[tuple[Any, str, str]]:
 
 
 def _step_one(cluster: Any, target: str, where: str) -> list[str]:
-    from nodefleet.versions import parse_ocp
+    from nodefleet.bootimages.versions import parse_ocp
 
     current = str(cluster.get("release"))
     if parse_ocp(target) < parse_ocp(current):
@@ -195,9 +195,9 @@ def _forecast_text(stack: str, before_doc: Any, after_doc: Any, source: str | No
     import pulumi
 
     from cli.forecast import text
-    from harness.mockrun import SECRET_PLACEHOLDER, run_program
-    from harness.snapshots import plan_of, snapshot_from_plan
-    from nodefleet.forecast import forecast
+    from mockruntime.run import SECRET_PLACEHOLDER, run_program
+    from mockruntime.snapshots import plan_of, snapshot_from_plan
+    from nodefleet.drift.forecast import forecast
 
     def snap(doc: Any) -> Any:
         config = {
@@ -226,8 +226,8 @@ def _plain(value: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.mockrun import stack_path
-    from nodefleet.versions import VersionError, known_release, parse_ocp
+    from mockruntime.run import stack_path
+    from nodefleet.bootimages.versions import VersionError, known_release, parse_ocp
 
     try:
         target = str(parse_ocp(args.release))

@@ -17,10 +17,10 @@ from components.karpenter import (
 )
 from components.kubernetes import cluster_provider
 from components.standalone import StandaloneCluster, StandaloneClusterArgs
-from nodefleet.config import STACK_FILE_ENV, ConfigError, Fleet, ResolvedCluster, load_fleet, stack_file
-from nodefleet.objects import fleet_plan
+from nodefleet.render.objects import fleet_plan, load_fleet
 from nodefleet.render_layout import render_targets
-from nodefleet.stack_secrets import secret_value_problem
+from nodefleet.stackfile.model import STACK_FILE_ENV, ConfigError, Fleet, ResolvedCluster, stack_file
+from nodefleet.stackfile.secrets import secret_value_problem
 
 #: Stack secrets by key (``nodefleet:<key>``), read before anything is registered so a missing one stops cleanly.
 StackSecrets = dict[str, pulumi.Output[str]]

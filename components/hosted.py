@@ -11,8 +11,7 @@ import pulumi_kubernetes as k8s
 
 from components.karpenter import node_pool_options
 from components.kubernetes import custom_resource
-from nodefleet.config_hosted import HostedCluster, SecretRef
-from nodefleet.hosted import (
+from nodefleet.render.hosted import (
     LEGACY_CONTROLLER_OWNED,
     autonode_pool_annotations,
     render_hosted_cluster,
@@ -23,6 +22,7 @@ from nodefleet.hosted import (
     render_openshift_ec2_node_class,
     render_secret,
 )
+from nodefleet.stackfile.hosted import HostedCluster, SecretRef
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class HostedClusterArgs:
     #: NamespacePatch, which creates it when missing and is never deleted with the stack.
     render: bool = True
     #: Objects an earlier cluster of the stack declares identically (the shared Namespace, a shared Secret),
-    #: by (kind, namespace, name): this cluster does not declare them again (:mod:`nodefleet.objects`) but
+    #: by (kind, namespace, name): this cluster does not declare them again (:mod:`nodefleet.render.objects`) but
     #: waits for them like for its own.
     declared_elsewhere: Mapping[tuple[str, str, str], pulumi.Resource] = field(default_factory=dict)
 

@@ -18,12 +18,10 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.kubernetes import custom_resource
-from nodefleet.catalog import BootImage
-from nodefleet.config import StandaloneCluster
-from nodefleet.config_karpenter import NodePoolSpec, SelfManagedNodeClass
-from nodefleet.hosted import NODE_POOL_REPLACE_ON, render_karpenter_node_pool
-from nodefleet.ignition import user_data
-from nodefleet.karpenter import (
+from nodefleet.bootimages.catalog import BootImage
+from nodefleet.render.hosted import NODE_POOL_REPLACE_ON, render_karpenter_node_pool
+from nodefleet.render.ignition import user_data
+from nodefleet.render.karpenter import (
     node_pool_annotations,
     node_read_policy,
     object_key,
@@ -31,6 +29,8 @@ from nodefleet.karpenter import (
     render_operator_ec2_node_class,
     render_self_managed_ec2_node_class,
 )
+from nodefleet.stackfile.karpenter import NodePoolSpec, SelfManagedNodeClass
+from nodefleet.stackfile.model import StandaloneCluster
 
 
 def node_pool_options(depends_on: list[pulumi.Resource]) -> pulumi.ResourceOptions:

@@ -9,9 +9,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from nodefleet.config import OutputSettings
-from nodefleet.gitops import with_controller_owned
-from nodefleet.paths import PathError, check_folder_name, render_directory
+from nodefleet.render.gitops import with_controller_owned
+from nodefleet.stackfile.model import OutputSettings
+from nodefleet.stackfile.paths import PathError, check_folder_name, render_directory
 
 #: The project directory (this package's parent): where a relative render directory starts.
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -29,7 +29,7 @@ def cluster_provider(
     In render mode every object is written under ``<directory>/<target>`` for Argo CD or Flux instead of
     being applied; the policy pack forbids Secrets with data on such a provider, because the provider would
     write their values in plaintext. The directory obeys the same containment rule as configuration
-    validation and ``nodefleet render`` (:func:`nodefleet.paths.render_directory`): whoever builds a
+    validation and ``nodefleet render`` (:func:`nodefleet.stackfile.paths.render_directory`): whoever builds a
     provider, it never writes outside the project or an operator-allowed root.
     """
     if output.mode == "render":
@@ -50,7 +50,7 @@ def custom_resource(
     """A Kubernetes object from its rendered manifest.
 
     Fields the options leave to a controller (``ignore_changes``) are also listed on the object, in the
-    ``nodefleet.io/controller-owned`` annotation (:mod:`nodefleet.gitops`): in render mode the manifest is all
+    ``nodefleet.io/controller-owned`` annotation (:mod:`nodefleet.render.gitops`): in render mode the manifest is all
     a GitOps tool sees, and without it Argo CD or Flux would re-apply nodefleet's initial value on every sync.
     """
     manifest = with_controller_owned(manifest, list(opts.ignore_changes or []))

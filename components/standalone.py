@@ -9,8 +9,12 @@ import pulumi_kubernetes as k8s
 
 from components.kubernetes import custom_resource
 from nodefleet import kinds as k
-from nodefleet.config import ResolvedCluster, ResolvedMachineSet
-from nodefleet.manifests import render_boot_image_settings, render_machine_config_pool, render_machine_set
+from nodefleet.render.machinesets import (
+    render_boot_image_settings,
+    render_machine_config_pool,
+    render_machine_set,
+)
+from nodefleet.stackfile.model import ResolvedCluster, ResolvedMachineSet
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ class Finding:
     policy: str
     level: str  # "mandatory" | "advisory"
     #: URN, "" for a stack-level finding without one. The mock runtime builds URNs as the engine does
-    #: (harness/mockrun.py), so ``check --json`` and the engine name a resource by the same string.
+    #: (mockruntime/run.py), so ``check --json`` and the engine name a resource by the same string.
     resource: str
 
 

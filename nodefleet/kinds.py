@@ -56,7 +56,7 @@ ANNOTATION_STREAM = "nodefleet.io/boot-image-stream"
 # The OS stream of the MachineSet's pool (its osImageStream, else the cluster's default): what its nodes run.
 ANNOTATION_POOL_STREAM = "nodefleet.io/pool-os-stream"
 ANNOTATION_RELEASE = "nodefleet.io/cluster-release"
-# The catalog the AMI was resolved from, relative to the project (nodefleet.catalog.catalog_reference).
+# The catalog the AMI was resolved from, relative to the project (nodefleet.bootimages.catalog.catalog_reference).
 ANNOTATION_CATALOG = "nodefleet.io/boot-image-catalog"
 # On objects inside a hosted cluster (node classes, Karpenter NodePools): the HostedCluster they belong to,
 # as "<namespace>/<name>", so stack-level policies can pair them across providers.
@@ -65,7 +65,7 @@ ANNOTATION_HOSTED_CLUSTER = "nodefleet.io/hosted-cluster"
 # (HyperShift rewrites it; nodefleet ignores it), "s3-pointer" (nodefleet's stable Ignition pointer).
 ANNOTATION_USERDATA_MODE = "nodefleet.io/userdata-mode"
 # On Karpenter objects (NodePool, EC2NodeClass): the Karpenter CRDs their cluster serves, "<flavour>/<minor>"
-# (e.g. "aws/1.15", "hypershift/1.13"), which the crd-schema policy judges them by (nodefleet.crdstore).
+# (e.g. "aws/1.15", "hypershift/1.13"), which the crd-schema policy judges them by (nodefleet.apiserver.store).
 ANNOTATION_KARPENTER = "nodefleet.io/karpenter"
 
 # Property path Pulumi must leave alone once the MCO boot image controller owns the AMI.

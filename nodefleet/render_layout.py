@@ -7,7 +7,7 @@
 previous render back and the policies that look for the last rendered copy of an object all name files with
 this one function.
 
-The render directory itself is the stack's ``output.directory`` (:func:`nodefleet.paths.render_directory`);
+The render directory itself is the stack's ``output.directory`` (:func:`nodefleet.stackfile.paths.render_directory`);
 whoever writes a render (``nodefleet render``, the provider) and whoever reads the last one back
 (``forecast``, ``fleet forecast``, the policies' transition checks) finds a target's files in
 :func:`target_folder` of it.

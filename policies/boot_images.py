@@ -19,10 +19,15 @@ from pulumi_policy import (
 )
 
 from nodefleet import kinds as k
-from nodefleet.catalog import BootImageCatalog, CatalogError, load_catalog, resolve_catalog_reference
-from nodefleet.releases import parse_release_image
-from nodefleet.skew import MCO_FLOOR_OCP, MCO_FLOOR_RHEL, SkewPolicy, evaluate_skew
-from nodefleet.versions import (
+from nodefleet.bootimages.catalog import (
+    BootImageCatalog,
+    CatalogError,
+    load_catalog,
+    resolve_catalog_reference,
+)
+from nodefleet.bootimages.releases import parse_release_image
+from nodefleet.bootimages.skew import MCO_FLOOR_OCP, MCO_FLOOR_RHEL, SkewPolicy, evaluate_skew
+from nodefleet.bootimages.versions import (
     OCPVersion,
     RHCOSVersion,
     VersionError,
@@ -109,7 +114,7 @@ boot_image_ownership = ResourceValidationPolicy(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Boot image skew: the boot image's RHCOS version judged by nodefleet.skew.evaluate_skew
+# Boot image skew: the boot image's RHCOS version judged by nodefleet.bootimages.skew.evaluate_skew
 # ---------------------------------------------------------------------------------------------------------
 
 #: The project root: the catalog a MachineSet names, and catalog paths in policy config, are relative to it.
@@ -329,7 +334,7 @@ _NODEPOOL_HINT = (
 def _skew_findings(args: ResourceValidationArgs, policy: SkewPolicy) -> tuple[list[str], list[str]]:
     """(error messages, warning messages) for one object; both empty when there is nothing to judge.
 
-    The level of every finding comes from ``nodefleet.skew``: boot-image-skew reports the errors,
+    The level of every finding comes from ``nodefleet.bootimages.skew``: boot-image-skew reports the errors,
     boot-image-advice the warnings, of one and the same evaluation.
     """
     subject = _subject(args)

@@ -4,12 +4,12 @@
 pruning would drop, and failed ``x-kubernetes-validations`` rules with the CRD's own message, transition
 rules (``oldSelf``) included where the previous object is known. ``crd-schema-unchecked`` (advisory) names
 the rules that could not be evaluated for an object, so nothing passes silently. The judging is
-``nodefleet.crd_schema``; this module only finds the object, its CRD and its previous version.
+``nodefleet.apiserver.schema``; this module only finds the object, its CRD and its previous version.
 
 A Karpenter object (NodePool, NodeClaim, EC2NodeClass) is judged by the CRD its cluster serves: the set its
 ``nodefleet.io/karpenter`` annotation names (nodefleet's components stamp it from the cluster's declared
-Karpenter), else the policy's ``karpenter`` setting, else the shipped default (``nodefleet.crdstore``).
-For the rules users meet most, the message adds what to write instead (``nodefleet.crd_advice``): this
+Karpenter), else the policy's ``karpenter`` setting, else the shipped default (``nodefleet.apiserver.store``).
+For the rules users meet most, the message adds what to write instead (``nodefleet.apiserver.advice``): this
 policy is the one verdict on a CRD rule, so no other policy repeats it.
 """
 
@@ -36,10 +36,10 @@ from pulumi_policy.proxy import (
     UNKNOWN_STRING_VALUE,
 )
 
-from nodefleet.crd_advice import advise
-from nodefleet.crd_previous import PreviousStateError, load_checkpoint, rendered_previous
-from nodefleet.crd_schema import UNKNOWN, Finding, validate_object
-from nodefleet.crdstore import ANNOTATION_KARPENTER, KarpenterSetError, Selection, load_index
+from nodefleet.apiserver.advice import advise
+from nodefleet.apiserver.previous import PreviousStateError, load_checkpoint, rendered_previous
+from nodefleet.apiserver.schema import UNKNOWN, Finding, validate_object
+from nodefleet.apiserver.store import ANNOTATION_KARPENTER, KarpenterSetError, Selection, load_index
 from policies.props import ReportViolation
 
 #: Where relative render directories and checkpoint paths resolve: the project root, where the program runs.

@@ -1,5 +1,5 @@
 """HyperShift version skew: node releases never lead their HostedCluster and trail it by at most what the
-chosen skew profile allows (``nodefleet.skew.node_version_skew``: ocp, hypershift or rosa)."""
+chosen skew profile allows (``nodefleet.bootimages.skew.node_version_skew``: ocp, hypershift or rosa)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from pulumi_policy import (
 )
 
 from nodefleet import kinds as k
-from nodefleet.crd_schema import rejects_field
-from nodefleet.crdstore import load_index
-from nodefleet.releases import parse_release_image
-from nodefleet.skew import DEFAULT_SKEW_PROFILE, SKEW_PROFILES, node_skew_rule, node_version_skew
-from nodefleet.versions import OCPVersion, VersionError, parse_ocp
+from nodefleet.apiserver.schema import rejects_field
+from nodefleet.apiserver.store import load_index
+from nodefleet.bootimages.releases import parse_release_image
+from nodefleet.bootimages.skew import DEFAULT_SKEW_PROFILE, SKEW_PROFILES, node_skew_rule, node_version_skew
+from nodefleet.bootimages.versions import OCPVersion, VersionError, parse_ocp
 from policies.props import ReportViolation, annotations_of, as_text, metadata_of, name_of, value_at
 
 

@@ -2,7 +2,7 @@
 
 What the NodePool and EC2NodeClass CRDs reject themselves (restricted requirement and label domains,
 malformed budgets) is judged once, by ``crd-schema`` with the CRD's own message and, where nodefleet knows
-it, the key to use instead (``nodefleet.crd_advice``); these policies judge what no CRD rule can see.
+it, the key to use instead (``nodefleet.apiserver.advice``); these policies judge what no CRD rule can see.
 
 Background: DESIGN.md section 1.1 and background/karpenter-hypershift.md sections 1, 2, 4. Any byte change
 in ``EC2NodeClass.spec.userData`` drifts every node of the class (it is part of the static hash); HyperShift
@@ -32,8 +32,8 @@ from pulumi_policy import (
 )
 
 from nodefleet import kinds as k
+from nodefleet.bootimages.versions import VersionError, parse_ocp
 from nodefleet.render_layout import manifest_path
-from nodefleet.versions import VersionError, parse_ocp
 from policies.props import (
     ReportViolation,
     annotations_of,

@@ -17,7 +17,7 @@ from pulumi_policy import (
 )
 
 from nodefleet import kinds as k
-from nodefleet.versions import OCPVersion, VersionError, linear_minor, parse_ocp
+from nodefleet.bootimages.versions import OCPVersion, VersionError, linear_minor, parse_ocp
 from policies.boot_images import provider_spec
 from policies.props import ReportViolation, annotations_of, as_map, as_text, map_at, name_of
 from policies.skew_record import same_cluster

@@ -14,8 +14,8 @@ from pulumi_policy import (
 )
 
 from nodefleet import kinds as k
-from nodefleet.skew import manual_skew_record
-from nodefleet.versions import RHCOSVersion
+from nodefleet.bootimages.skew import manual_skew_record
+from nodefleet.bootimages.versions import RHCOSVersion
 from policies.boot_images import CATALOGS_PROPERTY, boot_image_rhcos, catalogs_for, provider_spec
 from policies.props import ReportViolation, annotations_of, as_map, map_at, name_of
 
@@ -97,7 +97,7 @@ def _validate_record(args: StackValidationArgs, report: ReportViolation) -> None
             f"{where} has {shown} in spec.bootImageSkewEnforcement.manual, but the oldest boot image its "
             f"MachineSets declare is {oldest_version.describe()} (MachineSet '{oldest_name}'). The MCO "
             f"judges skew by this record, so it must name the oldest boot image in use; set it to "
-            f"{_record_text(expected)} (nodefleet.skew.manual_skew_record computes it).",
+            f"{_record_text(expected)} (nodefleet.bootimages.skew.manual_skew_record computes it).",
             mc.urn,
         )
 

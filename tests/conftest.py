@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness.mockrun import stack_fleet
+from mockruntime.run import stack_fleet
 
 __all__ = ["PROJECT", "SHARED_DATA", "copy_project", "nodefleet", "own_tree", "stack_fleet"]
 
@@ -24,7 +24,7 @@ PROJECT_PARTS = (
     "Pulumi.yaml",
     "nodefleet",
     "components",
-    "harness",
+    "mockruntime",
     "cli",
     "engine",
     "policies",
@@ -180,7 +180,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 # --- Rule log ----------------------------------------------------------------------------------------------
-# A test run records which CRD rules it evaluated, passing and failing (nodefleet/crd_rule_log.py), in this
+# A test run records which CRD rules it evaluated, passing and failing (nodefleet/apiserver/rule_log.py), in this
 # process and in the command-line processes the tests start; `python -m nodefleet crds coverage --exercised
 # .tools/rule-log` turns it into the per-CRD figure. Runs add to the log (a run of one test file does not
 # erase what the full suite recorded); remove the folder to start afresh, or set the variable elsewhere.
@@ -188,6 +188,6 @@ RULE_LOG = PROJECT / ".tools" / "rule-log"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from nodefleet.crd_rule_log import ENV
+    from nodefleet.apiserver.rule_log import ENV
 
     os.environ.setdefault(ENV, str(RULE_LOG))

@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from nodefleet.crdstore import CRD_DIR, CrdVersion, ShippedCrd, load_index
+from nodefleet.apiserver.store import CRD_DIR, CrdVersion, ShippedCrd, load_index
 from tests import crdobjects
 
 __all__ = [

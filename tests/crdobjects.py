@@ -10,18 +10,23 @@ import copy
 from functools import cache
 from typing import Any
 
-from harness.mockrun import stack_fleet
+from mockruntime.run import stack_fleet
 from nodefleet import kinds as k
-from nodefleet.config import ResolvedCluster, ResolvedHostedCluster, load_fleet
-from nodefleet.hosted import (
+from nodefleet.render.hosted import (
     render_hosted_cluster,
     render_hypershift_node_pool,
     render_karpenter_node_pool,
     render_legacy_ec2_node_class,
     render_openshift_ec2_node_class,
 )
-from nodefleet.karpenter import render_self_managed_ec2_node_class
-from nodefleet.manifests import render_boot_image_settings, render_machine_config_pool, render_machine_set
+from nodefleet.render.karpenter import render_self_managed_ec2_node_class
+from nodefleet.render.machinesets import (
+    render_boot_image_settings,
+    render_machine_config_pool,
+    render_machine_set,
+)
+from nodefleet.render.objects import load_fleet
+from nodefleet.stackfile.model import ResolvedCluster, ResolvedHostedCluster
 from tests.conftest import PROJECT
 
 

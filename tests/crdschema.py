@@ -1,6 +1,6 @@
 """Validates manifests against the OpenAPI schemas of the shipped CRDs (``nodefleet/crds/``) with jsonschema.
 
-An independent second opinion on the structural schema only; ``nodefleet.crd_schema`` is what the policy
+An independent second opinion on the structural schema only; ``nodefleet.apiserver.schema`` is what the policy
 pack uses, CEL rules included. A Karpenter object is checked against the set its ``nodefleet.io/karpenter``
 annotation names (or ``karpenter``, or the shipped default), as the policy picks it.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonschema
 
-from nodefleet.crdstore import CrdVersion, load_index
+from nodefleet.apiserver.store import CrdVersion, load_index
 
 
 def _strip(schema: Any) -> Any:

@@ -159,10 +159,10 @@ def test_boot_image_known_bad_configs_exit_2(stack: str, field: str, fragment: s
 
 
 def test_advice_in_check_has_the_domains_wording() -> None:
-    """check reports what the policy reads off the objects, in the words of nodefleet.skew.stream_finding."""
-    from nodefleet.catalog import load_catalog
-    from nodefleet.skew import stream_finding
-    from nodefleet.versions import parse_ocp
+    """check reports what the policy reads off the objects, in the words of nodefleet.bootimages.skew.stream_finding."""
+    from nodefleet.bootimages.catalog import load_catalog
+    from nodefleet.bootimages.skew import stream_finding
+    from nodefleet.bootimages.versions import parse_ocp
 
     image = load_catalog(PROJECT / "catalogs/coreos-bootimages-5.0.yaml").resolve(
         "us-east-1", "x86_64", "rhel-9"

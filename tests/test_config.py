@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from nodefleet.config import ConfigError, load_fleet
+from nodefleet.render.objects import load_fleet
+from nodefleet.stackfile.model import ConfigError
 from tests.conftest import PROJECT, stack_fleet
 
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from nodefleet.config import ConfigError, ResolvedCluster, ResolvedHostedCluster, load_fleet
+from nodefleet.render.objects import load_fleet
+from nodefleet.stackfile.model import ConfigError, ResolvedCluster, ResolvedHostedCluster
 from tests.conftest import PROJECT, stack_fleet
 
 

@@ -9,8 +9,9 @@ from typing import Any, get_args
 import pytest
 from pydantic import BaseModel
 
-from nodefleet.config import ConfigError, FleetConfig, load_fleet
-from nodefleet.modelbase import PATTERN_HELP
+from nodefleet.render.objects import load_fleet
+from nodefleet.stackfile.model import ConfigError, FleetConfig
+from nodefleet.stackfile.modelbase import PATTERN_HELP
 from tests.conftest import PROJECT, stack_fleet
 
 Mutation = Callable[[dict[str, Any]], None]

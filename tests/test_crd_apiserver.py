@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from nodefleet.crd_schema import NOT_CHECKED, validate_object
+from nodefleet.apiserver.schema import NOT_CHECKED, validate_object
 from tests import goref
 from tests.conftest import PROJECT
 from tests.crd_corpus import EDGES, Case, corpus, reference_case
@@ -161,7 +161,7 @@ def _outcomes() -> list[Outcome]:
 
 @pytest.mark.goref
 def test_corpus_covers_every_shipped_crd_and_class() -> None:
-    from nodefleet.crdstore import load_index
+    from nodefleet.apiserver.store import load_index
 
     cases = corpus()
     creates = [c for c in cases if c.old is None]

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.mockrun import stack_fleet
+from mockruntime.run import stack_fleet
 from nodefleet import kinds as k
-from nodefleet.crdstore import CRD_DIR, SOURCES_FILE
+from nodefleet.apiserver.store import CRD_DIR, SOURCES_FILE
 from tests.conftest import nodefleet, own_tree
 from tests.crdobjects import rendered
 
@@ -126,7 +126,7 @@ def test_shipped_crds_are_the_recorded_upstream_files() -> None:
 def test_the_sets_ship_what_each_cluster_serves() -> None:
     """aws: the upstream AWS provider's releases; hypershift and openshift: HyperShift v0.1.82's copies, whose
     NodePool is byte for byte the AWS provider's v1.13.1 and whose EC2NodeClass is its own relaxed one."""
-    from nodefleet.crdstore import load_index
+    from nodefleet.apiserver.store import load_index
 
     index = load_index()
     assert index.karpenter_minors("aws") == ["1.12", "1.13", "1.14", "1.15"]
@@ -247,7 +247,7 @@ def _refresh_karpenter(env: dict[str, str], *args: str) -> subprocess.CompletedP
 
 
 def test_refresh_karpenter_adds_a_set_from_a_module_sharing_identical_files(tmp_path: Path) -> None:
-    from nodefleet.crdstore import load_index, module_zip_hash
+    from nodefleet.apiserver.store import load_index, module_zip_hash
 
     # A new release whose NodePool changed and whose NodeClaim and EC2NodeClass did not.
     nodepool = (CRD_DIR / "karpenter/karpenter.sh_nodepools.aws-v1.15.1.yaml").read_text()
@@ -332,7 +332,7 @@ def test_remove_karpenter_drops_files_no_other_set_uses(tmp_path: Path) -> None:
     assert not (dest / "karpenter/karpenter.sh_nodepools.aws-v1.14.3.yaml").exists()
     # aws/1.14's NodeClaim and EC2NodeClass are aws/1.13's files, which stay.
     assert (dest / "karpenter/karpenter.k8s.aws_ec2nodeclasses.aws-v1.13.1.yaml").exists()
-    from nodefleet.crdstore import load_index
+    from nodefleet.apiserver.store import load_index
 
     assert "aws/1.14" not in load_index(dest).karpenter_sets
 
@@ -354,7 +354,7 @@ def test_a_set_is_recorded_verified_only_when_the_checksum_database_was_consulte
 ) -> None:
     """As the go command matches GONOSUMDB/GOPRIVATE (module.MatchPrefixPatterns): globs over leading path
     elements."""
-    from nodefleet.crdstore import _sumdb_skips
+    from nodefleet.apiserver.store import _sumdb_skips
 
     assert _sumdb_skips(AWS, env) is skipped
 

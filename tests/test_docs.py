@@ -471,3 +471,29 @@ def test_an_excerpt_that_differs_from_the_output_is_caught() -> None:
         excerpt_problem(("  0 mandatory, 0 advisory", "nodefleet check: 8 resources, 0.9s"), output)
         is not None
     )
+
+
+CODE_MAP = DOCS / "code-map.md"
+
+
+def _code_paths(text: str) -> set[str]:
+    return set(re.findall(r"`((?:nodefleet|cli|mockruntime|components|policies)/[\w/]*\.py)`", text))
+
+
+def test_the_code_map_names_every_module_and_only_real_ones() -> None:
+    named = _code_paths(CODE_MAP.read_text(encoding="utf-8"))
+    modules = {
+        p.relative_to(PROJECT).as_posix()
+        for package in ("nodefleet", "cli", "mockruntime", "components", "policies")
+        for p in (PROJECT / package).rglob("*.py")
+        if p.name not in ("__init__.py", "__main__.py")
+    }
+    assert sorted(named - modules) == [], "the code map names modules that do not exist"
+    assert sorted(modules - named) == [], "docs/code-map.md: add these modules to the map"
+
+
+def test_the_code_map_check_sees_a_missing_module() -> None:
+    assert _code_paths("`nodefleet/render/objects.py` and `cli/check.py`") == {
+        "nodefleet/render/objects.py",
+        "cli/check.py",
+    }

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from nodefleet import karpenter_hash as kh
-from nodefleet.drift import (
+from nodefleet.drift import karpenter_hash as kh
+from nodefleet.drift.rules import (
     NODE_CLASS_DRIFT,
     NODE_POOL_DRIFTED,
     REQUIREMENTS_DRIFTED,
@@ -292,7 +292,7 @@ def _wrong_requirement_nodes() -> int:
 @pytest.mark.goref
 def test_a_requirements_model_ignoring_unlabelled_keys_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """The requirements comparison can fail: let a node without the key's label pass any requirement."""
-    from nodefleet import drift
+    from nodefleet.drift import rules as drift
 
     real = drift._allows
     monkeypatch.setattr(drift, "_allows", lambda req, value: value is None or real(req, value))
@@ -318,7 +318,7 @@ def test_a_requirements_model_reading_keys_or_numbers_otherwise_fails(
 ) -> None:
     """The generated nodes tell apart a model that takes ``beta.kubernetes.io/arch`` as a key of its own,
     and one that reads numbers with Python's ``int`` (``1_0`` is 10, past int64 is no limit)."""
-    from nodefleet import drift
+    from nodefleet.drift import rules as drift
 
     monkeypatch.setattr(drift, name, replace)
     wrong = _wrong_requirement_nodes()

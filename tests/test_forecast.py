@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from harness.mockrun import run_program
-from harness.snapshots import (
+from mockruntime.run import run_program
+from mockruntime.snapshots import (
     SnapshotError,
     plan_of,
     snapshot_from_plan,
     snapshot_from_render_dir,
     snapshot_from_state_file,
 )
-from nodefleet.forecast import (
+from nodefleet.drift.forecast import (
     IN_PLACE,
     NEW,
     NEW_MACHINES_ONLY,
@@ -365,7 +365,7 @@ def test_state_file_errors_name_the_file(tmp_path: Path) -> None:
 def test_managed_machine_set_ami_change_is_no_rollout_against_a_gitops_checkout(tmp_path: Path) -> None:
     """Forecast against the tree Argo CD or Flux syncs (written as `nodefleet render` writes it): the rendered
     object itself says its AMI is controller-owned, which is what the GitOps tools are configured from."""
-    from harness.render_tree import write_tree
+    from mockruntime.render_tree import write_tree
 
     fleet = stack_fleet("dev")
     checkout = tmp_path / "gitops" / "rendered" / "dev"

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness.mockrun import run_program
-from harness.snapshots import plan_of, snapshot_from_plan
-from nodefleet.forecast import IN_PLACE, REPLACES, Forecast, Item, Obj, Snapshot, forecast, scaled_count
+from mockruntime.run import run_program
+from mockruntime.snapshots import plan_of, snapshot_from_plan
+from nodefleet.drift.forecast import IN_PLACE, REPLACES, Forecast, Item, Obj, Snapshot, forecast, scaled_count
 from tests.conftest import stack_fleet
 
 

@@ -24,16 +24,16 @@ import jsonschema
 import pytest
 import yaml
 
-from harness.mockrun import MockRun, run_program
-from harness.render_tree import write_tree
-from harness.rendering import RenderPlanError, plan_render
-from harness.snapshots import default_target, plan_of
+from mockruntime.render_tree import write_tree
+from mockruntime.rendering import RenderPlanError, plan_render
+from mockruntime.run import MockRun, run_program
+from mockruntime.snapshots import default_target, plan_of
 from nodefleet import kinds as k
-from nodefleet.crd_schema import validate_object
-from nodefleet.crdstore import CrdVersion, ShippedCrd
-from nodefleet.gitops import ANNOTATION_CONTROLLER_OWNED, ARGOCD_IGNORE_DIFFERENCES_FILE, json_pointer
-from nodefleet.hosted import LEGACY_CONTROLLER_OWNED
-from nodefleet.waves import DEFAULT_WAVE, WAVE_LABEL, WAVES, label_value, normalize_wave
+from nodefleet.apiserver.schema import validate_object
+from nodefleet.apiserver.store import CrdVersion, ShippedCrd
+from nodefleet.render.gitops import ANNOTATION_CONTROLLER_OWNED, ARGOCD_IGNORE_DIFFERENCES_FILE, json_pointer
+from nodefleet.render.hosted import LEGACY_CONTROLLER_OWNED
+from nodefleet.stackfile.waves import DEFAULT_WAVE, WAVE_LABEL, WAVES, label_value, normalize_wave
 from tests.conftest import PROJECT, stack_fleet
 from tests.crdschema import _strip
 from tests.shipped import SHIPPED_STACKS
@@ -47,7 +47,7 @@ STACKS = sorted(SHIPPED_STACKS)
 
 @cache
 def _crd_versions() -> dict[tuple[str, str], CrdVersion]:
-    """The upstream CRDs as nodefleet's own validator (nodefleet.crd_schema) reads them."""
+    """The upstream CRDs as nodefleet's own validator (nodefleet.apiserver.schema) reads them."""
     found = {}
     for path in sorted(CRDS.glob("*.yaml.gz")):
         crd = yaml.safe_load(gzip.decompress(path.read_bytes()))
@@ -160,7 +160,7 @@ def test_examples_are_valid_against_the_upstream_crds(path: Path) -> None:
     "path", sorted(EXAMPLES.rglob("*.yaml")), ids=lambda p: p.relative_to(EXAMPLES).as_posix()
 )
 def test_examples_pass_nodefleet_crd_validator(path: Path) -> None:
-    """The same documents through nodefleet.crd_schema, which also reports fields the API server would prune
+    """The same documents through nodefleet.apiserver.schema, which also reports fields the API server would prune
     (a misspelt `rollingSync` or `dependsOn` would be dropped silently, and the waves with it)."""
     for doc in _documents(path):
         findings = validate_object(doc, _crd_versions()[(doc["apiVersion"], doc["kind"])])

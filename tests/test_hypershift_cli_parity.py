@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 import yaml
 
-from nodefleet.config_hosted import HostedCluster
-from nodefleet.hosted import (
+from nodefleet.render.hosted import (
     LABEL_AUTO_CREATED_FOR_INFRA,
     render_hosted_cluster,
     render_hypershift_node_pool,
     render_namespace,
     secret_labels,
 )
+from nodefleet.stackfile.hosted import HostedCluster
 from tests.crdschema import validate_manifest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hypershift-cli-v0.1.80"

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from nodefleet.config import ConfigError, load_fleet
-from nodefleet.instance_types import DATA_FILE, architecture_of, instance_type_finding, known_types
+from nodefleet.render.objects import load_fleet
+from nodefleet.stackfile.instance_types import DATA_FILE, architecture_of, instance_type_finding, known_types
+from nodefleet.stackfile.model import ConfigError
 from tests.conftest import PROJECT, nodefleet, own_tree, stack_fleet
 
 #: The Karpenter release whose generated DescribeInstanceTypes fixture checks the architecture rule.

@@ -11,9 +11,10 @@ import jsonschema
 import pytest
 import yaml
 
-from nodefleet.config import ConfigError, ResolvedCluster, load_fleet
-from nodefleet.crd_schema import validate_object
-from nodefleet.manifests import render_machine_set
+from nodefleet.apiserver.schema import validate_object
+from nodefleet.render.machinesets import render_machine_set
+from nodefleet.render.objects import load_fleet
+from nodefleet.stackfile.model import ConfigError, ResolvedCluster
 from tests.conftest import PROJECT, nodefleet, own_tree, stack_fleet
 from tests.crdschema import crd_of, validate_manifest
 
@@ -56,7 +57,7 @@ def test_the_crd_judges_the_taints_nodefleet_writes() -> None:
 
 
 def test_the_crd_schema_policy_judges_the_taints_too() -> None:
-    """The check's own CRD validation (nodefleet.crd_schema, what the crd-schema policy runs)."""
+    """The check's own CRD validation (nodefleet.apiserver.schema, what the crd-schema policy runs)."""
     ms = _machine_set(_infra(taints=[INFRA_TAINT], labels={"team": "platform"}))
     assert validate_object(ms, crd_of(ms)) == []
     del ms["spec"]["template"]["spec"]["taints"][0]["key"]

@@ -8,13 +8,14 @@ import jsonschema
 import pytest
 
 from nodefleet import kinds as k
-from nodefleet.config import Fleet, load_fleet
-from nodefleet.manifests import (
+from nodefleet.render.machinesets import (
     render_boot_image_settings,
     render_machine_config_pool,
     render_machine_set,
     user_data_secret,
 )
+from nodefleet.render.objects import load_fleet
+from nodefleet.stackfile.model import Fleet
 from tests.conftest import PROJECT, stack_fleet
 from tests.crdschema import validate_manifest
 

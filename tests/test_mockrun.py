@@ -17,9 +17,9 @@ from pulumi_policy import (
 )
 
 from engine.events import findings, read_event_log, step_urns
-from harness.evaluate import evaluate_run
-from harness.mockrun import make_urn, project_name, read_stack_config, run_program
-from nodefleet.yamlfile import YAMLFileError
+from mockruntime.evaluate import evaluate_run
+from mockruntime.run import make_urn, project_name, read_stack_config, run_program
+from nodefleet.stackfile.yamlfile import YAMLFileError
 from tests.conftest import PROJECT, nodefleet
 
 EVENTS = PROJECT / "tests" / "engine" / "data"

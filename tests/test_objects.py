@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.mockrun import run_program
-from harness.rendering import kubernetes_objects
-from nodefleet.config import ConfigError, load_fleet
-from nodefleet.objects import stack_objects, tree_problems
+from mockruntime.rendering import kubernetes_objects
+from mockruntime.run import run_program
+from nodefleet.render.objects import load_fleet, stack_objects, tree_problems
+from nodefleet.stackfile.model import ConfigError
 from tests.conftest import PROJECT, copy_project, nodefleet, stack_fleet
 
 EXAMPLES = ("dev", "hosted", "karpenter", "rhel10")

@@ -204,7 +204,7 @@ def test_wave_step_stops_at_the_check(repo: Path) -> None:
 
 
 def test_the_workflow_has_a_job_per_wave_each_after_every_earlier_wave() -> None:
-    from nodefleet.waves import WAVES
+    from nodefleet.stackfile.waves import WAVES
 
     jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
     for i, wave in enumerate(WAVES):

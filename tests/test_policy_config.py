@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from harness.evaluate import policy_config_errors
+from mockruntime.evaluate import policy_config_errors
 from policies.pack import POLICIES
 
 

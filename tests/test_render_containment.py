@@ -15,7 +15,7 @@ import pulumi
 import pytest
 import yaml
 
-from nodefleet.config import OutputSettings
+from nodefleet.stackfile.model import OutputSettings
 from tests.conftest import PROJECT, copy_project
 
 

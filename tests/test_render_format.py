@@ -17,9 +17,9 @@ import jsonschema
 import pytest
 import yaml
 
-from harness.mockrun import run_program
-from harness.rendering import plan_render
-from nodefleet.provider_yaml import dump_manifest, go_number
+from mockruntime.rendering import plan_render
+from mockruntime.run import run_program
+from nodefleet.render.provider_yaml import dump_manifest, go_number
 from tests.conftest import PROJECT
 from tests.crdschema import _schemas
 

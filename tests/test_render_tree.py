@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from harness import render_tree
-from harness.mockrun import run_program, stack_fleet
-from harness.render_tree import RenderTreeError, record_path, write_tree
-from harness.rendering import RenderPlan, plan_render
-from nodefleet.config import ConfigError, load_fleet
+from mockruntime import render_tree
+from mockruntime.render_tree import RenderTreeError, record_path, write_tree
+from mockruntime.rendering import RenderPlan, plan_render
+from mockruntime.run import run_program, stack_fleet
+from nodefleet.render.objects import load_fleet
+from nodefleet.stackfile.model import ConfigError
 from tests.conftest import PROJECT
 
 
@@ -132,9 +133,9 @@ _KILL_MID_COMMIT = """
 import os, sys
 from pathlib import Path
 sys.path.insert(0, {project!r})
-from harness import render_tree
-from harness.mockrun import run_program, stack_fleet
-from harness.rendering import plan_render
+from mockruntime import render_tree
+from mockruntime.run import run_program, stack_fleet
+from mockruntime.rendering import plan_render
 fleet = stack_fleet("dev")
 for ms in fleet["clusters"][0]["machineSets"]:
     ms["replicas"] = 7

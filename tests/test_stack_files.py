@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from harness.mockrun import DuplicateURNError, run_program
+from mockruntime.run import DuplicateURNError, run_program
 from tests.conftest import PROJECT
 
 DEV = (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text()

@@ -52,13 +52,13 @@ def test_fleet_runs_every_stack_in_stacks_including_the_users(project: Path) -> 
 def test_a_program_change_touches_the_users_stack_too(project: Path) -> None:
     from cli.report import touched_stacks
 
-    stacks, why = touched_stacks(["nodefleet/forecast.py"], project)
+    stacks, why = touched_stacks(["nodefleet/drift/forecast.py"], project)
     assert stacks == sorted([*SHIPPED_STACKS, USER_STACK]) and "every stack" in why
     assert touched_stacks([f"stacks/Pulumi.{USER_STACK}.yaml"], project)[0] == [USER_STACK]
 
 
 def test_the_policy_mutation_run_takes_the_users_stack(project: Path) -> None:
-    from harness.mutation import example_runs
+    from mockruntime.mutation import example_runs
 
     assert USER_STACK in {run.stack for run in example_runs(project)}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.mockrun import stack_fleet
+from mockruntime.run import stack_fleet
 
 
 def hosted_legacy_fleet() -> dict[str, Any]:

@@ -9,11 +9,11 @@ from typing import Any
 import pulumi
 import pytest
 
-from harness.mockrun import MockRun, run_program
+from mockruntime.run import MockRun, run_program
 from nodefleet import kinds as k
-from nodefleet.drift import hypershift_config_hash, hypershift_generated_ec2_node_class
-from nodefleet.hosted import LEGACY_CONTROLLER_OWNED
-from nodefleet.ignition import hypershift_stub, merge_headers, user_data
+from nodefleet.drift.rules import hypershift_config_hash, hypershift_generated_ec2_node_class
+from nodefleet.render.hosted import LEGACY_CONTROLLER_OWNED
+from nodefleet.render.ignition import hypershift_stub, merge_headers, user_data
 from tests.conftest import stack_fleet
 
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from harness.mockrun import SECRET_PLACEHOLDER, MockRun, read_stack_config, run_program, stack_path
+from mockruntime.run import SECRET_PLACEHOLDER, MockRun, read_stack_config, run_program, stack_path
 from nodefleet import kinds as k
-from nodefleet.ignition import merge_headers
-from nodefleet.yamlfile import load_yaml
+from nodefleet.render.ignition import merge_headers
+from nodefleet.stackfile.yamlfile import load_yaml
 from tests.conftest import stack_fleet
 from tests.variants import karpenter_operator_fleet
 
@@ -137,7 +137,7 @@ def test_every_karpenter_node_pool_is_replaced_deleting_first_on_a_provisioning_
     """The NodePool API refuses a static <-> dynamic switch in place, so the engine must replace the pool, and
     with the same name delete it first: what is registered says so for every Karpenter NodePool, and for
     nothing else."""
-    from nodefleet.hosted import ANNOTATION_PROVISIONING
+    from nodefleet.render.hosted import ANNOTATION_PROVISIONING
 
     run = {"self-managed": _run, "operator": _operator_run, "hosted": lambda: run_program("hosted")}[which]()
     pools = run.of_type(k.KARPENTER_NODE_POOL.token)

@@ -10,7 +10,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from harness.mockrun import run_program
+from mockruntime.run import run_program
 from tests.conftest import stack_fleet
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ+ab/c=\n-----END CERTIFICATE-----\n"

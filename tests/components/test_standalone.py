@@ -10,7 +10,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from harness.mockrun import MockRun, run_program
+from mockruntime.run import MockRun, run_program
 from nodefleet import kinds as k
 from tests.conftest import stack_fleet
 

@@ -12,7 +12,7 @@ import yaml
 
 from bench.scale import synthetic_fleet
 from engine.sizing import DEFAULT_MAX_PROVIDERS, kubernetes_providers
-from harness.mockrun import run_program
+from mockruntime.run import run_program
 from tests.conftest import nodefleet
 
 

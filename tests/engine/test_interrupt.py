@@ -26,7 +26,7 @@ import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import resource_pb2, resource_pb2_grpc
 
-from harness.mockrun import run_program
+from mockruntime.run import run_program
 from tests.conftest import PROJECT
 from tests.engine.fakes import exec_shim
 

@@ -30,7 +30,7 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc, resource_pb2, resource_pb2_grpc
 
 from components.shutdown import ERROR_ALREADY_REPORTED, errors_reported_once
-from harness.mockrun import run_program, stack_fleet
+from mockruntime.run import run_program, stack_fleet
 from tests.conftest import PROJECT
 from tests.engine.fakes import exec_shim
 

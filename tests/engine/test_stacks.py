@@ -22,9 +22,9 @@ import yaml
 
 from engine.events import changes, diagnostics, findings, program_errors, step_ops, step_urns
 from engine.project import ScratchProject, copy_tree_bytes, scratch_project, stack_name
-from harness.mockrun import project_name, read_stack_config, run_program
-from harness.render_tree import RECORD_PREFIX
-from nodefleet.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
+from mockruntime.render_tree import RECORD_PREFIX
+from mockruntime.run import project_name, read_stack_config, run_program
+from nodefleet.render.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
 from tests.conftest import PROJECT, nodefleet
 from tests.shipped import shipped_stack_files
 
@@ -145,8 +145,8 @@ def test_preview_reports_what_check_reports(project: ScratchProject, stack_file:
 
 def _manifests_by_render(stack_file: Path, out: Path) -> tuple[int, dict[str, bytes]]:
     """``nodefleet render`` of the stack into ``out``: its exit code and the manifests it wrote. render also
-    keeps its ownership record (harness/render_tree.py) and writes each folder's Argo CD ignoreDifferences
-    file (nodefleet/gitops.py); the provider writes manifests only and keeps its state."""
+    keeps its ownership record (mockruntime/render_tree.py) and writes each folder's Argo CD
+    ignoreDifferences file (nodefleet/render/gitops.py); the provider writes manifests only and keeps its state."""
     done = nodefleet("render", "--config-file", str(stack_file), "--out", str(out))
     assert done.returncode in (0, 1, 2), done.stderr
     written = copy_tree_bytes(out) if out.exists() else {}

@@ -18,8 +18,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodefleet.ignition import hypershift_stub, pointer_key, s3_pointer, user_data
-from nodefleet.karpenter_hash import HashTypes, _spec_schema, hash_types
+from nodefleet.drift.karpenter_hash import HashTypes, _spec_schema, hash_types
+from nodefleet.render.ignition import hypershift_stub, pointer_key, s3_pointer, user_data
 
 MISSING: Any = object()
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nodefleet.karpenter_hash import HASH_TYPES_DIR, SUPPORTED_KARPENTER
+from nodefleet.drift.karpenter_hash import HASH_TYPES_DIR, SUPPORTED_KARPENTER
 from tests import goref
 
 HERE = Path(__file__).resolve().parent

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 
-from nodefleet.karpenter_hash import SUPPORTED_KARPENTER
+from nodefleet.drift.karpenter_hash import SUPPORTED_KARPENTER
 from tests.karpenter_hash.pairs import pairs
 from tests.karpenter_hash.reference import Reference
 

@@ -16,7 +16,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from harness.evaluate import Violation, evaluate_resource, evaluate_stack
+from mockruntime.evaluate import Violation, evaluate_resource, evaluate_stack
 
 
 def run_policy(

@@ -9,8 +9,8 @@ import pytest
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from nodefleet import kinds as k
-from nodefleet.config import load_fleet
-from nodefleet.manifests import render_machine_set
+from nodefleet.render.machinesets import render_machine_set
+from nodefleet.render.objects import load_fleet
 from policies.boot_images import boot_image_ownership
 from tests.conftest import PROJECT, stack_fleet
 from tests.policies.helpers import run_policy

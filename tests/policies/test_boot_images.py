@@ -1,4 +1,4 @@
-"""boot-image-skew and boot-image-advice: boot images judged by nodefleet.skew.evaluate_skew."""
+"""boot-image-skew and boot-image-advice: boot images judged by nodefleet.bootimages.skew.evaluate_skew."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from nodefleet import kinds as k
-from nodefleet.config import load_fleet
-from nodefleet.manifests import render_machine_set
+from nodefleet.render.machinesets import render_machine_set
+from nodefleet.render.objects import load_fleet
 from policies.boot_images import PROJECT_ROOT, boot_image_advice, boot_image_skew, default_catalogs
 from tests.conftest import PROJECT, stack_fleet
 from tests.crdschema import validate_manifest

@@ -152,7 +152,7 @@ def test_a_patch_is_judged_as_a_patch() -> None:
     assert "manual is required when mode is Manual" in v.message
 
 
-# Each validator removed from the config model (nodefleet/config_karpenter.py, config_hosted.py), the stack
+# Each validator removed from the config model (nodefleet/stackfile/karpenter.py, config_hosted.py), the stack
 # change it used to refuse, and the CRD rule that refuses it now, in the CRD's words.
 _POOL = ("autoNode", "nodePools", 0)
 MOVED: list[tuple[str, tuple[Any, ...], Any, str]] = [
@@ -266,8 +266,8 @@ MOVED: list[tuple[str, tuple[Any, ...], Any, str]] = [
 def test_rules_moved_out_of_the_config_model_are_judged_by_the_crd(
     path: tuple[Any, ...], value: Any, expected: str
 ) -> None:
-    from harness.evaluate import evaluate_run
-    from harness.mockrun import run_program, stack_fleet
+    from mockruntime.evaluate import evaluate_run
+    from mockruntime.run import run_program, stack_fleet
 
     fleet = stack_fleet("hosted")
     node: Any = fleet["clusters"][0]

@@ -17,7 +17,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 import policies.pack
 from cli.main import main
-from harness.evaluate import evaluate_resource, evaluate_stack
+from mockruntime.evaluate import evaluate_resource, evaluate_stack
 from nodefleet import kinds as k
 from policies.guard import DEFECTS_POLICY, guarded, policy_defects, take_defects
 from policies.props import ReportViolation

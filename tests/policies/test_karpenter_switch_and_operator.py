@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.mockrun import run_program
+from mockruntime.run import run_program
 from nodefleet import kinds as k
 from nodefleet.render_layout import manifest_path
 from policies.karpenter import (
@@ -171,8 +171,8 @@ def test_operator_class_fits_the_operators_relaxed_crd_not_upstreams() -> None:
     import jsonschema
     import pytest
 
-    from nodefleet.config import load_fleet
-    from nodefleet.karpenter import render_operator_ec2_node_class
+    from nodefleet.render.karpenter import render_operator_ec2_node_class
+    from nodefleet.render.objects import load_fleet
     from tests.conftest import PROJECT
     from tests.crdschema import validate_manifest
     from tests.variants import karpenter_operator_fleet

@@ -2,7 +2,7 @@
 
 Each field of each manifest (and Kubernetes provider) the example stacks produce is replaced by a string,
 an int, a float, a bool, None, [], ["x"], {}, {"x": "y"}, a string with a NUL, or deleted
-(``harness.mutation``); the resource policies judge the mutated object and the stack policies the stack
+(``mockruntime.mutation``); the resource policies judge the mutated object and the stack policies the stack
 with it. A crash is any exception a policy raises, including those the pack's safety net catches
 (``policies.guard``): the net keeps a verdict, it does not make a policy right.
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.mockrun import MockRun
-from harness.mutation import MutationReport, example_runs, run_mutations
+from mockruntime.mutation import MutationReport, example_runs, run_mutations
+from mockruntime.run import MockRun
 from nodefleet import kinds as k
 from policies.guard import take_defects
 from policies.pack import POLICIES

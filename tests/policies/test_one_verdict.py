@@ -11,13 +11,13 @@ import pytest
 import yaml
 from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
 
-from harness.evaluate import Violation, evaluate_resource, evaluate_stack
-from harness.mockrun import stack_fleet
+from mockruntime.evaluate import Violation, evaluate_resource, evaluate_stack
+from mockruntime.run import stack_fleet
 from nodefleet import kinds as k
 from policies.pack import POLICIES
 from tests.conftest import nodefleet, own_tree
 from tests.crdobjects import rendered
-from tests.nodefleet.test_crd_schema import REJECTED, Change
+from tests.nodefleet.apiserver.test_schema import REJECTED, Change
 from tests.policies.helpers import stack_resource
 
 NODE_POOL = k.KARPENTER_NODE_POOL.token

@@ -11,8 +11,8 @@ from pulumi_policy import PolicyResource
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from nodefleet import kinds as k
-from nodefleet.config import load_fleet
-from nodefleet.manifests import render_machine_config_pool, render_machine_set
+from nodefleet.render.machinesets import render_machine_config_pool, render_machine_set
+from nodefleet.render.objects import load_fleet
 from policies.pools import custom_pool_early_labels, custom_pool_labeling, pool_target
 from tests.conftest import PROJECT, stack_fleet
 from tests.crdschema import validate_manifest

@@ -9,8 +9,12 @@ from pulumi_policy import PolicyResource, PolicyResourceOptions
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from nodefleet import kinds as k
-from nodefleet.config import load_fleet
-from nodefleet.manifests import render_boot_image_settings, render_machine_config_pool, render_machine_set
+from nodefleet.render.machinesets import (
+    render_boot_image_settings,
+    render_machine_config_pool,
+    render_machine_set,
+)
+from nodefleet.render.objects import load_fleet
 from policies.skew_record import skew_record
 from tests.conftest import PROJECT, stack_fleet
 from tests.crdschema import validate_manifest

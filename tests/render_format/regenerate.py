@@ -252,8 +252,8 @@ CORPUS: dict[str, Any] = {
 
 def example_objects() -> dict[str, Any]:
     """Every Kubernetes object of every example stack, as the program registers it (numbers as floats)."""
-    from harness.mockrun import run_program
-    from harness.rendering import kubernetes_objects
+    from mockruntime.rendering import kubernetes_objects
+    from mockruntime.run import run_program
 
     cases: dict[str, Any] = {}
     for stack in EXAMPLE_STACKS:

@@ -1,0 +1,1374 @@
+"""An object judged the way the API server judges a custom resource: structural schema, then CEL rules.
+
+The order and the semantics follow ``k8s.io/apiextensions-apiserver`` 1.35 (``customresource_handler.go``,
+customresource ``strategy.go`` and ``validator.go``, ``schema/pruning``, ``schema/defaulting``,
+``schema/listtype``, ``schema/cel/validation.go``, ``validation/ratcheting.go``), and are checked against it
+by tests/test_crd_apiserver.py (a Go reference built from those modules, on a generated corpus):
+
+1. Decoding: a field the schema does not declare refuses the request before any validation (pruning under
+   ``fieldValidation=Strict``, kubectl's default; ``x-kubernetes-preserve-unknown-fields`` keeps them), named
+   ``spec.a.b`` as the API server names it. Then a ``null`` in a non-nullable field or map entry without a
+   default is removed (a ``null`` list item stays: it takes the items' default, or fails its type check), and
+   defaults are applied (not for server-side-apply patches, whose missing fields the live object supplies).
+2. ``status`` is dropped when the CRD has a status subresource (a create cannot set it; an update keeps the
+   stored status, so the previous object's ``status`` is carried over when it is known).
+3. ObjectMeta: a name or generateName is required; name, generateName (and the name generated from it),
+   namespace, labels and annotations are checked; on an update, name and namespace are immutable.
+4. The OpenAPI value validations: ``type`` (``x-kubernetes-int-or-string``), ``enum``, ``pattern`` (RE2, as
+   Go's ``regexp``), lengths (in characters, worded in "bytes" as the API server words them), bounds, item
+   and property counts, ``required``, the string ``format``\\ s the CRDs declare,
+   ``anyOf``/``allOf``/``oneOf``/``not``; duplicates in set and map lists (once per value); the scale
+   subresource's ``specReplicasPath``. Paths are the API server's: ``spec.tags.Name`` for a map value here,
+   ``spec.tags[Name]`` in CEL errors.
+5. Unless one of those errors is a Required, enum, too-long, too-many or type error (a bad ``format`` is a
+   type error to kube-openapi), in which case the API server skips CEL and notes it (:data:`NOT_CHECKED`),
+   every ``x-kubernetes-validations`` rule on a node present in the object is evaluated with ``self`` bound
+   at that node. Transition rules (those reading ``oldSelf``) run only where the previous object is known
+   and the node correlates with it (object fields, map values, ``list-type: map`` items by key; not items of
+   atomic or set lists); without a previous object they are skipped as on a create, unless the rule sets
+   ``optionalOldSelf``.
+6. Validation ratcheting (Kubernetes >= 1.30, locked on since 1.33): on an update, an error of a value whose
+   nearest node correlated with the previous object is unchanged is not a rejection; it is reported as a
+   note saying it was ratcheted. (An object holding a field its schema does not describe, such as any object
+   with ``metadata``, is never unchanged: the API server cannot correlate the field.) CEL runtime errors, transition rules and ObjectMeta are never ratcheted;
+   duplicate checks apply only if the previous object had none.
+
+Values unknown during a preview are represented by :data:`UNKNOWN`: checks on them are skipped, and a rule
+whose ``self`` or ``oldSelf`` contains one is reported as "cannot evaluate", never passed silently.
+What this does not reproduce: order-insensitive equality of set and map lists inside CEL, CEL cost limits,
+admission webhooks and ValidatingAdmissionPolicies.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from nodefleet.apiserver import cel as crd_cel
+from nodefleet.apiserver import formats as crd_formats
+from nodefleet.apiserver import rule_log as rule_log
+from nodefleet.apiserver.store import CrdVersion
+
+__all__ = ["NOT_CHECKED", "UNKNOWN", "Finding", "escape_property", "rejects_field", "validate_object"]
+
+
+class _Unknown:
+    """A value the engine does not know yet during a preview."""
+
+    def __repr__(self) -> str:
+        return "<unknown during preview>"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Unknown:
+        return self
+
+
+UNKNOWN = _Unknown()
+
+#: The API server's note, at the root, when blocking errors kept the CEL rules from running.
+NOT_CHECKED = (
+    "Invalid value: null: some validation rules were not checked because the object was invalid; correct the "
+    "existing errors to complete validation"
+)
+_ABSENT: Any = crd_cel._ABSENT
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the API server would reject (``blocking``), or could not be judged here (not blocking)."""
+
+    path: str
+    message: str
+    blocking: bool
+    rule: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path or '<root>'}: {self.message}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CEL property-name escaping (k8s.io/apiserver/pkg/cel/escaping.go)
+# ---------------------------------------------------------------------------------------------------------
+
+_CEL_RESERVED = frozenset(
+    [
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ]
+)
+_ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+
+
+@cache
+def escape_property(name: str) -> str | None:
+    """How CEL sees an object property named ``name``; None when the API server makes it inaccessible."""
+    if not name or name[0].isdigit():
+        return None
+    if name in _CEL_RESERVED:
+        return f"__{name}__"
+    out, i = [], 0
+    while i < len(name):
+        if name.startswith("__", i):
+            out.append(_ESCAPES["__"])
+            i += 2
+            continue
+        ch = name[i]
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isascii() and (ch.isalnum() or ch == "_"):
+            out.append(ch)
+        else:
+            return None
+        i += 1
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _copy(value: Any) -> Any:
+    """A copy of JSON-shaped data (a few times faster than ``copy.deepcopy``, which this path is hot for)."""
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, Sequence):
+        return "array"
+    return type(value).__name__
+
+
+def _shown(value: Any) -> str:
+    """A value as the API server prints it in a field error (``field.Error.ErrorBody``): numbers and booleans
+    as they are, strings quoted, anything else as compact JSON."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return (
+            str(int(value))
+            if isinstance(value, float) and value.is_integer() and abs(value) < 1e21
+            else str(value)
+        )
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+_RATCHETED = (
+    "the previous object already holds this value, and the API server accepts an update that leaves an "
+    "invalid value unchanged (validation ratcheting, Kubernetes >= 1.30); a new object would be refused"
+)
+
+
+def _type_message(value: Any, schema: Mapping[str, Any], path: str) -> str:
+    """The API server's words (kube-openapi ``InvalidType``), with the value's JSON type as its value."""
+    expected = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
+    actual = _json_type(value)
+    return f'Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"'
+
+
+def _map_key(item: Any, keys: Sequence[str], items: Mapping[str, Any]) -> str | None:
+    """The key of a ``list-type: map`` item (a missing key takes its default), or None when it has none."""
+    if not isinstance(item, Mapping):
+        return None
+    props: Mapping[str, Any] = items.get("properties") or {}
+    found = {}
+    for k in keys:
+        if k in item:
+            found[k] = item[k]
+        elif "default" in (props.get(k) or {}):
+            found[k] = props[k]["default"]
+        else:
+            return None
+    return json.dumps(found, sort_keys=True, default=repr)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """JSON deep equality (reflect.DeepEqual on decoded JSON): a boolean never equals a number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, Mapping):
+        return isinstance(b, Mapping) and a.keys() == b.keys() and all(_equal(v, b[k]) for k, v in a.items())
+    if isinstance(a, list | tuple):
+        return (
+            isinstance(b, list | tuple)
+            and len(a) == len(b)
+            and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+        )
+    if isinstance(b, Mapping | list | tuple):
+        return False
+    return bool(a == b)
+
+
+def _same(a: Any, b: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether a value equals its previous one as the API server's ratcheting compares them (common.
+    CorrelatedObject.CachedDeepEqual): JSON deep equality, except that ``list-type: map`` items are matched
+    by key (order does not count, and an item without its keys makes the list unequal), and that an object
+    holding a field its schema does not describe (kept by ``x-kubernetes-preserve-unknown-fields``, or any
+    field of ``metadata``) never equals its previous value: the field cannot be correlated."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, Mapping):
+        if not isinstance(b, Mapping) or a.keys() != b.keys():
+            return False
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for k, v in a.items():
+            if k in props:
+                sub: Mapping[str, Any] = props[k]
+            elif isinstance(addl, Mapping):
+                sub = addl
+            else:
+                return False
+            if not _same(v, b[k], sub):
+                return False
+        return True
+    if isinstance(a, list | tuple):
+        if not isinstance(b, list | tuple) or len(a) != len(b):
+            return False
+        items: Mapping[str, Any] = schema.get("items") or {}
+        keys: Sequence[str] = schema.get("x-kubernetes-list-map-keys") or ()
+        if schema.get("x-kubernetes-list-type") == "map" and keys:
+            old_by_key: dict[str, Any] = {}
+            for o in b:
+                key = _map_key(o, keys, items)
+                if key is not None:
+                    old_by_key.setdefault(key, o)
+            for x in a:
+                key = _map_key(x, keys, items)
+                if key is None or key not in old_by_key or not _same(x, old_by_key[key], items):
+                    return False
+            return True
+        return _equal(a, b)  # items of other lists do not correlate: the list compares as a whole
+    if isinstance(b, Mapping | list | tuple):
+        return False
+    return bool(a == b)
+
+
+def _is_integral(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and math.isfinite(value) and value.is_integer()
+    )
+
+
+def _type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
+    if schema.get("x-kubernetes-int-or-string"):
+        return isinstance(value, str) or _is_integral(value)
+    kind = schema.get("type")
+    if kind is None:
+        return True
+    if kind == "object":
+        return isinstance(value, Mapping)
+    if kind == "array":
+        return isinstance(value, list | tuple)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "integer":
+        return _is_integral(value)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    return True
+
+
+@cache
+def _regex(pattern: str) -> Any:
+    return crd_formats.re2_compile(pattern)
+
+
+_FORMATS = {
+    "hostname": crd_formats.is_hostname,
+    "date-time": crd_formats.is_date_time,
+    "datetime": crd_formats.is_date_time,
+    "duration": crd_formats.is_duration,
+}
+
+
+def _format_ok(fmt: str, value: str) -> bool | None:
+    """Whether ``value`` is valid in string format ``fmt``; None when this validator does not know ``fmt``."""
+    if fmt == "uri":
+        try:
+            crd_formats.parse_request_uri(value)
+        except crd_formats.FormatError:
+            return False
+        return True
+    check = _FORMATS.get(fmt)
+    return check(value) if check else None
+
+
+def _map_item(item: Any) -> bool:
+    """Whether ``item`` may sit in a ``list-type: map`` list (structural listtype: an object or null)."""
+    return item is None or item is UNKNOWN or isinstance(item, Mapping)
+
+
+def _list_key(item: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """The key of a ``list-type: map`` item from the key fields it has, as the API server shows it."""
+    return json.dumps(
+        {k: item[k] for k in keys if k in item}, sort_keys=True, separators=(",", ":"), default=repr
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# defaulting and null pruning (schema/defaulting: PruneNonNullableNullsWithoutDefaults, Default)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _prune_nulls(value: Any, schema: Mapping[str, Any] | None) -> None:
+    """Remove the entries of objects and maps that are null where the schema is not nullable and has no
+    default (PruneNonNullableNullsWithoutDefaults). A null list item stays: defaulting gives it the items'
+    default, else it fails its type check."""
+    if schema is None:
+        return
+    if isinstance(value, dict):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for key in list(value):
+            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
+            if value[key] is None and sub is not None and not sub.get("nullable") and "default" not in sub:
+                del value[key]
+            else:
+                _prune_nulls(value[key], sub)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        for item in value:
+            _prune_nulls(item, items if isinstance(items, Mapping) else None)
+
+
+def _apply_defaults(value: Any, schema: Mapping[str, Any]) -> None:
+    if isinstance(value, dict):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        for key, sub in props.items():
+            if "default" in sub and (key not in value or (value[key] is None and not sub.get("nullable"))):
+                value[key] = _copy(sub["default"])
+        addl = schema.get("additionalProperties")
+        for key, item in list(value.items()):
+            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
+            if sub is not None:
+                if key not in props and item is None and not sub.get("nullable") and "default" in sub:
+                    value[key] = item = _copy(sub["default"])
+                _apply_defaults(item, sub)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for i, item in enumerate(value):
+                if item is None and not items.get("nullable") and "default" in items:
+                    # A null item takes the items' default (schema/defaulting Default), like a map entry.
+                    value[i] = item = _copy(items["default"])
+                _apply_defaults(item, items)
+
+
+def _default(value: Any, schema: Mapping[str, Any]) -> None:
+    """What decoding does to a request body before validation: null pruning, then defaulting."""
+    _prune_nulls(value, schema)
+    _apply_defaults(value, schema)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the walk
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Site:
+    path: str
+    rules: Sequence[Mapping[str, Any]]
+    schema: Mapping[str, Any]
+    view: Any
+    unknown: bool
+    old: Any  # raw previous value, or _ABSENT when not correlatable / not known
+    #: The node's schema path (``.spec.items[]``, ``{}`` for map values), as crd_coverage names rule sites.
+    spath: str = ""
+    #: The nearest node correlated with the previous object is unchanged: its errors are ratcheted.
+    ratchet: bool = False
+    #: The value itself (a scalar's message shows it).
+    value: Any = None
+
+
+class _Walk:
+    def __init__(self, patch: bool) -> None:
+        self.patch = patch
+        self.findings: list[Finding] = []
+        self.sites: list[_Site] = []
+        self.type_errors = False
+        #: Paths of values unknown during preview, and the rules (path, rule) they kept from being evaluated.
+        self.unknown_paths: list[str] = []
+        self.unknown_rules: list[tuple[str, str]] = []
+        #: Whether the node being checked is ratcheted: on an update, the nearest node that correlates with
+        #: the previous object (object fields, map values, items of ``list-type: map`` by key) is unchanged.
+        self.anchor = False
+        #: Whether the previous object is known (an update): errors of unchanged values are then ratcheted.
+        self.ratcheting = False
+        #: Duplicates in set and map lists are checked unless the previous object already had some (the API
+        #: server ratchets that check as a whole).
+        self.check_lists = True
+
+    def fail(self, path: str, message: str, blocks: bool = False) -> None:
+        """Report an error; ``blocks``: one after which the API server does not run CEL rules (a Required,
+        enum, too-long, too-many or type error: customresource strategy ``hasBlockingErr``)."""
+        if self.anchor:
+            self.findings.append(Finding(path, f"{message} (ratcheted: {_RATCHETED})", False))
+            return
+        if blocks:
+            self.type_errors = True
+        self.findings.append(Finding(path, message, True))
+
+    def walk(
+        self,
+        value: Any,
+        schema: Mapping[str, Any],
+        path: str,
+        old: Any,
+        spath: str = "",
+        cpath: str | None = None,
+    ) -> tuple[Any, bool]:
+        """Validate ``value`` against ``schema``; return its CEL view and whether it holds unknowns.
+
+        ``path`` names the value as the OpenAPI validator does (a map value: ``tags.Name``), ``cpath`` as the
+        CEL validator does (``tags[Name]``); ``spath`` is the schema path.
+        """
+        if value is UNKNOWN:
+            self.unknown_paths.append(path)
+            return UNKNOWN, True
+        outer = self.anchor
+        if self.ratcheting and old is not _ABSENT:
+            self.anchor = _same(value, old, schema)
+        try:
+            return self._walk(value, schema, path, old, spath, path if cpath is None else cpath)
+        finally:
+            self.anchor = outer
+
+    def _walk(
+        self, value: Any, schema: Mapping[str, Any], path: str, old: Any, spath: str, cpath: str
+    ) -> tuple[Any, bool]:
+        if value is None:
+            if schema.get("nullable"):
+                return None, False
+            # Nulls in maps were removed before (non-nullable, without default); one left is a list item.
+            self.fail(path, _type_message(None, schema, path), blocks=True)
+            if "enum" in schema and None not in schema["enum"]:
+                self._enum(None, schema, path)
+            return None, False
+        if not _type_ok(value, schema):
+            self.fail(path, _type_message(value, schema, path), blocks=True)
+            if "enum" in schema and value not in schema["enum"]:
+                self._enum(value, schema, path)  # kube-openapi checks the enum regardless of the type
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                # ...and picks its value validators by the value's kind: 1.5 for an integer meets the bounds.
+                self._number(value, schema, path)
+            return value, False
+        if (
+            isinstance(value, float)
+            and value.is_integer()
+            and (schema.get("type") == "integer" or schema.get("x-kubernetes-int-or-string"))
+        ):
+            value = int(
+                value
+            )  # the engine carries every number as a float; the API server sees JSON 1, not 1.0
+        self._values(value, schema, path)
+        view: Any
+        unknown = False
+        if isinstance(value, Mapping):
+            view, unknown = self._object(value, schema, path, old, spath, cpath)
+        elif isinstance(value, list | tuple):
+            view, unknown = self._array(value, schema, path, old, spath, cpath)
+        elif schema.get("type") == "number" and isinstance(value, int):
+            view = float(value)
+        else:
+            view = value
+        rules = schema.get("x-kubernetes-validations")
+        if rules:
+            self.sites.append(_Site(cpath, rules, schema, view, unknown, old, spath, self.anchor, value))
+        return view, unknown
+
+    # --- value validations ---------------------------------------------------------------------------------
+
+    def _values(self, value: Any, schema: Mapping[str, Any], path: str) -> None:
+        if "enum" in schema and value not in schema["enum"]:
+            self._enum(value, schema, path)
+        if isinstance(value, str):
+            self._string(value, schema, path)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            self._number(value, schema, path)
+        # Structural schemas keep only value validations under the combinators (and the int-or-string types).
+        for sub in schema.get("allOf") or ():
+            self._values(value, sub, path)
+        if "anyOf" in schema and not any(self._branch_ok(value, sub) for sub in schema["anyOf"]):
+            self.fail(path, f"Invalid value: {_shown(value)}: must validate at least one schema (anyOf)")
+        if "oneOf" in schema and sum(self._branch_ok(value, sub) for sub in schema["oneOf"]) != 1:
+            self.fail(path, f"Invalid value: {_shown(value)}: must validate one and only one schema (oneOf)")
+        if "not" in schema and self._branch_ok(value, schema["not"]):
+            self.fail(path, f"Invalid value: {_shown(value)}: must not validate the schema (not)")
+
+    def _enum(self, value: Any, schema: Mapping[str, Any], path: str) -> None:
+        allowed = ", ".join(json.dumps(v if isinstance(v, str) else _shown(v)) for v in schema["enum"])
+        self.fail(path, f"Unsupported value: {_shown(value)}: supported values: {allowed}", blocks=True)
+
+    def _branch_ok(self, value: Any, sub: Mapping[str, Any]) -> bool:
+        if not _type_ok(value, sub):
+            return False
+        probe = _Walk(self.patch)
+        probe._values(value, sub, "")
+        return not probe.findings
+
+    def _string(self, value: str, schema: Mapping[str, Any], path: str) -> None:
+        if "maxLength" in schema and len(value) > int(schema["maxLength"]):
+            # The API server's words; it counts characters, not bytes (the note says how many).
+            self.fail(
+                path,
+                f"Too long: may not be more than {schema['maxLength']} bytes (the API server counts characters: "
+                f"this value has {len(value)})",
+                blocks=True,
+            )
+        if "minLength" in schema and len(value) < int(schema["minLength"]):
+            self.fail(
+                path,
+                f"Invalid value: {_shown(value)}: {path} in body should be at least {schema['minLength']} chars long",
+            )
+        pattern = schema.get("pattern")
+        if pattern is not None and not _regex(pattern).search(value):
+            self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should match '{pattern}'")
+        fmt = schema.get("format")
+        if fmt and _format_ok(str(fmt), value) is False:
+            # kube-openapi reports a bad format as a type error, which keeps the CEL rules from running.
+            self.fail(
+                path,
+                f"Invalid value: {_shown(value)}: {path} in body must be of type {fmt}: {_shown(value)}",
+                blocks=True,
+            )
+
+    def _number(self, value: float, schema: Mapping[str, Any], path: str) -> None:
+        if "minimum" in schema:
+            low = schema["minimum"]
+            if value < low or (schema.get("exclusiveMinimum") and value == low):
+                op = "greater than" if schema.get("exclusiveMinimum") else "greater than or equal to"
+                self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should be {op} {low}")
+        if "maximum" in schema:
+            high = schema["maximum"]
+            if value > high or (schema.get("exclusiveMaximum") and value == high):
+                op = "less than" if schema.get("exclusiveMaximum") else "less than or equal to"
+                self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should be {op} {high}")
+        step = schema.get("multipleOf")
+        if step and (value / step) != int(value / step):
+            self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should be a multiple of {step}")
+
+    # --- objects -------------------------------------------------------------------------------------------
+
+    def _object(
+        self, value: Mapping[str, Any], schema: Mapping[str, Any], path: str, old: Any, spath: str, cpath: str
+    ) -> tuple[dict[str, Any], bool]:
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        embedded = bool(schema.get("x-kubernetes-embedded-resource"))
+        old_map = old if isinstance(old, Mapping) else None
+        if not self.patch:
+            for key in schema.get("required") or ():
+                if key not in value:
+                    self.fail(_child(path, key), "Required value", blocks=True)
+        count = len(value)
+        if "minProperties" in schema and count < int(schema["minProperties"]):
+            self.fail(
+                path,
+                f"Invalid value: {count}: {path} in body should have at least {schema['minProperties']} properties",
+            )
+        if "maxProperties" in schema and count > int(schema["maxProperties"]):
+            self.fail(
+                path, f"Too many: {count}: must have at most {schema['maxProperties']} items", blocks=True
+            )
+        view: dict[str, Any] = {}
+        unknown = False
+        for key, item in value.items():
+            old_item = old_map.get(key, _ABSENT) if old_map is not None else _ABSENT
+            if key in props:
+                child_view, child_unknown = self.walk(
+                    item, props[key], _child(path, key), old_item, f"{spath}.{key}", _child(cpath, key)
+                )
+                name = escape_property(key)
+                if name is not None:
+                    view[name] = child_view
+            elif isinstance(addl, Mapping):
+                child_view, child_unknown = self.walk(
+                    item, addl, _child(path, key), old_item, f"{spath}{{}}", f"{cpath}[{key}]"
+                )
+                view[key] = child_view
+            elif addl is True or preserve or (embedded and key in ("apiVersion", "kind", "metadata")):
+                view[key], child_unknown = item, _holds_unknown(item)
+            else:
+                self.fail(
+                    _child(path, key),
+                    f'unknown field "{key}": the CRD schema does not declare it, so the API server drops it '
+                    "(pruning) or, under fieldValidation=Strict, rejects the request",
+                )
+                continue
+            unknown = unknown or child_unknown
+        return view, unknown
+
+    # --- arrays --------------------------------------------------------------------------------------------
+
+    def _array(
+        self, value: Sequence[Any], schema: Mapping[str, Any], path: str, old: Any, spath: str, cpath: str
+    ) -> tuple[list[Any], bool]:
+        n = len(value)
+        if "minItems" in schema and n < int(schema["minItems"]):
+            self.fail(
+                path, f"Invalid value: {n}: {path} in body should have at least {schema['minItems']} items"
+            )
+        if "maxItems" in schema and n > int(schema["maxItems"]):
+            self.fail(path, f"Too many: {n}: must have at most {schema['maxItems']} items", blocks=True)
+        list_type = schema.get("x-kubernetes-list-type")
+        keys: Sequence[str] = schema.get("x-kubernetes-list-map-keys") or ()
+        items_schema: Mapping[str, Any] = schema.get("items") or {}
+        old_by_key: dict[str, Any] = {}
+        if list_type == "map" and isinstance(old, Sequence) and not isinstance(old, str):
+            for o in old:
+                if _map_key(o, keys, items_schema) is not None:
+                    old_by_key.setdefault(_list_key(o, keys), o)
+        seen: set[str] = set()
+        reported: set[str] = set()
+        view: list[Any] = []
+        unknown = False
+        # listtype checks a map list's keys only when every item is an object or null.
+        map_keys = list_type == "map" and all(_map_item(item) for item in value)
+        for i, item in enumerate(value):
+            item_path = f"{path}[{i}]"
+            old_item: Any = _ABSENT
+            if item is None and map_keys:
+                # A null item has no key: a duplicate of another null or of an item without its keys.
+                if "{}" in seen and "{}" not in reported and self.check_lists:
+                    reported.add("{}")
+                    self.fail(item_path, "Duplicate value: {}")
+                seen.add("{}")
+            elif item is not UNKNOWN and list_type == "map" and isinstance(item, Mapping):
+                missing = [
+                    k
+                    for k in keys
+                    if k not in item and "default" not in (items_schema.get("properties") or {}).get(k, {})
+                ]
+                # A missing key is the item schema's Required error; duplicates compare the keys present. A
+                # server-side-apply patch skips Required, but the merge itself refuses an item without its keys.
+                if self.patch:
+                    for k in missing:
+                        self.fail(
+                            _child(item_path, k),
+                            "Required value: a key of this map list (x-kubernetes-list-map-keys); server-side "
+                            "apply refuses an item without it",
+                        )
+                if not any(item.get(k) is UNKNOWN for k in keys):
+                    key = _list_key(item, keys)
+                    if key in seen and key not in reported and self.check_lists and map_keys:
+                        reported.add(key)  # once per value, as the API server reports it
+                        self.fail(item_path, f"Duplicate value: {key}")
+                    seen.add(key)
+                    if not missing:
+                        old_item = old_by_key.get(key, _ABSENT)
+            elif item is not UNKNOWN and list_type == "set" and not _holds_unknown(item):
+                key = json.dumps(item, sort_keys=True, default=repr)
+                if key in seen and key not in reported and self.check_lists:
+                    reported.add(key)
+                    self.fail(item_path, f"Duplicate value: {_shown(item)}")
+                seen.add(key)
+            item_view, item_unknown = self.walk(
+                item, items_schema, item_path, old_item, f"{spath}[]", f"{cpath}[{i}]"
+            )
+            view.append(item_view)
+            unknown = unknown or item_unknown
+        return view, unknown
+
+
+def _unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: str, root: bool = False) -> list[str]:
+    """The fields pruning removes (schema/pruning ``PruneWithOptions``), as the API server names them."""
+    if schema is not None and schema.get("x-kubernetes-preserve-unknown-fields"):
+        return _unknown_below_preserved(value, schema, path)
+    embedded = root or bool(schema and schema.get("x-kubernetes-embedded-resource"))
+    found: list[str] = []
+    if isinstance(value, Mapping):
+        if schema is None:
+            return sorted(_child(path, str(k)) for k in value)
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for key, item in value.items():
+            if embedded and key in ("apiVersion", "kind", "metadata"):
+                continue
+            if key in props:
+                found += _unknown_fields(item, props[key], _child(path, key))
+            elif addl is not None and addl is not False:
+                found += _unknown_fields(item, addl if isinstance(addl, Mapping) else {}, _child(path, key))
+            else:
+                found.append(_child(path, key))
+    elif isinstance(value, list | tuple):
+        items = schema.get("items") if schema is not None else None
+        for i, item in enumerate(value):
+            found += _unknown_fields(item, items if isinstance(items, Mapping) else None, f"{path}[{i}]")
+    return sorted(found) if root else found
+
+
+def _unknown_below_preserved(value: Any, schema: Mapping[str, Any], path: str) -> list[str]:
+    found: list[str] = []
+    embedded = bool(schema.get("x-kubernetes-embedded-resource"))
+    if isinstance(value, Mapping):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for key, item in value.items():
+            if embedded and key in ("apiVersion", "kind", "metadata"):
+                continue
+            if key in props:
+                found += _unknown_fields(item, props[key], _child(path, key))
+            elif isinstance(addl, Mapping):
+                found += _unknown_fields(item, addl, _child(path, key))
+    elif isinstance(value, list | tuple):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for i, item in enumerate(value):
+                found += _unknown_below_preserved(item, items, f"{path}[{i}]")
+    return found
+
+
+def _scale_replicas(body: Mapping[str, Any], replicas_path: str, walk: _Walk) -> None:
+    """The scale subresource's check of ``specReplicasPath`` (customresource ``ValidateScaleSpec``)."""
+    value: Any = body
+    parts = replicas_path.lstrip(".").split(".")
+    for part in parts:
+        if value is UNKNOWN:
+            return
+        if not isinstance(value, Mapping):
+            walk.findings.append(
+                Finding(
+                    replicas_path, f"Invalid value: 0: {replicas_path} accessor error: not an object", True
+                )
+            )
+            return
+        if part not in value:
+            return
+        value = value[part]
+    if value is UNKNOWN:
+        return
+    if not _is_integral(value):  # the engine carries 2 as 2.0; JSON decoding makes it int64 again
+        walk.findings.append(
+            Finding(
+                replicas_path,
+                f"Invalid value: 0: {replicas_path} accessor error: {_shown(value)} is not an integer",
+                True,
+            )
+        )
+    elif value < 0:
+        walk.findings.append(
+            Finding(replicas_path, f"Invalid value: {value}: should be a non-negative integer", True)
+        )
+    elif value > 2**31 - 1:
+        walk.findings.append(
+            Finding(
+                replicas_path, f"Invalid value: {value}: should be less than or equal to 2147483647", True
+            )
+        )
+
+
+def _has_duplicates(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether a set or map list anywhere in ``value`` holds a duplicate (structural ``listtype``)."""
+    if isinstance(value, Mapping):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = props.get(key) if key in props else (addl if isinstance(addl, Mapping) else None)
+            if sub is not None and _has_duplicates(item, sub):
+                return True
+    elif isinstance(value, list):
+        items: Mapping[str, Any] = schema.get("items") or {}
+        list_type = schema.get("x-kubernetes-list-type")
+        if list_type == "set" or (list_type == "map" and all(_map_item(item) for item in value)):
+            keys: Sequence[str] = schema.get("x-kubernetes-list-map-keys") or ()
+            seen = set()
+            for item in value:
+                key = (
+                    _list_key(item if isinstance(item, Mapping) else {}, keys)
+                    if list_type == "map"
+                    else json.dumps(item, sort_keys=True, default=repr)
+                )
+                if key in seen:
+                    return True
+                seen.add(key)
+        return any(_has_duplicates(item, items) for item in value)
+    return False
+
+
+def _holds_unknown(value: Any) -> bool:
+    if value is UNKNOWN:
+        return True
+    if isinstance(value, Mapping):
+        return any(_holds_unknown(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_unknown(v) for v in value)
+    return False
+
+
+def _view(value: Any, schema: Mapping[str, Any]) -> Any:
+    """The CEL view of a previous value (``oldSelf``), converted as :meth:`_Walk.walk` converts ``self``."""
+    walk = _Walk(patch=True)
+    view, _ = walk.walk(value, schema, "", _ABSENT)
+    return view
+
+
+# ---------------------------------------------------------------------------------------------------------
+# metadata (apimachinery ValidateObjectMeta, the parts a manifest can get wrong)
+# ---------------------------------------------------------------------------------------------------------
+
+
+#: ObjectMeta's JSON fields, and the Go type of those a manifest sets.
+_OBJECT_META = {
+    "name": "string",
+    "generateName": "string",
+    "namespace": "string",
+    "selfLink": "string",
+    "uid": "string",
+    "resourceVersion": "string",
+    "generation": "",
+    "creationTimestamp": "",
+    "deletionTimestamp": "",
+    "deletionGracePeriodSeconds": "",
+    "labels": "map[string]string",
+    "annotations": "map[string]string",
+    "ownerReferences": "",
+    "finalizers": "[]string",
+    "managedFields": "",
+}
+
+
+def _go_json_kind(value: Any) -> str:
+    """How encoding/json names a JSON value's kind in an UnmarshalTypeError."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list | tuple) else "object"
+
+
+def _metadata_decode_error(meta: Any) -> str | None:
+    """Why ``metadata`` cannot be read as ObjectMeta (the first field in key order, as encoding/json reports
+    it), or None."""
+    if meta is None or meta is UNKNOWN:
+        return None
+    if not isinstance(meta, Mapping):
+        return f"json: cannot unmarshal {_go_json_kind(meta)} into Go value of type v1.ObjectMeta"
+    for key in sorted(meta):
+        value, go_type = meta[key], _OBJECT_META.get(key, "")
+        if value is None or value is UNKNOWN or not go_type:
+            continue
+        where = f"Go struct field ObjectMeta.{key} of type"
+        if go_type == "string" and not isinstance(value, str):
+            return f"json: cannot unmarshal {_go_json_kind(value)} into {where} string"
+        if go_type == "map[string]string":
+            if not isinstance(value, Mapping):
+                return f"json: cannot unmarshal {_go_json_kind(value)} into {where} map[string]string"
+            for k in sorted(value):
+                if value[k] is not None and value[k] is not UNKNOWN and not isinstance(value[k], str):
+                    return f"json: cannot unmarshal {_go_json_kind(value[k])} into {where} string"
+        if go_type == "[]string":
+            if not isinstance(value, list | tuple):
+                return f"json: cannot unmarshal {_go_json_kind(value)} into {where} []string"
+            for item in value:
+                if item is not None and item is not UNKNOWN and not isinstance(item, str):
+                    return f"json: cannot unmarshal {_go_json_kind(item)} into {where} string"
+    return None
+
+
+#: Name generation (``names.SimpleNameGenerator``): ``generateName`` cut to 58 characters, then 5 random ones
+#: of ``bcdfghjklmnpqrstvwxz2456789``. Any such suffix gives the same verdict; this one stands for it.
+_GENERATED_SUFFIX = "x7k2q"
+_GENERATED_BASE = 58
+
+
+def _mask_trailing_dash(prefix: str) -> str:
+    """How ``NameIsDNSSubdomain`` reads a ``generateName`` (apimachinery ``maskTrailingDash``, quirk kept)."""
+    return prefix[:-2] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
+
+
+def _path_segment_errors(name: str, prefix: bool) -> list[str]:
+    """``path.ValidatePathSegmentName``: what an update checks of a name (the create checked the rest)."""
+    if not prefix and name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
+def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = None) -> dict[str, Any]:
+    """ObjectMeta as ``rest.BeforeCreate`` checks it (``ValidateObjectMetaAccessor`` with DNS-subdomain names,
+    after name generation), or, given the stored object's ``old`` metadata, as ``rest.BeforeUpdate`` does
+    (common fields outside the strategy, so a missing name does not keep CEL rules from running; name and
+    namespace immutable)."""
+    if meta is UNKNOWN:
+        return {}
+    if meta is None:
+        meta = {}
+    update = old is not None and not patch
+    if not isinstance(meta, Mapping):
+        walk.type_errors = True
+        walk.fail("metadata", f"Invalid value: {_shown(meta)}: must be of type object")
+        return {}
+    name = meta.get("name")
+    generate = meta.get("generateName")
+    if update:
+        old_meta = old if isinstance(old, Mapping) else {}
+        if isinstance(generate, str):
+            for err in _path_segment_errors(generate, True):
+                walk.fail("metadata.generateName", f"Invalid value: {_shown(generate)}: {err}")
+        if not name:
+            walk.fail("metadata.name", "Required value: name or generateName is required")
+        elif isinstance(name, str):
+            for err in _path_segment_errors(name, False):
+                walk.fail("metadata.name", f"Invalid value: {_shown(name)}: {err}")
+        new_name, old_name = name or "", old_meta.get("name") or ""
+        if isinstance(new_name, str) and isinstance(old_name, str) and new_name != old_name:
+            walk.fail("metadata.name", f"Invalid value: {_shown(new_name)}: field is immutable")
+        # The request's namespace: "default" when a namespaced object names none; a cluster-scoped object's is
+        # cleared, so a stored one holding a namespace no longer matches.
+        namespaced = crd.crd.scope == "Namespaced"
+        new_ns = (meta.get("namespace") or "default") if namespaced else ""
+        old_ns = old_meta.get("namespace") or ("default" if namespaced else "")
+        if isinstance(new_ns, str) and isinstance(old_ns, str) and new_ns != old_ns:
+            walk.fail("metadata.namespace", f"Invalid value: {_shown(new_ns)}: field is immutable")
+    elif not patch:
+        if not name and not generate:
+            walk.fail("metadata.name", "Required value: name or generateName is required", blocks=True)
+        if isinstance(generate, str) and generate:
+            for err in crd_formats.dns1123_subdomain_errors(_mask_trailing_dash(generate)):
+                walk.fail("metadata.generateName", f"Invalid value: {_shown(generate)}: {err}")
+            if not name:
+                generated = generate[:_GENERATED_BASE] + _GENERATED_SUFFIX
+                for err in crd_formats.dns1123_subdomain_errors(generated):
+                    walk.fail("metadata.name", f"Invalid value: {_shown(generated)}: {err}")
+    if isinstance(name, str) and name and not update:
+        for err in crd_formats.dns1123_subdomain_errors(name):
+            walk.fail("metadata.name", f"Invalid value: {_shown(name)}: {err}")
+    namespace = meta.get("namespace")
+    if isinstance(namespace, str) and crd.crd.scope == "Namespaced":
+        for err in crd_formats.dns1123_label_errors(namespace):
+            walk.fail("metadata.namespace", f"Invalid value: {_shown(namespace)}: {err}")
+    for field, check_values in (("labels", True), ("annotations", False)):
+        entries = meta.get(field)
+        if entries is UNKNOWN or entries is None:
+            continue
+        if not isinstance(entries, Mapping):
+            walk.fail(f"metadata.{field}", f"Invalid value: {_shown(entries)}: must be a map of strings")
+            continue
+        for key, item in entries.items():
+            key_text = str(key) if field == "labels" else str(key).lower()
+            for err in crd_formats.qualified_name_errors(key_text):
+                walk.fail(f"metadata.{field}", f"Invalid value: {_shown(key)}: {err}")
+            if check_values and isinstance(item, str):
+                for err in crd_formats.label_value_errors(item):
+                    # The API server names the map, not the key (ValidateLabels); the value says which.
+                    walk.fail(f"metadata.{field}", f"Invalid value: {_shown(item)}: {err}")
+    finalizers = meta.get("finalizers")
+    if isinstance(finalizers, list | tuple):
+        for finalizer in finalizers:
+            if isinstance(finalizer, str):
+                for err in crd_formats.qualified_name_errors(finalizer):
+                    walk.fail("metadata.finalizers", f"Invalid value: {_shown(finalizer)}: {err}")
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping):
+        size = sum(
+            len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items() if v is not UNKNOWN
+        )
+        if size > 256 * 1024:
+            # A Too long error: it keeps the CEL rules from running.
+            walk.fail(
+                "metadata.annotations",
+                f"Too long: may not be more than 262144 bytes (the annotations hold {size})",
+                blocks=True,
+            )
+    return {key: meta[key] for key in ("name", "generateName") if isinstance(meta.get(key), str)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# entry point
+# ---------------------------------------------------------------------------------------------------------
+
+
+def validate_object(
+    obj: Mapping[str, Any],
+    crd: CrdVersion,
+    *,
+    old: Mapping[str, Any] | None = None,
+    patch: bool = False,
+) -> list[Finding]:
+    """Everything the API server would reject in ``obj`` (an object of ``crd``), plus what cannot be judged.
+
+    ``old`` is the previous object (the stored one on an update), which enables transition rules; ``patch``
+    marks a server-side-apply patch: a partial object whose missing fields the live object supplies, so
+    neither ``required`` nor defaulting applies, and a rule that fails only because a field is absent from
+    the patch is not reported.
+    """
+    body = _copy(obj)
+    if crd.status_subresource:
+        body.pop("status", None)
+        if old is not None and isinstance(old.get("status"), Mapping):
+            body["status"] = _copy(old["status"])
+    schema = crd.schema
+    if not patch:
+        _default(body, schema)
+        if old is not None:
+            # The stored object was defaulted when it was written; a previous object read back from a render
+            # or from inputs may not be, so default it the same way.
+            old = _copy(old)
+            _default(old, schema)
+    meta_error = _metadata_decode_error(body.get("metadata"))
+    if meta_error is not None:
+        # Reading ObjectMeta fails, and the request is refused with that alone (a BadRequest).
+        return [Finding("metadata", meta_error, True)]
+    unknown_fields = _unknown_fields(body, schema, "", root=True)
+    meta = body.get("metadata")
+    if isinstance(meta, Mapping):
+        unknown_fields = sorted(unknown_fields + [f"metadata.{k}" for k in meta if k not in _OBJECT_META])
+    if unknown_fields:
+        # Decoding refuses the request (fieldValidation=Strict, kubectl's default) before any validation.
+        return [
+            Finding(
+                path,
+                f'unknown field "{path}" (the CRD schema does not declare it: the API server refuses the '
+                "request under fieldValidation=Strict, kubectl's default, or drops the field under Ignore)",
+                True,
+            )
+            for path in unknown_fields
+        ]
+    for key, words in (("kind", "Kind"), ("apiVersion", "apiVersion")):
+        if not patch and not body.get(key):
+            # The request is refused as it is read, before validation (runtime: Object 'Kind' is missing).
+            field = f"{key.lower()} field " if key == "kind" else f"{key} field"
+            return [
+                Finding(
+                    "",
+                    f"Object '{words}' is missing in 'object has no {field}' (every object names its {key})",
+                    True,
+                )
+            ]
+    walk = _Walk(patch)
+    for key, expected in (("kind", crd.crd.kind), ("apiVersion", crd.api_version)):
+        # (The API server then skips the schema and ObjectMeta checks; an object of another kind or version
+        # is judged by that CRD here, so this only shows up in hand-made objects.)
+        if isinstance(body.get(key), str) and body[key] != expected:
+            walk.fail(key, f"Invalid value: {_shown(body[key])}: must be {expected}")
+    meta_view = _metadata(
+        body.get("metadata"), crd, walk, patch, None if old is None else old.get("metadata") or {}
+    )
+    if old is not None:
+        walk.ratcheting = True
+        walk.anchor = _same(body, old, schema)
+        walk.check_lists = not _has_duplicates(old, schema)
+    root_view: dict[str, Any] = {}
+    unknown = False
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    for key, value in body.items():
+        if key == "metadata":
+            root_view["metadata"] = meta_view
+            continue
+        old_value = old.get(key, _ABSENT) if old is not None else _ABSENT
+        if key in ("apiVersion", "kind"):
+            root_view[key] = value
+        elif key == "status" and crd.status_subresource:
+            # The stored status, carried over: input to root rules, not the object's author's to fix.
+            root_view[key] = _view(value, props.get(key) or {})
+        elif key in props:
+            view, child_unknown = walk.walk(value, props[key], key, old_value, f".{key}")
+            name = escape_property(key)
+            if name is not None:
+                root_view[name] = view
+            unknown = unknown or child_unknown
+        elif not schema.get("x-kubernetes-preserve-unknown-fields"):
+            walk.fail(
+                key,
+                f'unknown field "{key}": the CRD schema does not declare it, so the API server drops it (pruning) '
+                "or, under fieldValidation=Strict, rejects the request",
+            )
+    if not patch:
+        for key in schema.get("required") or ():
+            if key not in body and key not in ("apiVersion", "kind", "metadata"):
+                walk.fail(key, "Required value", blocks=True)
+    if crd.scale_replicas_path:
+        _scale_replicas(body, crd.scale_replicas_path, walk)
+    if schema.get("x-kubernetes-validations"):
+        walk.sites.append(
+            _Site(
+                "",
+                schema["x-kubernetes-validations"],
+                schema,
+                root_view,
+                unknown,
+                old if old is not None else _ABSENT,
+                "",
+                walk.anchor,
+            )
+        )
+    if walk.type_errors:
+        if not _has_rules(crd.crd.file, crd.version, crd.schema):
+            return walk.findings  # no CEL validator, so nothing was left unchecked
+        # The API server lists this among the errors; the object is refused for the others already, so here it
+        # is a note on what was not judged (the crd-schema-unchecked advisory), not a second rejection.
+        walk.findings.append(Finding("", NOT_CHECKED, False))
+        return walk.findings
+    for site in walk.sites:
+        _evaluate_site(site, walk, patch, crd)
+    if walk.unknown_rules:
+        rules = "; ".join(f"`{rule.strip()}` at {path or '<root>'}" for path, rule in walk.unknown_rules)
+        fields = ", ".join(walk.unknown_paths) or "metadata"
+        walk.findings.append(
+            Finding(
+                "",
+                f"{len(walk.unknown_rules)} rule(s) not evaluated during preview because {fields} is unknown "
+                f"until apply: {rules}",
+                False,
+            )
+        )
+    return walk.findings
+
+
+_RULES_CACHE: dict[tuple[str, str], bool] = {}
+
+
+def _has_rules(file: str, version: str, schema: Mapping[str, Any]) -> bool:
+    """Whether any node of the schema has ``x-kubernetes-validations`` (else the API server has no CEL
+    validator for the CRD)."""
+    key = (file, version)
+    if key not in _RULES_CACHE:
+
+        def walk(node: Mapping[str, Any]) -> bool:
+            if node.get("x-kubernetes-validations"):
+                return True
+            subs = list((node.get("properties") or {}).values())
+            subs += [node[k] for k in ("items", "additionalProperties") if isinstance(node.get(k), Mapping)]
+            return any(walk(sub) for sub in subs)
+
+        _RULES_CACHE[key] = walk(schema)
+    return _RULES_CACHE[key]
+
+
+def _old_view(site: _Site) -> Any:
+    if site.path == "" and isinstance(site.old, Mapping):
+        return _root_view(site.old, site.schema)
+    return _view(site.old, site.schema)
+
+
+def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> None:
+    old_view: Any = _ABSENT
+    old_unknown = False
+    for spec in site.rules:
+        rule = crd_cel.compile_rule(spec)
+        if rule.transition and site.old is _ABSENT and not rule.optional_old_self:
+            continue  # as on a create: transition rules need the previous value
+        if site.unknown:
+            walk.unknown_rules.append((site.path, rule.rule))
+            continue
+        old_arg: Any = _ABSENT
+        if rule.transition and site.old is not _ABSENT:
+            if old_view is _ABSENT:
+                old_unknown = _holds_unknown(site.old)
+                old_view = _old_view(site)
+            if old_unknown:
+                walk.findings.append(
+                    Finding(
+                        site.path, "cannot evaluate: the previous value is not fully known", False, rule.rule
+                    )
+                )
+                continue
+            old_arg = old_view
+        outcome = crd_cel.evaluate(rule, site.view, old_arg)
+        if rule_log.active():
+            rule_log.record(crd.crd.file, crd.version, site.spath, rule.rule, outcome.passed)
+        if outcome.passed is None:
+            walk.findings.append(
+                Finding(site.path, f"cannot evaluate rule here: {outcome.detail}", False, rule.rule)
+            )
+            continue
+        if outcome.passed:
+            continue
+        if patch and ("Key not found" in outcome.error or "no such key" in outcome.error):
+            continue  # the field is absent from the patch; the live object may hold it
+        if outcome.error:
+            # A runtime error names the rule's node (not its fieldPath) and its type, and is never ratcheted.
+            node_type = _shown(str(site.schema.get("type") or ""))
+            walk.findings.append(
+                Finding(site.path, f"Invalid value: {node_type}: {outcome.message}", True, rule.rule)
+            )
+            continue
+        path = site.path
+        relative = _rule_field_path(rule.field_path, site.schema) if rule.field_path else None
+        if relative:
+            path = _child(site.path, relative)
+        message = _rule_message(site, str(rule.reason or ""), outcome.message)
+        if site.ratchet and not rule.transition:
+            # Rules reading oldSelf are never ratcheted; others are when their node is unchanged.
+            walk.findings.append(Finding(path, f"{message} (ratcheted: {_RATCHETED})", False, rule.rule))
+            continue
+        walk.findings.append(Finding(path, message, True, rule.rule))
+
+
+_ESCAPED = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "'": "'", "\\": "\\"}
+
+
+def _field_path_tokens(text: str) -> list[str]:
+    """The tokens of a rule's ``fieldPath``: ``.``, ``[``, ``]``, single-quoted strings, names between them."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "'":
+            end = i + 1
+            while end < len(text) and not (text[end] == "'" and text[end - 1] != "\\"):
+                end += 1
+            out.append(text[i : end + 1])
+            i = end + 1
+        elif text[i] in ".[]":
+            out.append(text[i])
+            i += 1
+        else:
+            end = i
+            while end < len(text) and text[end] not in ".[]":
+                end += 1
+            out.append(text[i:end])
+            i = end
+    return out
+
+
+def _normalized_field_path(field_path: str, schema: Mapping[str, Any]) -> str | None:
+    parts: list[str] = []
+    tokens = iter(_field_path_tokens(field_path))
+    for tok in tokens:
+        if tok == "[":
+            quoted = next(tokens, "")
+            if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'" or next(tokens, "") != "]":
+                return None
+            name, bad = "", False
+            body = quoted[1:-1]
+            j = 0
+            while j < len(body):
+                if body[j] == "\\" and j + 1 < len(body):
+                    if body[j + 1] not in _ESCAPED:
+                        bad = True
+                    name += _ESCAPED.get(body[j + 1], "")
+                    j += 2
+                else:
+                    name += body[j]
+                    j += 1
+            if bad:
+                return None
+        elif tok == ".":
+            following = next(tokens, None)
+            if following is None:
+                return None
+            name = following
+        else:
+            return None
+        props = schema.get("properties")
+        addl = schema.get("additionalProperties")
+        if props is not None:
+            if name not in props:
+                return None
+            parts.append(f".{name}" if parts else name)
+            schema = props[name]
+        elif isinstance(addl, Mapping):
+            parts.append(f"[{name}]")
+            schema = addl
+        else:
+            return None
+    return "".join(parts) or None
+
+
+def _rule_field_path(field_path: str, schema: Mapping[str, Any]) -> str | None:
+    """A rule's ``fieldPath`` as the API server appends it to the rule's node (cel ``ValidFieldPath``): a
+    property as ``.name``, a map key as ``[key]`` (``spec.m.[key]`` when it comes first: the API server's
+    quirk, kept); None when it does not name a field of ``schema``, and the error is at the node."""
+    key = (field_path, id(schema))
+    cached = _FIELD_PATHS.get(key)
+    if cached is None or cached[0] is not schema:
+        cached = _FIELD_PATHS[key] = (schema, _normalized_field_path(field_path, schema))
+    return cached[1]
+
+
+#: Normalized rule field paths by (fieldPath, schema identity); the schema is kept to check the identity.
+_FIELD_PATHS: dict[tuple[str, int], tuple[Mapping[str, Any], str | None]] = {}
+
+
+def _rule_message(site: _Site, reason: str, detail: str) -> str:
+    """A failed rule as the API server words it (cel ``fieldErrorForReason``): a scalar node's value is shown."""
+    scalar = not isinstance(site.value, Mapping | list | tuple) and site.path != ""
+    if reason == "FieldValueForbidden":
+        return f"Forbidden: {detail}"
+    if reason == "FieldValueRequired":
+        return f"Required value: {detail}"
+    if reason == "FieldValueDuplicate":  # the value, without the rule's message
+        return f"Duplicate value: {_shown(site.value)}" if scalar else "Duplicate value"
+    return f"Invalid value: {_shown(site.value)}: {detail}" if scalar else f"Invalid value: {detail}"
+
+
+def _root_view(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    view: dict[str, Any] = {}
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    for key, value in obj.items():
+        if key == "metadata" and isinstance(value, Mapping):
+            view["metadata"] = {
+                k: value[k] for k in ("name", "generateName") if isinstance(value.get(k), str)
+            }
+        elif key in ("apiVersion", "kind"):
+            view[key] = value
+        elif key in props:
+            name = escape_property(key)
+            if name is not None:
+                view[name] = _view(value, props[key])
+    return view
+
+
+def rejects_field(obj: Mapping[str, Any], crd: CrdVersion, path: str) -> bool:
+    """Whether the API server rejects ``obj`` for its value at ``path`` (e.g. ``spec.version``).
+
+    Other policies ask this before reporting a value they cannot use: when the CRD rejects it, ``crd-schema``
+    reports it with the CRD's message, and one mistake gets one verdict.
+    """
+    whole = {"apiVersion": crd.api_version, "kind": crd.crd.kind, **obj}  # the field's object, of this CRD
+    return any(
+        f.blocking and (f.path == path or f.path.startswith((f"{path}.", f"{path}[")))
+        for f in validate_object(whole, crd)
+    )

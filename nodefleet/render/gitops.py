@@ -1,0 +1,192 @@
+"""Fields a controller owns, carried into the GitOps tree so Argo CD and Flux leave them alone too.
+
+Where nodefleet leaves a field to a controller it tells Pulumi with ``ignore_changes`` (DESIGN.md 1.1): an
+MCO-managed MachineSet's AMI (the boot image controller patches it back, and after 3 identical patches sets
+``BootImageUpdateDegraded=True``, which blocks minor upgrades), a legacy HyperShift EC2NodeClass's
+``userData`` and ``amiSelectorTerms`` (HyperShift rewrites them with the rotating token). A rendered
+manifest still carries nodefleet's initial value, and a GitOps tool would apply it on every sync. So every
+such object is rendered with :data:`ANNOTATION_CONTROLLER_OWNED`, the RFC 6901 JSON pointers of its
+``ignore_changes`` paths, and every render folder gets :data:`ARGOCD_IGNORE_DIFFERENCES_FILE`, Argo CD's
+``ignoreDifferences`` for the objects in it (docs/gitops.md, "Fields controllers own"), and the folder's rollout
+wave as the label :data:`nodefleet.stackfile.waves.WAVE_LABEL` (docs/fleet-waves.md).
+
+The pointers are derived from the paths Pulumi is given, with Pulumi's own property-path grammar
+(pulumi/pulumi ``sdk/go/common/resource/properties_path.go``, ``ParsePropertyPath``): one declaration, read
+by Pulumi, Argo CD and Flux alike.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from nodefleet.stackfile.waves import DEFAULT_WAVE, WAVE_LABEL, label_value
+
+__all__ = [
+    "ANNOTATION_CONTROLLER_OWNED",
+    "ARGOCD_IGNORE_DIFFERENCES_FILE",
+    "ControllerOwnedError",
+    "argocd_ignore_difference",
+    "argocd_ignore_differences_file",
+    "controller_owned",
+    "json_pointer",
+    "parse_property_path",
+    "with_controller_owned",
+]
+
+#: On every rendered object with fields a controller owns: their JSON pointers, comma-separated, in the order
+#: the program declares them. Flux's ``spec.ignore`` rules select objects by it; readers of the tree see it.
+ANNOTATION_CONTROLLER_OWNED = "nodefleet.io/controller-owned"
+
+#: In every render folder, beside ``0-crd/`` and ``1-manifest/``: Argo CD's ``ignoreDifferences`` for the
+#: folder's objects, read by the ApplicationSet's git files generator (examples/argocd). No ``.yaml``,
+#: ``.yml``, ``.json`` or ``.jsonnet`` extension, so neither Argo CD's directory source (argo-cd
+#: ``reposerver/repository/repository.go``, ``manifestFile``) nor Flux's generated kustomization applies it.
+ARGOCD_IGNORE_DIFFERENCES_FILE = "argocd-ignore-differences"
+
+_FILE_HEADER = (
+    "# Fields of the objects in this folder that a controller owns: nodefleet's Pulumi program leaves them\n"
+    "# alone after creation (ignore_changes), and Argo CD must too (ignoreDifferences with the sync option\n"
+    "# RespectIgnoreDifferences=true). labels: the folder's rollout wave (the stack's `wave`), put on its\n"
+    "# Application for progressive syncs. Written by `nodefleet render`; read by the ApplicationSet in\n"
+    "# examples/argocd. Not a manifest.\n"
+)
+
+
+class ControllerOwnedError(ValueError):
+    """A controller-owned path no GitOps tool can express (the message says why)."""
+
+
+def parse_property_path(path: str) -> list[str | int]:
+    """A Pulumi property path as its keys (str) and array indices (int); ``"*"`` is a wildcard.
+
+    Follows ``ParsePropertyPath`` exactly: ``a.b``, ``a["b.c"]`` (``\\"`` escapes a quote), ``a[0]``,
+    ``a[*]``; any run of characters up to the next ``.`` or ``[`` is a bare name.
+    """
+    elements: list[str | int] = []
+    if path.startswith("."):
+        raise ControllerOwnedError(f"property path {path!r}: expected a name or index first")
+    rest = path
+    while rest:
+        if rest[0] == ".":
+            rest = rest[1:]
+            if not rest:
+                raise ControllerOwnedError(f"property path {path!r}: expected a name or index at the end")
+        elif rest[0] == "[":
+            if len(rest) > 1 and rest[1] == '"':
+                key: list[str] = []
+                i = 2
+                while True:
+                    if i >= len(rest):
+                        raise ControllerOwnedError(f"property path {path!r}: missing closing quote")
+                    if rest[i] == '"':
+                        i += 1
+                        break
+                    if rest[i] == "\\" and i + 1 < len(rest) and rest[i + 1] == '"':
+                        key.append('"')
+                        i += 2
+                    else:
+                        key.append(rest[i])
+                        i += 1
+                if i >= len(rest) or rest[i] != "]":
+                    raise ControllerOwnedError(f"property path {path!r}: missing closing bracket")
+                elements.append("".join(key))
+                rest = rest[i + 1 :]
+            else:
+                close = rest.find("]")
+                if close == -1:
+                    raise ControllerOwnedError(f"property path {path!r}: missing closing bracket")
+                segment = rest[1:close]
+                if segment == "*":
+                    elements.append("*")
+                else:
+                    try:
+                        elements.append(int(segment, 10))
+                    except ValueError:
+                        raise ControllerOwnedError(
+                            f"property path {path!r}: invalid array index {segment!r}"
+                        ) from None
+                rest = rest[close + 1 :]
+        else:
+            end = min((i for i in (rest.find("."), rest.find("[")) if i != -1), default=len(rest))
+            elements.append(rest[:end])
+            rest = rest[end:]
+    return elements
+
+
+def json_pointer(path: str) -> str:
+    """The RFC 6901 pointer of a Pulumi property path: ``spec.template.spec`` -> ``/spec/template/spec``.
+
+    Refused: wildcards (Flux's ``spec.ignore`` takes JSON pointers only, and one declaration must reach both
+    tools) and commas (the annotation's separator).
+    """
+    parts = parse_property_path(path)
+    if not parts:
+        raise ControllerOwnedError("an empty property path names no field")
+    if "*" in parts:
+        raise ControllerOwnedError(
+            f"ignore_changes path {path!r} has a wildcard; a JSON pointer (all Flux's ignore rules accept) "
+            "names one field: list each field instead"
+        )
+    pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    if "," in pointer:
+        raise ControllerOwnedError(
+            f"ignore_changes path {path!r}: a comma cannot be carried in {ANNOTATION_CONTROLLER_OWNED}"
+        )
+    return pointer
+
+
+def with_controller_owned(manifest: Mapping[str, Any], paths: Sequence[str]) -> dict[str, Any]:
+    """``manifest`` with :data:`ANNOTATION_CONTROLLER_OWNED` listing ``paths`` (Pulumi property paths)."""
+    out = copy.deepcopy(dict(manifest))
+    if not paths:
+        return out
+    meta = out.setdefault("metadata", {})
+    annotations = dict(meta.get("annotations") or {})
+    annotations[ANNOTATION_CONTROLLER_OWNED] = ",".join(json_pointer(p) for p in paths)
+    meta["annotations"] = annotations
+    return out
+
+
+def controller_owned(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    """The JSON pointers a rendered object lists as controller-owned (empty when none)."""
+    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(ANNOTATION_CONTROLLER_OWNED) or ""
+    return tuple(p for p in str(value).split(",") if p)
+
+
+def argocd_ignore_difference(manifest: Mapping[str, Any], paths: Sequence[str]) -> dict[str, Any]:
+    """One Argo CD ``ResourceIgnoreDifferences`` entry: this object, these fields.
+
+    Scoped to the one object (group, kind, name, namespace) so a field is ignored exactly where the program
+    ignores it, never on another object of the kind that nodefleet owns in full.
+    """
+    api_version = str(manifest.get("apiVersion", ""))
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    meta = manifest.get("metadata") or {}
+    entry: dict[str, Any] = {"kind": manifest.get("kind"), "name": meta.get("name")}
+    if group:
+        entry["group"] = group
+    if meta.get("namespace"):
+        entry["namespace"] = meta["namespace"]
+    entry["jsonPointers"] = [json_pointer(p) for p in paths]
+    return entry
+
+
+def argocd_ignore_differences_file(entries: Iterable[Mapping[str, Any]], wave: str = DEFAULT_WAVE) -> bytes:
+    """The folder's :data:`ARGOCD_IGNORE_DIFFERENCES_FILE`: always an ``ignoreDifferences`` list, possibly
+    empty, so every folder yields one Argo CD Application, and the folder's ``labels``: the stack's
+    :data:`nodefleet.stackfile.waves.WAVE_LABEL`, which the Application carries and progressive syncs select on."""
+    ordered = sorted(
+        (dict(e) for e in entries),
+        key=lambda e: (e.get("group", ""), e["kind"], e.get("namespace", ""), e["name"]),
+    )
+    body = yaml.safe_dump(
+        {"ignoreDifferences": ordered, "labels": {WAVE_LABEL: label_value(wave)}},
+        sort_keys=True,
+        default_flow_style=False,
+    )
+    return (_FILE_HEADER + body).encode("utf-8")

@@ -1,0 +1,417 @@
+"""Every Kubernetes object a stack declares, by identity, so that no two of them fight over one object.
+
+Two declarations of one object (same API group, kind, namespace and name on the same API server) make
+``pulumi up`` and a GitOps sync fight: each apply overwrites the other, and deleting one cluster deletes the
+object the other still needs. The objects here are built by the same ``render_*`` functions the components
+use (a test compares them with what the program registers), so there is no second list of names to drift.
+
+Where objects go (their *destination*): each standalone cluster and each hosted cluster (``<name>-hosted``)
+is its own API server; the management-side objects of every hosted cluster of a stack (Namespace, Secrets,
+HostedCluster, classic NodePools) go to one management cluster. Identical objects declared twice (the
+Namespace several hosted clusters share) are legitimate: the first cluster declares it, the others do not.
+Different objects with one identity are refused with both places named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from nodefleet.render.hosted import (
+    autonode_pool_annotations,
+    render_hosted_cluster,
+    render_hypershift_node_pool,
+    render_karpenter_node_pool,
+    render_legacy_ec2_node_class,
+    render_namespace,
+    render_openshift_ec2_node_class,
+    render_secret,
+)
+from nodefleet.render.karpenter import (
+    node_pool_annotations,
+    render_operator_ec2_node_class,
+    render_self_managed_ec2_node_class,
+)
+from nodefleet.render.machinesets import (
+    render_boot_image_settings,
+    render_machine_config_pool,
+    render_machine_set,
+)
+from nodefleet.render_layout import render_targets
+from nodefleet.stackfile.hosted import HostedCluster, SecretRef
+from nodefleet.stackfile.model import (
+    CONFIG_KEY,
+    ConfigError,
+    Fleet,
+    ResolvedCluster,
+    ResolvedHostedCluster,
+    stack_file,
+    validate_fleet,
+)
+
+#: The destination of every hosted cluster's management-side objects.
+MANAGEMENT = "the management cluster"
+
+
+@dataclass(frozen=True)
+class ObjectKey:
+    """What the API server identifies an object by, and which API server."""
+
+    destination: str
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    def shown(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        group = f" ({self.group})" if self.group else ""
+        return f"{self.kind} {where}{group} on {self.destination}"
+
+
+@dataclass(frozen=True)
+class StackObject:
+    """One object a stack declares, with the configuration entry that produced it."""
+
+    key: ObjectKey
+    #: The config path of the entry, e.g. ``nodefleet:fleet.clusters[1].nodePools[0]``.
+    place: str
+    #: The cluster whose entry it is.
+    cluster: str
+    manifest: dict[str, Any] = field(compare=False)
+    #: The stack and stack file, for messages across stacks.
+    stack: str = ""
+    source: str = ""
+    #: What else must be equal for two declarations to be one object (a Secret's value source).
+    extra: str = ""
+    #: The render folder (provider) the program declares it through.
+    target: str = ""
+
+    def where(self, *, with_stack: bool = False) -> str:
+        text = f"{self.place} (cluster '{self.cluster}')"
+        return f"stack '{self.stack}' ({self.source}) {text}" if with_stack else text
+
+    def same_content(self, other: StackObject) -> bool:
+        return self.manifest == other.manifest and self.extra == other.extra
+
+
+def object_key(destination: str, manifest: dict[str, Any]) -> ObjectKey:
+    api = str(manifest.get("apiVersion", ""))
+    meta = manifest.get("metadata") or {}
+    return ObjectKey(
+        destination,
+        api.rpartition("/")[0] if "/" in api else "",
+        str(manifest.get("kind", "")),
+        str(meta.get("namespace") or ""),
+        str(meta.get("name", "")),
+    )
+
+
+def stack_objects(fleet: Fleet, source: str = "") -> list[StackObject]:
+    """Every Kubernetes object ``fleet`` declares, in the order the program declares them."""
+    return list(_objects(fleet, source))
+
+
+@dataclass(frozen=True)
+class _Entries:
+    """Builds the :class:`StackObject`\\ s of one cluster's config entry."""
+
+    stack: str
+    source: str
+    cluster: str
+
+    def __call__(
+        self, target: str | None, place: str, manifest: dict[str, Any], extra: str = ""
+    ) -> StackObject:
+        """``target``: the render folder of the cluster the object lives in; None for the management cluster."""
+        destination = MANAGEMENT if target is None else f"cluster {target}"
+        return StackObject(
+            object_key(destination, manifest),
+            place,
+            self.cluster,
+            manifest,
+            self.stack,
+            self.source,
+            extra,
+            self.cluster if target is None else target,
+        )
+
+
+def _objects(fleet: Fleet, source: str) -> Iterator[StackObject]:
+    apply = fleet.config.output.mode == "apply"
+    for i, resolved in enumerate(fleet.clusters):
+        base = f"{CONFIG_KEY}.clusters[{i}]"
+        entries = _Entries(fleet.stack, source, resolved.config.name)
+        if isinstance(resolved, ResolvedCluster):
+            yield from _standalone(resolved, base, entries)
+        else:
+            yield from _hosted(resolved, base, apply, entries)
+
+
+def _standalone(resolved: ResolvedCluster, base: str, obj: _Entries) -> Iterator[StackObject]:
+    cfg = resolved.config
+    (here,) = render_targets(cfg.name, hosted=False)
+    for j, pool in enumerate(cfg.pools):
+        yield obj(here, f"{base}.pools[{j}]", render_machine_config_pool(cfg, pool.name))
+    for j, ms in enumerate(resolved.machine_sets):
+        yield obj(here, f"{base}.machineSets[{j}]", render_machine_set(cfg, ms, resolved.catalog_reference))
+    yield obj(here, f"{base}.bootImageManagement", render_boot_image_settings(resolved))
+    if cfg.karpenter:
+        for j, nc in enumerate(cfg.karpenter.node_classes):
+            manifest = render_self_managed_ec2_node_class(cfg, nc, resolved.karpenter_images[nc.name])
+            yield obj(here, f"{base}.karpenter.nodeClasses[{j}]", manifest)
+        for j, np in enumerate(cfg.karpenter.node_pools):
+            manifest = render_karpenter_node_pool(np, annotations=node_pool_annotations(cfg))
+            yield obj(here, f"{base}.karpenter.nodePools[{j}]", manifest)
+    if cfg.karpenter_operator:
+        for j, oc in enumerate(cfg.karpenter_operator.node_classes):
+            yield obj(
+                here, f"{base}.karpenterOperator.nodeClasses[{j}]", render_operator_ec2_node_class(cfg, oc)
+            )
+        for j, np in enumerate(cfg.karpenter_operator.node_pools):
+            manifest = render_karpenter_node_pool(np, annotations=node_pool_annotations(cfg))
+            yield obj(here, f"{base}.karpenterOperator.nodePools[{j}]", manifest)
+
+
+def _hosted(resolved: ResolvedHostedCluster, base: str, apply: bool, obj: _Entries) -> Iterator[StackObject]:
+    hc = resolved.config
+    _, here = render_targets(hc.name, hosted=True)
+    if hc.create_namespace:
+        yield obj(None, f"{base}.namespace", render_namespace(hc))
+    if apply:
+        for ref, key in hc.secret_refs():
+            if ref.from_config:
+                extra = f"{key}=nodefleet:{ref.from_config}"
+                yield obj(None, f"{base}.{_secret_field(hc, ref)}", render_secret(hc, ref, key), extra)
+    yield obj(None, base, render_hosted_cluster(hc))
+    for j, np in enumerate(hc.node_pools):
+        yield obj(None, f"{base}.nodePools[{j}]", render_hypershift_node_pool(hc, np))
+    auto = hc.auto_node
+    if auto is None:
+        return
+    for j, nc in enumerate(auto.node_classes):
+        render = render_openshift_ec2_node_class if auto.mode == "autonode" else render_legacy_ec2_node_class
+        yield obj(here, f"{base}.autoNode.nodeClasses[{j}]", render(hc, nc))
+    for j, pool in enumerate(auto.node_pools):
+        manifest = render_karpenter_node_pool(pool, annotations=autonode_pool_annotations(hc))
+        yield obj(here, f"{base}.autoNode.nodePools[{j}]", manifest)
+
+
+def _secret_field(hc: HostedCluster, ref: SecretRef) -> str:
+    if ref is hc.pull_secret:
+        return "pullSecret"
+    if ref is hc.ssh_key:
+        return "sshKey"
+    aescbc = hc.secret_encryption.aescbc if hc.secret_encryption else None
+    if aescbc is not None and ref is aescbc.backup_key:
+        return "secretEncryption.aescbc.backupKey"
+    return "secretEncryption.aescbc.activeKey"
+
+
+#: How to resolve a collision, by kind (the generic advice otherwise).
+_FIXES = {
+    "Namespace": "declare it from one place only: set createNamespace: false on the other cluster",
+    "Secret": "give the Secrets different names, or let both clusters use one Secret: the same name and "
+    "fromConfig, with deleteWithCluster: false (so deleting one cluster does not delete it for the other)",
+    "HostedCluster": "rename one of the clusters, or put it in another namespace",
+    "NodePool": "rename one of the NodePools (the name is its object's name), or put the hosted clusters in "
+    "different namespaces",
+    "MachineConfiguration": "declare the cluster once",
+}
+
+
+def _fix(key: ObjectKey) -> str:
+    if key.kind == "NodePool" and key.group == "karpenter.sh":
+        return "rename one of the NodePools (Karpenter NodePools are cluster-scoped)"
+    return _FIXES.get(key.kind, "rename one of them")
+
+
+@dataclass(frozen=True)
+class ObjectPlan:
+    """What a stack emits: each object once; the identical second declarations it leaves out; problems."""
+
+    emitted: list[StackObject]
+    shared: list[StackObject]
+    problems: list[str]
+
+    def left_out(self, cluster: str) -> frozenset[tuple[str, str, str]]:
+        """(kind, namespace, name) of the objects ``cluster`` must not declare: an earlier cluster does."""
+        return frozenset(
+            (o.key.kind, o.key.namespace, o.key.name) for o in self.shared if o.cluster == cluster
+        )
+
+
+def plan_objects(objects: Iterable[StackObject], *, across_stacks: bool = False) -> ObjectPlan:
+    """Each identity once: identical duplicates are shared, different ones are problems naming both places."""
+    first: dict[ObjectKey, StackObject] = {}
+    emitted: list[StackObject] = []
+    shared: list[StackObject] = []
+    problems: list[str] = []
+    for o in objects:
+        seen = first.get(o.key)
+        if seen is None:
+            first[o.key] = o
+            emitted.append(o)
+        elif seen.same_content(o):
+            shared.append(o)
+        else:
+            problems.append(
+                f"{o.where(with_stack=across_stacks)}: declares {o.key.shown()}, which "
+                f"{seen.where(with_stack=across_stacks)} also declares with different content; apply and GitOps "
+                f"syncs would overwrite one with the other. {_fix(o.key)[0].upper()}{_fix(o.key)[1:]}"
+            )
+    return ObjectPlan(emitted, shared, problems)
+
+
+def load_fleet(
+    raw: Any,
+    stack: str,
+    project_dir: Path,
+    source: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> Fleet:
+    """The ``nodefleet:fleet`` value of ``stack``, validated (:func:`nodefleet.stackfile.model.validate_fleet`)
+    and with its objects planned: two clusters of the stack that declare one object differently, or whose
+    control planes HyperShift would put in one namespace, are refused. Raises ``ConfigError``, one problem a
+    line, each naming the stack file.
+    """
+    fleet = validate_fleet(raw, stack, project_dir, source, environ=environ)
+    where = source or stack_file(stack)
+    problems = fleet_plan(fleet, where).problems
+    if problems:
+        raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
+    return fleet
+
+
+def fleet_plan(fleet: Fleet, source: str = "") -> ObjectPlan:
+    plan = plan_objects(stack_objects(fleet, source))
+    problems = control_plane_problems(_hosted_entries(fleet, source))
+    return ObjectPlan(plan.emitted, plan.shared, [*plan.problems, *problems]) if problems else plan
+
+
+def _hosted_entries(fleet: Fleet, source: str) -> list[tuple[StackObject, str]]:
+    """Each hosted cluster as (an entry naming it, its namespace), keyed by the control-plane namespace
+    HyperShift derives from it (``<namespace>-<name>``) on the management cluster."""
+    entries = []
+    for i, resolved in enumerate(fleet.clusters):
+        if isinstance(resolved, ResolvedHostedCluster):
+            hc = resolved.config
+            key = ObjectKey(MANAGEMENT, "", "Namespace", "", hc.control_plane_namespace)
+            place = f"{CONFIG_KEY}.clusters[{i}]"
+            entries.append((StackObject(key, place, hc.name, {}, fleet.stack, source), hc.namespace))
+    return entries
+
+
+def control_plane_problems(
+    entries: Sequence[tuple[StackObject, str]], *, across_stacks: bool = False
+) -> list[str]:
+    """Hosted clusters whose control planes HyperShift would put in one namespace, or whose namespace is another
+    cluster's control-plane namespace (``clusters`` + ``a-prod`` and ``clusters-a`` + ``prod`` both make
+    ``clusters-a-prod``). One control-plane namespace holds one control plane; deleting a cluster deletes it."""
+    problems: list[str] = []
+    first: dict[str, StackObject] = {}
+    for entry, _ in entries:
+        seen = first.setdefault(entry.key.name, entry)
+        if seen is not entry:
+            problems.append(
+                f"{entry.where(with_stack=across_stacks)}: HyperShift would put its control plane in namespace "
+                f"'{entry.key.name}' (<namespace>-<name>), which is also the control-plane namespace of "
+                f"{seen.where(with_stack=across_stacks)}; two control planes cannot share one namespace. Rename one "
+                "of the clusters, or put it in another namespace"
+            )
+    for entry, namespace in entries:
+        owner = first.get(namespace)
+        if owner is not None:
+            problems.append(
+                f"{entry.where(with_stack=across_stacks)}: its namespace '{namespace}' is the namespace HyperShift "
+                f"creates for the control plane of {owner.where(with_stack=across_stacks)} (<namespace>-<name>), and "
+                "deletes with that cluster, HostedCluster and all. Put the cluster in another namespace"
+            )
+    return problems
+
+
+def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
+    """Collisions between stacks rendered into one GitOps tree, each naming both stacks and places.
+
+    Within one tree every render folder is an Argo CD destination of its own name (the example
+    ApplicationSet), so a folder name used by two stacks is one cluster, and the management-side folders of
+    all hosted clusters are the one management cluster. Objects two stacks declare identically (a shared
+    Namespace) do not conflict; different ones do.
+    """
+    objects: list[StackObject] = []
+    hosted: list[tuple[StackObject, str]] = []
+    for fleet, source in fleets:
+        objects += fleet_plan(fleet, source).emitted
+        hosted += _hosted_entries(fleet, source)
+    problems = _shared_folder_problems(fleets) + plan_objects(objects, across_stacks=True).problems
+    return problems + control_plane_problems(hosted, across_stacks=True)
+
+
+def _shared_folder_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
+    """Two stacks whose render directories coincide and that have a cluster of one name would write one render
+    folder: each render would prune the other's files (``nodefleet render`` refuses the second when it comes to
+    write; this says so for both, before either is rendered)."""
+    owner: dict[tuple[Path, str], tuple[Fleet, str, int]] = {}
+    problems: list[str] = []
+    for fleet, source in fleets:
+        for i, cluster in enumerate(fleet.config.clusters):
+            for folder in render_targets(cluster.name, isinstance(cluster, HostedCluster)):
+                first = owner.setdefault((fleet.render_dir.path, folder), (fleet, source, i))
+                other, other_source, j = first
+                if other is fleet:
+                    continue
+                problems.append(
+                    f"stack '{fleet.stack}' ({source}) {CONFIG_KEY}.clusters[{i}] (cluster '{cluster.name}'): renders "
+                    f"into {fleet.render_directory}/{folder}, which stack '{other.stack}' ({other_source}) "
+                    f"{CONFIG_KEY}.clusters[{j}] (cluster '{other.config.clusters[j].name}') renders into too; two "
+                    "stacks cannot share a render folder (each render would remove the other's files). Put "
+                    "{stack} in output.directory of one of them (e.g. rendered/{stack}), or rename one cluster"
+                )
+    return problems
+
+
+def rendered_tree_problems(mine: Sequence[StackObject], rendered: Sequence[StackObject]) -> list[str]:
+    """Collisions between a stack's objects (with their rendered content: :func:`with_rendered_content`) and
+    what other stacks rendered into the same tree (:func:`rendered_objects`)."""
+    return plan_objects([*mine, *rendered], across_stacks=True).problems
+
+
+def rendered_objects(
+    stack: str, source: str, files: Iterable[tuple[str, str, dict[str, Any]]]
+) -> list[StackObject]:
+    """The objects another stack's last render left in a GitOps tree, each named by its file.
+
+    For a stack whose file is not at hand (rendered with ``--config-file`` from outside ``stacks/``): what it
+    rendered is what the tree syncs. ``files`` are (render folder, path shown, manifest); a folder holding a
+    HostedCluster is a management-side folder, whose objects go to the one management cluster.
+    """
+    files = list(files)
+    management = {target for target, _, manifest in files if manifest.get("kind") == "HostedCluster"}
+    return [
+        StackObject(
+            object_key(MANAGEMENT if target in management else f"cluster {target}", manifest),
+            path,
+            target,
+            manifest,
+            stack,
+            source,
+            target=target,
+        )
+        for target, path, manifest in files
+    ]
+
+
+def with_rendered_content(
+    objects: Iterable[StackObject], manifests: dict[tuple[str, str, str, str, str], dict[str, Any]]
+) -> list[StackObject]:
+    """``objects`` with the manifests a render writes for them (keyed by render folder, group, kind, namespace,
+    name), so that they compare with rendered files: the components add annotations (controller-owned
+    fields, the Karpenter version) the ``render_*`` functions alone do not."""
+    out = []
+    for o in objects:
+        written = manifests.get((o.target, o.key.group, o.key.kind, o.key.namespace, o.key.name))
+        out.append(o if written is None else replace(o, manifest=written))
+    return out

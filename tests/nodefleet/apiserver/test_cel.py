@@ -1,0 +1,154 @@
+"""The CEL environment: every rule of the shipped CRDs compiles, and the Kubernetes library functions the
+rules call behave as their Go sources document (examples from ``k8s.io/apiserver/pkg/cel/library``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodefleet.apiserver import cel as crd_cel
+from nodefleet.apiserver.coverage import coverage, rule_sites
+from nodefleet.apiserver.store import load_index
+
+
+def _eval(rule: str, self_value: Any = None, old: Any = crd_cel._ABSENT, **extra: Any) -> crd_cel.RuleOutcome:
+    compiled = crd_cel.compile_rule({"rule": rule, "message": "MSG", **extra})
+    assert compiled.error is None, compiled.error
+    return crd_cel.evaluate(compiled, self_value, old)
+
+
+def test_every_rule_of_every_shipped_crd_compiles_once() -> None:
+    sites = [
+        (v.crd.kind, path, rule) for v in load_index().all_versions() for path, rule in rule_sites(v.schema)
+    ]
+    # Each shipped file once: the per-kind CRDs (427 rules) and the Karpenter sets' distinct files (304).
+    assert len(sites) == 731
+    failing = [
+        (kind, path, crd_cel.compile_rule(rule).error)
+        for kind, path, rule in sites
+        if crd_cel.compile_rule(rule).error
+    ]
+    assert failing == []
+    # Compiled once per process: the same rule text gives the same program object.
+    first = sites[0][2]
+    assert crd_cel.compile_rule(first).program is crd_cel.compile_rule(dict(first)).program
+
+
+def test_coverage_counts_transition_rules_per_crd() -> None:
+    rows = coverage(load_index())
+    by_kind = {(r.kind, r.api_version): r for r in rows if not r.sets}
+    assert by_kind[("HostedCluster", "hypershift.openshift.io/v1beta1")].transition == 71
+    karpenter = {(r.kind, s): r for r in rows for s in r.sets}
+    assert karpenter[("NodePool", "aws/1.15")].rules == 20
+    assert karpenter[("NodePool", "aws/1.15")].transition == 3
+    # HyperShift's relaxed EC2NodeClass has fewer rules than upstream's of the same Karpenter (43 vs 54).
+    assert (
+        karpenter[("EC2NodeClass", "hypershift/1.13")].rules < karpenter[("EC2NodeClass", "aws/1.13")].rules
+    )
+    assert all(not r.cannot for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "expected"),
+    [
+        # urls.go
+        ("isURL(self)", "https://user:pass@example.com:80/path?query=val#fragment", True),
+        ("isURL(self)", "/absolute-path", True),
+        ("isURL(self)", "https://a:b:c/", False),
+        ("isURL(self)", "../relative-path", False),
+        ("url(self).getScheme() == 'https'", "https://example.com/", True),
+        ("url(self).getScheme() == ''", "/path", True),
+        (
+            "url(self).getQuery() == {'k1': ['a'], 'k2': ['b', 'c']}",
+            "https://example.com/path?k1=a&k2=b&k2=c",
+            True,
+        ),
+        ("url(self).getQuery() == {}", "https://example.com/path?", True),
+        (
+            "url(self).getQuery() == {'key with spaces': ['value with spaces']}",
+            "https://example.com/path?key with spaces=value with spaces",
+            True,
+        ),
+        # ip.go
+        ("isIP(self)", "127.0.0.1", True),
+        ("isIP(self)", "127.0.0.256", False),
+        ("isIP(self)", ":::1", False),
+        ("isIP(self)", "::ffff:1.2.3.4", False),
+        ("isIP(self)", "fe80::1%eth0", False),
+        ("isIP(self)", "010.0.0.1", False),
+        ("ip(self).family() == 6", "::1", True),
+        # cidr.go
+        ("isCIDR(self)", "192.168.0.0/16", True),
+        ("isCIDR(self)", "192.168.0.0/33", False),
+        ("isCIDR(self)", "::1/129", False),
+        ("cidr(self).prefixLength() == 16", "192.168.0.0/16", True),
+        ("cidr(self).ip().family() == 4", "192.168.0.1/24", True),
+        ("cidr(self).ip().family() == 6", "::1/128", True),
+        # quantity.go
+        ("isQuantity(self)", "1.3G", True),
+        ("isQuantity(self)", "1.3Gi", True),
+        ("isQuantity(self)", "1,3G", False),
+        ("isQuantity(self)", "200K", False),
+        ("isQuantity(self)", "Three", False),
+        ("quantity('200M').compareTo(quantity('0.2G')) == 0", None, True),
+        ("quantity('50M').compareTo(quantity('50Mi')) == -1", None, True),
+        ("quantity('50Mi').compareTo(quantity('50M')) == 1", None, True),
+        # regex.go
+        ("self.find('[0-9]+') == '123'", "abc 123", True),
+        ("self.find('xyz') == ''", "abc 123", True),
+        ('self.find("^([^/]+)") == "karpenter.sh"', "karpenter.sh/capacity-type", True),
+        # format.go (IsDNS1123Subdomain)
+        ("!format.dns1123Subdomain().validate(self).hasValue()", "apiextensions.k8s.io", True),
+        ("!format.dns1123Subdomain().validate(self).hasValue()", "Not_A_Subdomain", False),
+        ("format.dns1123Subdomain().validate(self).value().size() == 1", "-bad", True),
+    ],
+)
+def test_kubernetes_library_functions_follow_their_go_source(rule: str, value: Any, expected: bool) -> None:
+    assert _eval(rule, value).passed is expected
+
+
+def test_a_runtime_error_is_a_rejection_worded_as_the_api_server_words_it() -> None:
+    outcome = _eval("url(self).getScheme() == 'https'", "not a url")
+    assert outcome.passed is False
+    # cel/validation.go ruleErrorString: the rule's message names it, the rule itself only without one.
+    assert outcome.message.endswith("evaluating rule: MSG")
+    missing = _eval("self.min <= self.max", {"max": 1})
+    assert missing.passed is False and missing.error
+
+
+def test_what_this_environment_lacks_is_cannot_evaluate_never_a_pass() -> None:
+    undeclared = crd_cel.compile_rule({"rule": "semver(self).isLessThan(semver('2.0.0'))"})
+    assert undeclared.error and "semver" in undeclared.error
+    assert crd_cel.evaluate(undeclared, "1.0.0").passed is None
+    # A dynamic overload the API server's type checker would have ruled out.
+    assert _eval("self.size() > 0", 5).passed is None
+
+
+def test_message_expression_wins_over_message_and_falls_back_when_unusable() -> None:
+    assert _eval("self.x == 2", {"x": 1}, messageExpression="'x is ' + string(self.x)").message == "x is 1"
+    assert _eval("self.x == 2", {"x": 1}, messageExpression="'two\\nlines'").message == "MSG"
+    assert _eval("self.x == 2", {"x": 1}, messageExpression="self.nope").message == "MSG"
+    bare = crd_cel.compile_rule({"rule": "self.x == 2"})
+    assert crd_cel.evaluate(bare, {"x": 1}).message == "failed rule: self.x == 2"
+
+
+def test_old_self_is_optional_only_with_optional_old_self() -> None:
+    rule = "!oldSelf.hasValue() || self >= oldSelf.value()"
+    assert _eval(rule, 1, optionalOldSelf=True).passed is True  # create: oldSelf is none
+    assert _eval(rule, 1, 2, optionalOldSelf=True).passed is False
+    assert _eval(rule, 3, 2, optionalOldSelf=True).passed is True
+    assert crd_cel.compile_rule({"rule": rule}).transition
+
+
+@pytest.mark.parametrize(
+    ("rule", "transition"),
+    [
+        ("self == oldSelf", True),
+        ("self.x == 'oldSelf'", False),
+        ("has(oldSelf.x)", True),
+        ("self.oldSelfish", False),
+    ],
+)
+def test_transition_rules_are_those_reading_old_self(rule: str, transition: bool) -> None:
+    assert crd_cel.references_old_self(rule) is transition
