@@ -263,6 +263,30 @@ def test_a_change_previews_as_the_forecast_says(project: ScratchProject, tmp_pat
 
 
 @pytest.mark.engine(needs=PROGRAM)
+def test_the_provider_is_never_asked_for_its_package_schema_nor_to_read(
+    project: ScratchProject, tmp_path: Path
+) -> None:
+    """A provider built from a source snapshot that lacks its schema.json embeds a minimal package schema
+    instead (docs/engine.md, "Building from source trees"); the provider reads that schema only to answer
+    GetSchema and in Read. Every gRPC call the engine makes to its plugins during preview, up, a second up
+    and destroy is logged (PULUMI_DEBUG_GRPC): neither is among them."""
+    stack = "grpc"
+    (project.root / "stacks" / f"Pulumi.{stack}.yaml").write_text(
+        (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text()
+    )
+    project.init_stack(stack)
+    log = tmp_path / "grpc.jsonl"
+    pack = ("--policy-pack", "policies")
+    for args in (("preview", *pack), ("up", "--yes", *pack), ("up", "--yes", *pack), ("destroy", "--yes")):
+        run = project.pulumi(*args, stack=stack, env={"PULUMI_DEBUG_GRPC": str(log)})
+        assert run.returncode == 0, run.stdout + run.stderr
+    methods = {json.loads(line)["method"] for line in log.read_text().splitlines() if line.strip()}
+    provider = {m.rsplit("/", 1)[-1] for m in methods if m.startswith("/pulumirpc.ResourceProvider/")}
+    assert {"CheckConfig", "Configure", "Check", "Create", "Delete"} <= provider, provider
+    assert not {"GetSchema", "Read"} & provider, provider
+
+
+@pytest.mark.engine(needs=PROGRAM)
 def test_invalid_config_fails_preview_with_one_line_and_no_traceback(project: ScratchProject) -> None:
     stack_file = project.root / "stacks" / "Pulumi.invalid.yaml"
     text = (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text()
