@@ -12,18 +12,16 @@ the test is deselected and listed in the run's closing banner (tests/conftest.py
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
-import yaml
 
 from engine.events import changes, diagnostics, findings, program_errors, step_ops, step_urns
 from engine.project import ScratchProject, copy_tree_bytes, scratch_project, stack_name
 from mockruntime.render_tree import RECORD_PREFIX
-from mockruntime.run import project_name, read_stack_config, run_program
+from mockruntime.run import read_stack_config, run_program
 from nodefleet.render.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
 from tests.conftest import PROJECT, nodefleet
 from tests.shipped import shipped_stack_files
@@ -32,59 +30,15 @@ PROGRAM = ("pulumi-language-python", "kubernetes")
 STACK_FILES = shipped_stack_files(PROJECT) + sorted((PROJECT / "tests" / "stacks").glob("Pulumi.*.yaml"))
 
 
-@dataclass(frozen=True)
-class AwsIsolation:
-    """How a stack with AWS resources runs without the AWS provider, which cannot be built here
-    (docs/engine.md, "The AWS provider"): the AWS resources and the default AWS provider are excluded
-    (``--exclude``), and with them what depends on them (``--exclude-dependents``); ``left_out`` is that set
-    of URNs, computed from the program's registrations as the engine follows them (dependsOn, parent)."""
-
-    args: tuple[str, ...] = ()
-    left_out: frozenset[str] = frozenset()
-    #: (kind, metadata.name) of the Kubernetes objects left out, to leave their manifests out of render's.
-    objects: frozenset[tuple[str, str]] = frozenset()
-
-
-def _isolation(stack_file: Path) -> AwsIsolation:
-    stack = stack_name(stack_file)
+def _needs(stack_file: Path) -> tuple[str, ...]:
+    """The engine parts a stack needs: the AWS provider too when it declares AWS resources. They cannot be
+    left out with ``--exclude``: the engine loads the default AWS provider's plugin even when that provider
+    is excluded too (docs/engine.md, "The AWS provider")."""
     try:
-        run = run_program(stack, read_stack_config(stack_file))
+        run = run_program(stack_name(stack_file), read_stack_config(stack_file))
     except pulumi.RunError:
-        return AwsIsolation()  # invalid configuration: the program stops before any provider is needed
-    aws = [r for r in run.registrations if r.type.startswith("aws:")]
-    if not aws:
-        return AwsIsolation()
-    provider = f"urn:pulumi:{stack}::{project_name()}::pulumi:providers:aws::default_{_pin('pulumi-aws').replace('.', '_')}"
-    left_out = {r.urn for r in aws}
-    grew = True
-    while grew:
-        more = {
-            r.urn
-            for r in run.registrations
-            if r.urn not in left_out and (left_out & set(r.depends_on) or r.parent in left_out)
-        }
-        grew = bool(more)
-        left_out |= more
-    excluded = [r.urn for r in aws] + [provider]
-    return AwsIsolation(
-        (*(a for u in excluded for a in ("--exclude", u)), "--exclude-dependents"),
-        frozenset(left_out | {provider}),
-        frozenset(
-            (str(r.inputs.get("kind")), str((r.inputs.get("metadata") or {}).get("name")))
-            for r in run.registrations
-            if r.urn in left_out and r.type.startswith("kubernetes:")
-        ),
-    )
-
-
-def _pin(package: str) -> str:
-    for line in (PROJECT / "requirements.txt").read_text().splitlines():
-        if line.startswith(f"{package}=="):
-            return line.split("==", 1)[1].strip()
-    raise AssertionError(f"{package} is not pinned in requirements.txt")
-
-
-ISOLATED = {stack_name(f): _isolation(f) for f in STACK_FILES}
+        return PROGRAM  # invalid configuration: the program stops before any provider is needed
+    return PROGRAM + (("aws",) if any(r.type.startswith("aws:") for r in run.registrations) else ())
 
 
 def _check(stack_file: Path) -> tuple[int, set[tuple[str, str, str]], str]:
@@ -121,14 +75,11 @@ def test_dev_previews_with_the_pack_and_passes(project: ScratchProject) -> None:
 
 @pytest.mark.parametrize(
     "stack_file",
-    [pytest.param(f, id=stack_name(f), marks=pytest.mark.engine(needs=PROGRAM)) for f in STACK_FILES],
+    [pytest.param(f, id=stack_name(f), marks=pytest.mark.engine(needs=_needs(f))) for f in STACK_FILES],
 )
 def test_preview_reports_what_check_reports(project: ScratchProject, stack_file: Path) -> None:
-    isolated = ISOLATED[stack_name(stack_file)]
-    run = project.pulumi("preview", "--policy-pack", "policies", *isolated.args, stack=stack_name(stack_file))
+    run = project.pulumi("preview", "--policy-pack", "policies", stack=stack_name(stack_file))
     check_exit, expected, check_errors = _check(stack_file)
-    # Resources isolated from the engine (the AWS ones and what depends on them) are judged by check only.
-    expected = {f for f in expected if f[2] not in isolated.left_out}
     assert "Traceback" not in run.stdout + run.stderr
     if check_exit == 2:
         # Invalid input: both refuse, with the same one-line reason (the file named as each read it).
@@ -157,11 +108,6 @@ def _manifests_by_render(stack_file: Path, out: Path) -> tuple[int, dict[str, by
     }
 
 
-def _object_of(manifest: bytes) -> tuple[str, str]:
-    doc = yaml.safe_load(manifest)
-    return str(doc.get("kind")), str((doc.get("metadata") or {}).get("name"))
-
-
 def _written_by_engine(project: ScratchProject, stack: str) -> dict[str, bytes]:
     """What the provider wrote in render mode: the stack's ``output.directory``, ``rendered/{stack}``."""
     out = project.root / "rendered" / stack
@@ -177,16 +123,14 @@ def _resources(project: ScratchProject, stack: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "stack_file",
-    [pytest.param(f, id=stack_name(f), marks=pytest.mark.engine(needs=PROGRAM)) for f in STACK_FILES],
+    [pytest.param(f, id=stack_name(f), marks=pytest.mark.engine(needs=_needs(f))) for f in STACK_FILES],
 )
 def test_up_writes_what_render_writes_a_second_up_changes_nothing_and_destroy_removes_it(
     project: ScratchProject, stack_file: Path, tmp_path: Path
 ) -> None:
     stack = stack_name(stack_file)
-    isolated = ISOLATED[stack]
     render_exit, by_render = _manifests_by_render(stack_file, tmp_path / "render")
-    by_render = {p: b for p, b in by_render.items() if _object_of(b) not in isolated.objects}
-    first = project.pulumi("up", "--yes", "--policy-pack", "policies", *isolated.args, stack=stack)
+    first = project.pulumi("up", "--yes", "--policy-pack", "policies", stack=stack)
     assert "Traceback" not in first.stdout + first.stderr
     if render_exit != 0:
         # render refuses invalid input and a stack with a mandatory violation; so does `up`, writing nothing.
@@ -199,7 +143,7 @@ def test_up_writes_what_render_writes_a_second_up_changes_nothing_and_destroy_re
     for path, content in by_render.items():
         assert by_engine[path] == content, path
 
-    second = project.pulumi("up", "--yes", "--policy-pack", "policies", *isolated.args, stack=stack)
+    second = project.pulumi("up", "--yes", "--policy-pack", "policies", stack=stack)
     assert second.returncode == 0, second.stdout + second.stderr
     assert set(changes(second.events)) == {"same"}, changes(second.events)
     assert _written_by_engine(project, stack) == by_engine
