@@ -1,6 +1,6 @@
 """``preview`` and ``up`` of one stack on the real engine, through Pulumi's Automation API.
 
-The engine is the one ``engine/bootstrap`` builds (``.engine/bin/pulumi``, its environment in
+The engine is the one ``engine/bootstrap`` chose or built (the CLI its ``.engine/status`` names, its environment in
 ``.engine/env``, what is missing in ``.engine/status``). When a part is missing, nothing is attempted: the
 command names the part and exits 3, as ``engine/run`` does, so a pipeline never mistakes an incomplete
 engine for a verdict. One process runs one stack: Python programs share global state, so ``fleet`` starts
@@ -41,6 +41,14 @@ class EngineStatus:
 
 def engine_dir(project: Path = PROJECT) -> Path:
     return project / ".engine"
+
+
+def engine_cli(project: Path = PROJECT) -> Path:
+    """The CLI ``engine/bootstrap`` chose (its ``pulumi: ok <version> at <path>`` line: one on PATH, or one it
+    built into the machine's cache), else ``.engine/bin/pulumi``."""
+    from engine.status import read_status
+
+    return read_status(engine_dir(project) / "status").cli or engine_dir(project) / "bin" / "pulumi"
 
 
 def engine_status(project: Path = PROJECT) -> EngineStatus:
@@ -101,7 +109,8 @@ def open_stack(stack: str, project: Path = PROJECT, extra_env: dict[str, str] | 
             work_dir=str(project),
             env_vars=env,
             pulumi_home=env.get("PULUMI_HOME"),
-            pulumi_command=auto.PulumiCommand(root=str(engine_dir(project))),
+            # PulumiCommand runs <root>/bin/pulumi.
+            pulumi_command=auto.PulumiCommand(root=str(engine_cli(project).parent.parent)),
             secrets_provider="passphrase",
         ),
     )

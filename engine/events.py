@@ -111,3 +111,18 @@ def changes(events: Iterable[EngineEvent]) -> dict[str, int]:
 def step_urns(events: Iterable[EngineEvent]) -> set[str]:
     """URNs of every resource the engine planned a step for."""
     return {e.resource_pre_event.metadata.urn for e in events if e.resource_pre_event is not None}
+
+
+#: The steps of one replacement (pulumi/pulumi apitype.OpType): whichever order the engine takes.
+_REPLACEMENT_STEPS = {"replace", "create-replacement", "delete-replaced"}
+
+
+def step_ops(events: Iterable[EngineEvent]) -> dict[str, str]:
+    """The operation the engine planned for each resource, by URN: ``same``, ``create``, ``update``,
+    ``delete``, …, and ``replace`` for a resource replaced (which takes several steps)."""
+    ops: dict[str, list[str]] = {}
+    for e in events:
+        if e.resource_pre_event is not None:
+            m = e.resource_pre_event.metadata
+            ops.setdefault(m.urn, []).append(str(getattr(m.op, "value", m.op)))
+    return {urn: "replace" if _REPLACEMENT_STEPS & set(seen) else seen[-1] for urn, seen in ops.items()}

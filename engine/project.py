@@ -54,8 +54,11 @@ class ScratchProject:
     def cli(self) -> str:
         return self.env["PULUMI_CLI"]
 
-    def pulumi(self, *args: str, stack: str | None = None, timeout: float = 900) -> Run:
-        """One CLI command with an event log; stack-scoped when ``stack`` is given."""
+    def pulumi(
+        self, *args: str, stack: str | None = None, timeout: float = 900, env: dict[str, str] | None = None
+    ) -> Run:
+        """One CLI command with an event log; stack-scoped when ``stack`` is given; ``env`` adds to the
+        environment."""
         log = self.root / ".events" / f"{time.monotonic_ns()}.jsonl"
         log.parent.mkdir(exist_ok=True)
         argv = [self.cli, *args, "--non-interactive"]
@@ -65,7 +68,12 @@ class ScratchProject:
             argv += ["--event-log", str(log)]
         started = time.perf_counter()
         done = subprocess.run(
-            argv, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout
+            argv,
+            cwd=self.root,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         elapsed = time.perf_counter() - started
         events = read_event_log(log) if log.exists() else []

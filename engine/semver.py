@@ -9,6 +9,7 @@ are numeric, numbers below words, and a longer list wins a tie; build metadata i
 Command line, used by ``engine/bootstrap`` (stdlib only, so it runs before the venv exists)::
 
     python3 engine/semver.py at-least v3.274.0 3.259.0    # exit 0: fits; 1: older; 2: not a version
+    git tag -l | python3 engine/semver.py nearest 4.34.0  # the tag of that release, else the nearest one
 """
 
 from __future__ import annotations
@@ -58,9 +59,41 @@ def at_least(version: str, minimum: str) -> bool:
     return compare(version, minimum) >= 0
 
 
+def nearest(tags: list[str], pin: str) -> str | None:
+    """The release tag (``v<major>.<minor>.<patch>``, no pre-release) for ``pin``, else the nearest release
+    of the same major version: the highest below it (the newest that source tree has), else the lowest
+    above. ``None`` when there is none."""
+    releases = []
+    for tag in tags:
+        try:
+            core, pre = parse(tag)
+        except NotAVersion:
+            continue
+        if not pre and tag.startswith("v") and core[0] == parse(pin)[0][0]:
+            releases.append(tag)
+    below = [t for t in releases if compare(t, pin) <= 0]
+    above = [t for t in releases if compare(t, pin) > 0]
+    if below:
+        return max(below, key=_sort_key)
+    return min(above, key=_sort_key) if above else None
+
+
+def _sort_key(version: str) -> tuple[tuple[int, ...], tuple[tuple[int, int, str], ...]]:
+    core, pre = parse(version)
+    return core, tuple(_pre_key(i) for i in pre)
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "nearest":
+        found = nearest(sys.stdin.read().split(), argv[1])
+        if found is None:
+            return 1
+        print(found)
+        return 0
     if len(argv) != 3 or argv[0] != "at-least":
-        print("usage: semver.py at-least <version> <minimum>", file=sys.stderr)
+        print(
+            "usage: semver.py at-least <version> <minimum> | semver.py nearest <pin> < tags", file=sys.stderr
+        )
         return 2
     try:
         return 0 if at_least(argv[1], argv[2]) else 1

@@ -1,7 +1,8 @@
 """What ``engine/bootstrap`` put in place, read from ``.engine/status`` (one ``<part>: ok …`` or
 ``<part>: missing: <reason>`` line per part, and for a part whose download or build failed a
 ``<part>.attempt: v<version> failed <time>; inputs <fingerprint>`` line the bootstrap does not retry while
-the inputs stay the same), for the engine tests, the benchmark and the command line."""
+the inputs stay the same, and for a part built from a source tree a ``<part>.source: …`` line saying what
+it was built from), for the engine tests, the benchmark and the command line."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ PARTS = ("venv", "pulumi", "pulumi-language-python", "kubernetes", "aws")
 CORE = ("pulumi", "pulumi-language-python", "kubernetes")
 #: ``<part>.attempt``: a failed acquisition the bootstrap remembers.
 ATTEMPT_SUFFIX = ".attempt"
+#: ``<part>.source``: where a part built from a source tree came from (release tag, commit, tree, Go modules
+#: the proxy did not serve, files the tree lacked and what stood in for them).
+SOURCE_SUFFIX = ".source"
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,8 @@ class EngineStatus:
     attempts: dict[str, str] = field(default_factory=dict)
     #: False when the bootstrap never ran here (no status file).
     recorded: bool = True
+    #: part -> where it was built from, for parts built from a source tree
+    sources: dict[str, str] = field(default_factory=dict)
 
     def missing(self, needs: tuple[str, ...] | list[str] | set[str] = PARTS) -> dict[str, str]:
         """Needed parts that are absent, with the recorded reason."""
@@ -58,6 +64,7 @@ def read_status(path: Path = STATUS_FILE) -> EngineStatus:
         return EngineStatus({}, recorded=False)
     parts: dict[str, str] = {}
     attempts: dict[str, str] = {}
+    sources: dict[str, str] = {}
     for line in path.read_text().splitlines():
         part, sep, state = line.partition(": ")
         if not sep:
@@ -65,6 +72,8 @@ def read_status(path: Path = STATUS_FILE) -> EngineStatus:
         part = part.strip()
         if part.endswith(ATTEMPT_SUFFIX):
             attempts[part.removesuffix(ATTEMPT_SUFFIX)] = state.strip()
+        elif part.endswith(SOURCE_SUFFIX):
+            sources[part.removesuffix(SOURCE_SUFFIX)] = state.strip()
         else:
             parts[part] = state.strip()
-    return EngineStatus(parts, attempts)
+    return EngineStatus(parts, attempts, sources=sources)

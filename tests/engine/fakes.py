@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -58,6 +59,11 @@ TOOLS = [
     "readlink",
     "pwd",
     "date",
+    "git",
+    "awk",
+    "paste",
+    "cmp",
+    "wc",
 ]
 
 _LOG = """
@@ -99,6 +105,11 @@ elif args[:2] == ["plugin", "install"]:
         source = Path(args[args.index("--file") + 1])
         if not source.is_file():
             sys.exit(f"error: {source}: no such file")
+        if target.exists() and "--reinstall" not in args:
+            sys.exit(0)
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target / f"pulumi-{kind}-{name}")
+        sys.exit(0)
     elif os.environ.get("FAKE_NETWORK") == "off":
         print(f"warning: Error downloading plugin: Get \\"https://get.pulumi.com/releases/plugins/"
               f"pulumi-{kind}-{name}-{version}-linux-amd64.tar.gz\\": dial tcp: lookup get.pulumi.com: "
@@ -135,6 +146,9 @@ if args[:3] == ["mod", "download", "-json"]:
     if offline:
         print(json.dumps({"Path": module.split("@")[0], "Error": forbidden(module)}, indent="\\t"))
         sys.exit(1)
+    if os.environ.get("FAKE_MODULE_DIR") and "pulumi-kubernetes/sdk" in module:  # prepared by the test
+        print(json.dumps({"Path": module.split("@")[0], "Dir": os.environ["FAKE_MODULE_DIR"]}))
+        sys.exit(0)
     d = Path(tempfile.mkdtemp(prefix="fake-go-mod-"))
     for rel in ("python/cmd/pulumi-language-python-exec", "python/dist/pulumi-resource-pulumi-python",
                 "cmd/pulumi-resource-kubernetes/generate.go"):
@@ -144,6 +158,8 @@ if args[:3] == ["mod", "download", "-json"]:
 elif args[:1] in (["get"], ["mod"]) and offline and args[1:2] != ["edit"]:
     target = next((a for a in args if "@" in a), "github.com/pulumi/pulumi/pkg/v3@v0")
     sys.exit("go: " + forbidden(target))
+elif args[:1] == ["generate"]:
+    pass
 elif args[:1] == ["build"]:
     out = Path(args[args.index("-o") + 1])
     flags = " ".join(args)
@@ -151,7 +167,8 @@ elif args[:1] == ["build"]:
         version = re.search(r"version\\.Version=(\\S+)", flags)[1]
         out.write_text(FAKE_PULUMI.replace("VERSION = __VERSION__", f"VERSION = {version!r}", 1))
     else:
-        out.write_text("#!/bin/sh\\necho stand-in\\n")
+        # What it was built from, so builds of different trees differ.
+        out.write_text(f"#!/bin/sh\\necho stand-in built in {os.getcwd()}\\n")
     out.chmod(0o755)
 """
 )
@@ -178,6 +195,8 @@ def exec_shim() -> Path | None:
     places = [cli.resolve().parent] if cli and cli.exists() else []
     host = shutil.which("pulumi-language-python")
     places += [Path(host).resolve().parent] if host else []
+    m = re.match(r"ok built from source in (.+)$", read_status().parts.get("pulumi-language-python", ""))
+    places += [Path(m[1])] if m else []
     places.append(PROJECT / ".engine" / "bin")
     return next(
         (p / "pulumi-language-python-exec" for p in places if (p / "pulumi-language-python-exec").is_file()),
@@ -256,6 +275,54 @@ class Machine:
 
     def engine_env(self) -> str:
         return (self.project / ".engine" / "env").read_text()
+
+    def fresh_clone(self, name: str = "clone") -> Machine:
+        """Another checkout of the project on the same machine (same HOME and tools), as CI clones it."""
+        project = self.root / name
+        (project / "engine").mkdir(parents=True)
+        for f in (self.project / "engine").iterdir():
+            if f.is_file():
+                shutil.copy2(f, project / "engine" / f.name)
+        shutil.copy2(self.project / "requirements.txt", project / "requirements.txt")
+        (project / "venv").symlink_to((PROJECT / "venv").resolve())
+        return Machine(
+            self.root, project, self.home, self.fakebin, self.toolbox, self.log, self.network, self.extra_path
+        )
+
+
+def source_repo(where: Path, files: dict[str, str], tags: list[str], lacking: tuple[str, ...] = ()) -> Path:
+    """A git repository of ``files`` (path -> text; ``*-exec`` and ``dist/`` files executable), each of
+    ``tags`` on its one commit. ``lacking`` paths lose their git object afterwards, as in a source snapshot
+    that lacks a few large files: the tree still records them, ``git cat-file`` reports them missing."""
+    where.mkdir(parents=True)
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=where, env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q")
+    for rel, text in files.items():
+        f = where / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+        if rel.endswith("-exec") or "/dist/" in rel:
+            f.chmod(0o755)
+    git("add", "-A")
+    git("commit", "-q", "-m", "release")
+    for tag in tags:
+        git("tag", tag)
+    for rel in lacking:
+        blob = git("rev-parse", f"HEAD:{rel}")
+        (where / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    return where
 
 
 def make_machine(tmp: Path, network: bool = True) -> Machine:

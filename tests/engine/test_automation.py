@@ -8,17 +8,19 @@ from pathlib import Path
 import pytest
 
 from cli.engine import engine_env, open_stack
+from engine.status import read_status
 from tests.conftest import PROJECT
 
 pytestmark = pytest.mark.engine
 
-CLI = PROJECT / ".engine" / "bin" / "pulumi"
+#: The CLI engine/bootstrap chose: one on PATH, or one it built into the machine's cache.
+CLI = read_status().cli or PROJECT / ".engine" / "bin" / "pulumi"
 
 
 @pytest.fixture
 def scratch_project(tmp_path: Path) -> Path:
     """Pulumi.yaml, the stack files and an .engine/ whose env points at a scratch backend and home."""
-    assert CLI.exists(), "run `make setup` first: .engine/bin/pulumi is missing"
+    assert CLI.exists(), f"run `make setup` first: {CLI} is missing"
     shutil.copy(PROJECT / "Pulumi.yaml", tmp_path)
     shutil.copytree(PROJECT / "stacks", tmp_path / "stacks")
     engine = tmp_path / ".engine"

@@ -78,8 +78,14 @@ def test_an_older_pulumi_is_named_the_installers_are_suggested_and_the_pin_is_bu
     assert f"{old} ({version})" in result.stderr, "the rejected CLI is named with its version"
     assert "curl -fsSL https://get.pulumi.com | sh" in result.stderr
     assert "brew install pulumi/tap/pulumi" in result.stderr
-    built = machine.project / ".engine" / "bin" / "pulumi"
+    # Built into the machine's cache, where every checkout finds it (a fresh clone builds nothing).
+    built = machine.home / ".cache" / "nodefleet" / "engine" / "cli" / f"v{PIN}" / "bin" / "pulumi"
     assert machine.status()["pulumi"] == f"ok v{PIN} at {built}"
+    clone = machine.fresh_clone()
+    tried = len(machine.calls("go"))
+    assert clone.run("bootstrap").returncode == 0
+    assert clone.status()["pulumi"] == f"ok v{PIN} at {built}"
+    assert not [c for c in machine.calls("go")[tried:] if c["argv"][-1].endswith("/cmd/pulumi")]
     builds = [c["argv"] for c in machine.calls("go") if c["argv"][:1] == ["build"]]
     assert any(argv[-1].endswith("/cmd/pulumi") and f"Version=v{PIN}" in " ".join(argv) for argv in builds)
 

@@ -18,7 +18,7 @@ import pytest
 
 from engine.semver import at_least
 from engine.status import CORE, PARTS, read_status
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, copy_project
 
 pytestmark = pytest.mark.engine
 
@@ -140,22 +140,47 @@ def test_offline_defaults_are_exported_and_the_users_pulumi_setup_is_not() -> No
         assert name not in env
 
 
-def test_engine_run_explains_a_missing_part_instead_of_downloading() -> None:
+def test_engine_run_explains_a_missing_part_instead_of_downloading(tmp_path: Path) -> None:
+    """engine/run on the example stack `dev`, in a copy of the project, on a file backend this test makes with
+    the `dev` stack in it: neither the user's backend (they may be logged in to one without a `dev` stack)
+    nor their stacks are needed or touched."""
     missing = read_status().missing(CORE)
+    copy = copy_project(tmp_path / "project")
+    shutil.copytree(PROJECT / "stacks", copy / "stacks")
+    shutil.copytree(PROJECT / ".engine", copy / ".engine", ignore=shutil.ignore_patterns("build"))
+    (copy / "venv").symlink_to((PROJECT / "venv").resolve())
+    (tmp_path / "state").mkdir()
+    env = {
+        **os.environ,
+        "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+        "PULUMI_CONFIG_PASSPHRASE": "nodefleet-local",
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+    }
+    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+    if not missing:
+        made = subprocess.run(
+            [str(CLI), "stack", "init", "dev", "--secrets-provider", "passphrase", "--non-interactive"],
+            cwd=copy,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert made.returncode == 0, made.stderr
     result = subprocess.run(
-        [str(PROJECT / "engine" / "run"), "dev", "preview", "--policy-pack", "policies"],
+        [str(copy / "engine" / "run"), "dev", "preview", "--policy-pack", "policies"],
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ},
+        env=env,
     )
     if missing:
         assert result.returncode == 3
         assert "the Pulumi engine on this machine is incomplete" in result.stderr
         assert "make check STACK=dev" in result.stderr
     else:
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 0, result.stdout + result.stderr
         assert "boot-image-ownership" not in result.stdout
+        assert f"stack 'dev' on PULUMI_BACKEND_URL (file://{tmp_path / 'state'})" in result.stderr
 
 
 def test_unknown_stack_is_a_clear_error() -> None:

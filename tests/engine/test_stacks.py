@@ -12,14 +12,13 @@ the test is deselected and listed in the run's closing banner (tests/conftest.py
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pulumi
 import pytest
 
-from engine.events import changes, diagnostics, findings, program_errors, step_urns
+from engine.events import changes, diagnostics, findings, program_errors, step_ops, step_urns
 from engine.project import ScratchProject, copy_tree_bytes, scratch_project, stack_name
 from mockruntime.render_tree import RECORD_PREFIX
 from mockruntime.run import read_stack_config, run_program
@@ -32,7 +31,9 @@ STACK_FILES = shipped_stack_files(PROJECT) + sorted((PROJECT / "tests" / "stacks
 
 
 def _needs(stack_file: Path) -> tuple[str, ...]:
-    """The engine parts a stack's preview needs: the AWS provider too when it declares AWS resources."""
+    """The engine parts a stack needs: the AWS provider too when it declares AWS resources. They cannot be
+    left out with ``--exclude``: the engine loads the default AWS provider's plugin even when that provider
+    is excluded too (docs/engine.md, "The AWS provider")."""
     try:
         run = run_program(stack_name(stack_file), read_stack_config(stack_file))
     except pulumi.RunError:
@@ -93,35 +94,141 @@ def test_preview_reports_what_check_reports(project: ScratchProject, stack_file:
     assert "Traceback" not in run.stdout + run.stderr
 
 
-@pytest.mark.engine(needs=PROGRAM)
-def test_up_in_render_mode_writes_what_render_writes_and_a_second_up_changes_nothing(
-    project: ScratchProject, tmp_path: Path
-) -> None:
-    first = project.pulumi("up", "--yes", "--policy-pack", "policies", stack="dev")
-    assert first.returncode == 0, first.stdout + first.stderr
-    rendered = tmp_path / "render"
-    done = subprocess.run(
-        [sys.executable, "-m", "nodefleet", "render", "--stack", "dev", "--out", str(rendered)],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    by_engine = copy_tree_bytes(project.root / "rendered" / "dev")
-    # render also keeps its ownership record (mockruntime/render_tree.py), and writes each folder's Argo CD
-    # ignoreDifferences file (nodefleet/render/gitops.py); the provider writes manifests only and keeps its state.
-    by_render = {
+def _manifests_by_render(stack_file: Path, out: Path) -> tuple[int, dict[str, bytes]]:
+    """``nodefleet render`` of the stack into ``out``: its exit code and the manifests it wrote. render also
+    keeps its ownership record (mockruntime/render_tree.py) and writes each folder's Argo CD
+    ignoreDifferences file (nodefleet/render/gitops.py); the provider writes manifests only and keeps its state."""
+    done = nodefleet("render", "--config-file", str(stack_file), "--out", str(out))
+    assert done.returncode in (0, 1, 2), done.stderr
+    written = copy_tree_bytes(out) if out.exists() else {}
+    return done.returncode, {
         p: b
-        for p, b in copy_tree_bytes(rendered).items()
+        for p, b in written.items()
         if not p.startswith(RECORD_PREFIX) and not p.endswith("/" + ARGOCD_IGNORE_DIFFERENCES_FILE)
     }
+
+
+def _written_by_engine(project: ScratchProject, stack: str) -> dict[str, bytes]:
+    """What the provider wrote in render mode: the stack's ``output.directory``, ``rendered/{stack}``."""
+    out = project.root / "rendered" / stack
+    return copy_tree_bytes(out) if out.exists() else {}
+
+
+def _resources(project: ScratchProject, stack: str) -> list[str]:
+    """The URNs the stack's state holds (``pulumi stack export``)."""
+    done = project.pulumi("stack", "export", stack=stack)
+    assert done.returncode == 0, done.stderr
+    return [r["urn"] for r in json.loads(done.stdout).get("deployment", {}).get("resources") or []]
+
+
+@pytest.mark.parametrize(
+    "stack_file",
+    [pytest.param(f, id=stack_name(f), marks=pytest.mark.engine(needs=_needs(f))) for f in STACK_FILES],
+)
+def test_up_writes_what_render_writes_a_second_up_changes_nothing_and_destroy_removes_it(
+    project: ScratchProject, stack_file: Path, tmp_path: Path
+) -> None:
+    stack = stack_name(stack_file)
+    render_exit, by_render = _manifests_by_render(stack_file, tmp_path / "render")
+    first = project.pulumi("up", "--yes", "--policy-pack", "policies", stack=stack)
+    assert "Traceback" not in first.stdout + first.stderr
+    if render_exit != 0:
+        # render refuses invalid input and a stack with a mandatory violation; so does `up`, writing nothing.
+        assert first.returncode != 0, first.stdout
+        assert _written_by_engine(project, stack) == {}
+        return
+    assert first.returncode == 0, first.stdout + first.stderr
+    by_engine = _written_by_engine(project, stack)
     assert sorted(by_engine) == sorted(by_render)
     for path, content in by_render.items():
         assert by_engine[path] == content, path
-    second = project.pulumi("up", "--yes", "--policy-pack", "policies", stack="dev")
+
+    second = project.pulumi("up", "--yes", "--policy-pack", "policies", stack=stack)
     assert second.returncode == 0, second.stdout + second.stderr
     assert set(changes(second.events)) == {"same"}, changes(second.events)
+    assert _written_by_engine(project, stack) == by_engine
+
+    made = _resources(project, stack)
+    gone = project.pulumi("destroy", "--yes", stack=stack)
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert _written_by_engine(project, stack) == {}, "every manifest the stack wrote is removed"
+    assert _resources(project, stack) == []
+    assert {u for u, op in step_ops(gone.events).items() if op == "delete"} == set(made)
+
+
+def _changed(item: dict[str, Any]) -> bool:
+    return list(item["reasons"]) != ["unchanged"]
+
+
+@pytest.mark.engine(needs=PROGRAM)
+def test_a_change_previews_as_the_forecast_says(project: ScratchProject, tmp_path: Path) -> None:
+    """A bigger instance type for the infra pool and two more worker replicas: the forecast says the infra
+    MachineSets take the new template for new machines only and the rest does not roll; the engine updates
+    exactly the MachineSets the forecast names as changed, in place (a replaced MachineSet would delete its
+    machines), and leaves everything else as it is."""
+    stack = "forecast"
+    text = (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text()
+    stack_file = project.root / "stacks" / f"Pulumi.{stack}.yaml"
+    stack_file.write_text(text)
+    project.init_stack(stack)
+    first = project.pulumi("up", "--yes", "--policy-pack", "policies", stack=stack)
+    assert first.returncode == 0, first.stdout + first.stderr
+    state = tmp_path / "state.json"
+    exported = project.pulumi("stack", "export", "--file", str(state), stack=stack)
+    assert exported.returncode == 0, exported.stderr
+
+    assert "instanceType: r6i.xlarge" in text and "replicas: 3" in text
+    changed = text.replace("instanceType: r6i.xlarge", "instanceType: r6i.2xlarge").replace(
+        "replicas: 3", "replicas: 5", 1
+    )
+    stack_file.write_text(changed)
+    mine = tmp_path / f"Pulumi.{stack}.yaml"
+    mine.write_text(changed)
+    said = nodefleet("forecast", "--config-file", str(mine), "--state", str(state), "--json")
+    assert said.returncode == 0, said.stderr
+    items = json.loads(said.stdout)["items"]
+    infra = {i["verdict"] for i in items if i["kind"] == "MachineSet" and "-infra-" in i["name"]}
+    assert infra == {"new machines only"}, items
+
+    run = project.pulumi("preview", "--policy-pack", "policies", stack=stack)
+    assert run.returncode == 0, run.stdout + run.stderr
+    ops = step_ops(run.events)
+    mock = run_program(stack, read_stack_config(stack_file))
+    urn_of = {
+        (r.inputs.get("kind"), (r.inputs.get("metadata") or {}).get("name")): r.urn
+        for r in mock.registrations
+        if r.custom and r.type.startswith("kubernetes:")
+    }
+    for item in items:
+        urn = urn_of[(item["kind"], item["name"])]
+        expected = "update" if _changed(item) else "same"
+        assert ops[urn] == expected, (item, ops[urn])
+    assert "replace" not in ops.values(), ops
+    assert sum(1 for i in items if _changed(i)) >= 3, "the change reaches the infra and worker MachineSets"
+
+
+@pytest.mark.engine(needs=PROGRAM)
+def test_the_provider_is_never_asked_for_its_package_schema_nor_to_read(
+    project: ScratchProject, tmp_path: Path
+) -> None:
+    """A provider built from a source snapshot that lacks its schema.json embeds a minimal package schema
+    instead (docs/engine.md, "Building from source trees"); the provider reads that schema only to answer
+    GetSchema and in Read. Every gRPC call the engine makes to its plugins during preview, up, a second up
+    and destroy is logged (PULUMI_DEBUG_GRPC): neither is among them."""
+    stack = "grpc"
+    (project.root / "stacks" / f"Pulumi.{stack}.yaml").write_text(
+        (PROJECT / "stacks" / "Pulumi.dev.yaml").read_text()
+    )
+    project.init_stack(stack)
+    log = tmp_path / "grpc.jsonl"
+    pack = ("--policy-pack", "policies")
+    for args in (("preview", *pack), ("up", "--yes", *pack), ("up", "--yes", *pack), ("destroy", "--yes")):
+        run = project.pulumi(*args, stack=stack, env={"PULUMI_DEBUG_GRPC": str(log)})
+        assert run.returncode == 0, run.stdout + run.stderr
+    methods = {json.loads(line)["method"] for line in log.read_text().splitlines() if line.strip()}
+    provider = {m.rsplit("/", 1)[-1] for m in methods if m.startswith("/pulumirpc.ResourceProvider/")}
+    assert {"CheckConfig", "Configure", "Check", "Create", "Delete"} <= provider, provider
+    assert not {"GetSchema", "Read"} & provider, provider
 
 
 @pytest.mark.engine(needs=PROGRAM)
