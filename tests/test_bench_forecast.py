@@ -23,4 +23,6 @@ def test_forecast_rollouts_equal_measured_drift_events() -> None:
     assert by[("legacy", "upstream")]["forecast_node_class"] == {"general": 4, "batch": 4}
     assert by[("s3-pointer", "upstream")]["forecast_node_class"] == {"general": 1, "arm": 1}
     # The classic HyperShift NodePool follows the control plane's release: one rollout, outside Karpenter.
-    assert by[("autonode", "openshift-carry")]["other_rollouts"] == {"NodePool (HyperShift) prod-east-infra": 1}
+    assert by[("autonode", "openshift-carry")]["other_rollouts"] == {
+        "NodePool (HyperShift) prod-east-infra": 1
+    }

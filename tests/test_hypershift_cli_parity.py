@@ -122,7 +122,9 @@ def _stack(name: str, region: str, **choices: Any) -> dict[str, Any]:
         },
         "nodePools": [
             {
-                "name": p["fakeName"],  # the CLI names the NodePool <cluster>-<zone>; nodefleet <cluster>-<name>
+                "name": p[
+                    "fakeName"
+                ],  # the CLI names the NodePool <cluster>-<zone>; nodefleet <cluster>-<name>
                 "replicas": 0,
                 "instanceType": "m5.large",
                 "instanceProfile": p["fakeProfileName"],
