@@ -96,7 +96,10 @@ def export_base(ref: str, into: Path) -> str:
     if result.returncode != 0:
         raise InputError(f"git archive {base}: failed")
     with tarfile.open(archive) as tar:
-        tar.extractall(into / "tree", filter="data")
+        # The "data" filter (no absolute paths, links out of the tree or devices) is in Python 3.11.4 and later;
+        # the archive is of the user's own repository, so an earlier 3.11 extracts it as it is.
+        safe: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        tar.extractall(into / "tree", **safe)
     archive.unlink()
     return base
 

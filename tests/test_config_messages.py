@@ -105,7 +105,7 @@ def _karpenter(*path: Any, value: Any) -> Mutation:
         ),
         pytest.param(
             _karpenter("nodePools", 0, "labels", value={"example.com/" + "n" * 64: "x"}),
-            "is not a Kubernetes label key (name part must be no more than 63 characters)",
+            "is not a Kubernetes label key (name part must be no more than 63 bytes)",
             id="label-key-long",
         ),
         pytest.param(
