@@ -172,7 +172,11 @@ def _positive_int(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return _run(args)
+        code = _run(args)
+        # With stdout buffered (a pipe, PYTHONUNBUFFERED unset) a reader that went away is only seen here,
+        # not at the interpreter's own flush at exit, which would end with status 120.
+        sys.stdout.flush()
+        return code
     except BrokenPipeError:
         # The reader went away (`check | head -1`), while the command or its error report was printing:
         # nothing to report, as for any command killed by SIGPIPE. stdout points at /dev/null from here, so
