@@ -194,20 +194,20 @@ def _deselect_apiserver_tests(config: pytest.Config, items: list[pytest.Item]) -
     }
 
 
-def _apiserver_banner(terminalreporter: Any, config: pytest.Config) -> None:
-    report = config.stash.get(_APISERVER_REPORT, None)
+def _deselected_banner(terminalreporter: Any, report: dict[str, Any] | None, title: str, what: str) -> None:
+    """The closing banner of a tier whose tests were deselected here: how many, why, and which."""
     if not report or not report["not_run"]:
         return
     tr = terminalreporter
     n, total = len(report["not_run"]), report["total"]
     tr.write_sep(
-        "!", f"API SERVER TESTS NOT RUN: {n} of {total} (deselected, not skipped)", red=True, bold=True
+        "!", f"{title.upper()} TESTS NOT RUN: {n} of {total} (deselected, not skipped)", red=True, bold=True
     )
-    tr.write_line(f"These tests apply objects to a real kube-apiserver, and {report['why']}.", red=True)
+    tr.write_line(f"These tests {what}, and {report['why']}.", red=True)
     tr.write_line("Not run:", red=True)
     for nodeid in report["not_run"]:
         tr.write_line(f"  {nodeid}", red=True)
-    tr.write_sep("!", f"{n} API server tests did not run", red=True, bold=True)
+    tr.write_sep("!", f"{n} {title} tests did not run", red=True, bold=True)
 
 
 @pytest.fixture(scope="session")
@@ -226,20 +226,18 @@ def test_clusters() -> Iterator[TestClusters]:
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     _engine_banner(terminalreporter, config)
-    _apiserver_banner(terminalreporter, config)
-    report = config.stash.get(_GOREF_REPORT, None)
-    if not report or not report["not_run"]:
-        return
-    tr = terminalreporter
-    n, total = len(report["not_run"]), report["total"]
-    tr.write_sep(
-        "!", f"GO REFERENCE TESTS NOT RUN: {n} of {total} (deselected, not skipped)", red=True, bold=True
+    _deselected_banner(
+        terminalreporter,
+        config.stash.get(_APISERVER_REPORT, None),
+        "API server",
+        "apply objects to a real kube-apiserver",
     )
-    tr.write_line(f"These tests compare nodefleet with upstream Go code, and {report['why']}.", red=True)
-    tr.write_line("Not run:", red=True)
-    for nodeid in report["not_run"]:
-        tr.write_line(f"  {nodeid}", red=True)
-    tr.write_sep("!", f"{n} Go reference tests did not run", red=True, bold=True)
+    _deselected_banner(
+        terminalreporter,
+        config.stash.get(_GOREF_REPORT, None),
+        "Go reference",
+        "compare nodefleet with upstream Go code",
+    )
 
 
 # --- Rule log ----------------------------------------------------------------------------------------------
