@@ -111,10 +111,16 @@ EDGES = FilePath(__file__).resolve().parent / "data" / "crd-edges" / "widgets.ed
 
 @cache
 def edges() -> CrdVersion:
-    doc = yaml.safe_load(EDGES.read_text(encoding="utf-8"))
+    return hand_written_crd(EDGES)
+
+
+def hand_written_crd(path: FilePath) -> CrdVersion:
+    """The first version of a hand-written test CRD (tests/data/crd-edges/), as crd-schema judges it."""
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     version = doc["spec"]["versions"][0]
+    subresources = version.get("subresources") or {}
     crd = ShippedCrd(
-        file=str(EDGES),  # absolute: the reference reads CRD_DIR / file, which is then this path
+        file=str(path),  # absolute: the reference reads CRD_DIR / file, which is then this path
         name=doc["metadata"]["name"],
         group=doc["spec"]["group"],
         kind=doc["spec"]["names"]["kind"],
@@ -127,7 +133,8 @@ def edges() -> CrdVersion:
         crd=crd,
         version=version["name"],
         schema=version["schema"]["openAPIV3Schema"],
-        status_subresource="status" in (version.get("subresources") or {}),
+        status_subresource="status" in subresources,
+        scale_replicas_path=(subresources.get("scale") or {}).get("specReplicasPath", ""),
     )
 
 

@@ -19,34 +19,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from nodefleet.apiserver.store import CrdVersion, ShippedCrd
+from nodefleet.apiserver.store import CrdVersion
 
 GADGETS = Path(__file__).resolve().parent / "data" / "crd-edges" / "gadgets.edges.nodefleet.io.yaml"
 
 
 @cache
 def gadgets() -> CrdVersion:
-    doc = yaml.safe_load(GADGETS.read_text(encoding="utf-8"))
-    version = doc["spec"]["versions"][0]
-    crd = ShippedCrd(
-        file=str(GADGETS),
-        name=doc["metadata"]["name"],
-        group=doc["spec"]["group"],
-        kind=doc["spec"]["names"]["kind"],
-        scope=doc["spec"]["scope"],
-        versions=(version["name"],),
-        sources=(),
-        sha256="",
-    )
-    return CrdVersion(
-        crd=crd,
-        version=version["name"],
-        schema=version["schema"]["openAPIV3Schema"],
-        status_subresource=False,
-        scale_replicas_path=version["subresources"]["scale"]["specReplicasPath"],
-    )
+    from tests.crd_corpus import hand_written_crd
+
+    return hand_written_crd(GADGETS)
 
 
 #: A valid value of each format property.
