@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
         "--max-providers",
         type=_positive_int,
         metavar="N",
-        help="warn when the stack runs more Kubernetes provider processes than N, about 140 MB each "
+        help="warn when the stack runs more Kubernetes provider processes than N, one per target cluster "
         f"(default: ${MAX_PROVIDERS_ENV}, else {DEFAULT_MAX_PROVIDERS})",
     )
     s.set_defaults(run=check.run)

@@ -7,14 +7,14 @@ import subprocess
 import time
 from pathlib import Path
 
-from bench.engine import PROVIDER_EXE, ProviderSampler, provider_counts
+from bench.engine import PROVIDER_EXE, ProcessSampler, process_role, provider_counts
 
 
 def test_provider_counts_grow_one_per_standalone_cluster() -> None:
     rows = {r.stack: r for r in provider_counts([1, 10])}
     assert rows["synthetic-1"].kubernetes_providers == 1
     assert rows["synthetic-10"].kubernetes_providers == 10
-    assert rows["synthetic-10"].provider_memory_gb == 1.4
+    assert rows["synthetic-10"].provider_memory_gb == 0.29  # 120 MB shared + 10 x 17 MB
     assert rows["hosted"].kubernetes_providers == 2
     assert rows["stale-boot-images"].clusters == 1
 
@@ -26,7 +26,7 @@ def test_the_sampler_finds_provider_processes_below_the_cli_only(tmp_path: Path)
     cli = subprocess.Popen(["sh", "-c", f'"{exe}" 3 & "{exe}" 3 & wait'])
     stranger = subprocess.Popen([str(exe), "3"])
     try:
-        with ProviderSampler(cli.pid, interval=0.05) as sampler:
+        with ProcessSampler(cli.pid, interval=0.05) as sampler:
             time.sleep(1.0)
         assert sampler.max_concurrent == 2
         assert len(sampler.peak_kb) == 2 and stranger.pid not in sampler.peak_kb
@@ -35,3 +35,36 @@ def test_the_sampler_finds_provider_processes_below_the_cli_only(tmp_path: Path)
         for p in (cli, stranger):
             p.kill()
             p.wait()
+
+
+def test_each_process_of_a_preview_is_given_its_role() -> None:
+    assert process_role(
+        ["/home/u/.pulumi/plugins/resource-kubernetes-v4.34.0/pulumi-resource-kubernetes"]
+    ) == ("kubernetes provider")
+    assert process_role(["/usr/local/bin/pulumi", "preview"]) == "cli"
+    assert process_role(["/x/pulumi-language-python", "127.0.0.1:1"]) == "language host"
+    assert process_role(
+        ["/p/venv/bin/python", "-u", "-m", "pulumi.policy", "127.0.0.1:1", "/p/policies"]
+    ) == ("policy pack")
+    assert (
+        process_role(["/p/venv/bin/python", "/x/pulumi-language-python-exec", "--monitor", "1"]) == "program"
+    )
+    assert process_role(["/p/venv/bin/python", "-m", "pip", "list", "--format", "json"]) == "other"
+
+
+def test_the_tree_memory_is_the_summed_pss_of_processes_alive_together(tmp_path: Path) -> None:
+    exe = tmp_path / PROVIDER_EXE
+    exe.symlink_to("/bin/sleep")
+    cli = subprocess.Popen(["sh", "-c", f'"{exe}" 2 & "{exe}" 2 & wait'])
+    try:
+        with ProcessSampler(cli.pid, interval=0.05) as sampler:
+            time.sleep(1.0)
+        providers = [s for s in sampler.seen.values() if s.role == "kubernetes provider"]
+        assert len(providers) == 2
+        # PSS splits the shared pages of the two sleeps (and the shell): the tree's total is below RSS summed.
+        assert 0 < sampler.peak_total_pss_kb < sum(s.peak_rss_kb for s in sampler.seen.values())
+        assert sampler.provider_private_mb() > 0
+        assert sampler.cpu_seconds_by_role().keys() <= {"cli", "kubernetes provider", "other"}
+    finally:
+        cli.kill()
+        cli.wait()

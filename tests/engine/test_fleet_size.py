@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from bench.scale import synthetic_fleet
-from engine.sizing import DEFAULT_MAX_PROVIDERS, kubernetes_providers
+from engine.sizing import DEFAULT_MAX_PROVIDERS, fleet_size_warning, kubernetes_providers, provider_memory_mb
 from mockruntime.run import run_program
 from tests.conftest import nodefleet
 
@@ -63,3 +63,10 @@ def test_a_bad_limit_is_one_clear_error(tmp_path: Path, value: str) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith(f"error: NODEFLEET_MAX_PROVIDERS={value!r}: not a positive whole number")
     assert "Traceback" not in done.stderr
+
+
+def test_the_advisory_counts_the_shared_provider_binary_once() -> None:
+    # 100 providers: 120 MB of binary shared by all, 17 MB private each: about 1.8 GB, not 100 x 140 MB.
+    warning = fleet_size_warning(100, 30)
+    assert warning is not None and "~1.8 GB" in warning and "~13 s of CPU" in warning
+    assert provider_memory_mb(0) == 0 and provider_memory_mb(1) == 137
