@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,9 @@ def engine_cli(project: Path = PROJECT) -> Path:
     return read_status(engine_dir(project) / "status").cli or engine_dir(project) / "bin" / "pulumi"
 
 
-def engine_status(project: Path = PROJECT) -> EngineStatus:
-    """Whether ``engine/bootstrap`` completed the engine here, from its ``.engine/status``."""
+def engine_status(project: Path = PROJECT, needs: Collection[str] | None = None) -> EngineStatus:
+    """Whether ``engine/bootstrap`` completed the engine here, from its ``.engine/status``: every part, or
+    the parts in ``needs`` (a stack without AWS resources runs without the AWS provider)."""
     status = engine_dir(project) / "status"
     if not (engine_dir(project) / "env").is_file() or not status.is_file():
         return EngineStatus(False, ("no engine: run `make setup` (engine/bootstrap) first",))
@@ -61,10 +63,26 @@ def engine_status(project: Path = PROJECT) -> EngineStatus:
         dict.fromkeys(
             line.split(": missing:", 1)[0].strip() + ": missing"
             for line in status.read_text(encoding="utf-8").splitlines()
-            if ": missing:" in line
+            if ": missing:" in line and (needs is None or line.split(":", 1)[0].strip() in needs)
         )
     )
     return EngineStatus(not missing, missing)
+
+
+def engine_parts(stack: str, config: dict[str, Any]) -> tuple[str, ...]:
+    """The engine parts a stack needs: the CLI, the language host and the Kubernetes provider, and the AWS
+    provider when its program declares AWS resources (a self-managed Karpenter's Ignition objects and the
+    policy that lets nodes read them), found by running the program under the mock runtime."""
+    import pulumi
+
+    from engine.status import CORE
+    from mockruntime.run import run_program
+
+    try:
+        registrations = run_program(stack, config).registrations
+    except pulumi.RunError:
+        return CORE  # the engine will refuse the configuration the same way, before any provider starts
+    return CORE + (("aws",) if any(r.type.startswith("aws:") for r in registrations) else ())
 
 
 def engine_env(project: Path = PROJECT) -> dict[str, str]:
@@ -130,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     fleet_of(name, config, source)
     config_file = getattr(args, "config_file", None)
     source = f"--config-file {config_file}" if config_file else f"--stack {name}"
-    status = engine_status()
+    status = engine_status(needs=engine_parts(name, config))
     if not status.complete:
         print(
             f"error: the Pulumi engine on this machine is incomplete, so `{operation}` cannot run "

@@ -321,8 +321,10 @@ def _engine_incomplete(args: argparse.Namespace) -> int | None:
     message says what it is (an incomplete engine here), not a defect in nodefleet.
     """
     from cli import engine
+    from engine.status import CORE
 
-    status = engine.engine_status()
+    # The parts every stack needs; a stack that also needs the AWS provider says so itself when it runs.
+    status = engine.engine_status(needs=CORE)
     if status.complete:
         return None
     message = (

@@ -155,7 +155,7 @@ def test_fleet_preview_on_an_incomplete_engine_says_engine_incomplete(
     monkeypatch.setattr(
         engine,
         "engine_status",
-        lambda project=engine.PROJECT: engine.EngineStatus(False, ("kubernetes: missing",)),
+        lambda project=engine.PROJECT, needs=None: engine.EngineStatus(False, ("kubernetes: missing",)),
     )
 
     def never(*_: object) -> None:

@@ -291,7 +291,7 @@ def test_preview_refuses_on_an_incomplete_engine(
     from cli import engine
 
     missing = engine.EngineStatus(False, ("pulumi-language-python: missing",))
-    monkeypatch.setattr(engine, "engine_status", lambda project=engine.PROJECT: missing)
+    monkeypatch.setattr(engine, "engine_status", lambda project=engine.PROJECT, needs=None: missing)
     args = argparse.Namespace(operation="preview", stack="dev", json=False, policy_config=None)
     assert engine.run(args) == 3
     err = capsys.readouterr().err
@@ -311,7 +311,7 @@ def test_an_invalid_stack_file_is_exit_2_before_the_engine_is_asked(
     from cli.main import main
 
     missing = engine.EngineStatus(False, ("pulumi-language-python: missing",))
-    monkeypatch.setattr(engine, "engine_status", lambda project=engine.PROJECT: missing)
+    monkeypatch.setattr(engine, "engine_status", lambda project=engine.PROJECT, needs=None: missing)
     stack = tmp_path / "Pulumi.typo.yaml"
     stack.write_text(
         (PROJECT / "stacks" / "Pulumi.hosted.yaml").read_text().replace("kind: hosted", "kind: Hosted")
@@ -365,3 +365,24 @@ def test_upgrade_to_a_release_that_does_not_exist_names_the_option() -> None:
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: --release 4.23.0: OCP 4.23.0 does not exist")
     assert "clusters[0].release" not in line
+
+
+def test_a_stack_needs_the_aws_provider_only_when_it_declares_aws_resources(tmp_path: Path) -> None:
+    from cli.engine import engine_parts
+    from engine.status import CORE
+    from mockruntime.run import read_stack_config
+
+    def config(stack: str) -> dict[str, Any]:
+        return read_stack_config(PROJECT / "stacks" / f"Pulumi.{stack}.yaml")
+
+    assert engine_parts("dev", config("dev")) == CORE
+    assert engine_parts("hosted", config("hosted")) == CORE
+    assert engine_parts("karpenter", config("karpenter")) == (*CORE, "aws")
+    # Only the parts asked for count: an engine without the AWS provider is complete for `dev`.
+    (tmp_path / ".engine").mkdir()
+    (tmp_path / ".engine" / "env").write_text("export X=1\n")
+    (tmp_path / ".engine" / "status").write_text(
+        "venv: ok\npulumi: ok v3.259.0\naws: missing: not buildable\n"
+    )
+    assert engine_status(tmp_path, needs=CORE).complete
+    assert engine_status(tmp_path, needs=(*CORE, "aws")).reason == "aws: missing"

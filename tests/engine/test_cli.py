@@ -189,3 +189,44 @@ def test_unknown_stack_is_a_clear_error() -> None:
     )
     assert result.returncode == 2
     assert "stack 'prod' has no file stacks/Pulumi.prod.yaml" in result.stderr and "dev" in result.stderr
+
+
+@pytest.mark.engine(needs=("pulumi-language-python", "kubernetes"))
+def test_nodefleet_preview_runs_a_stack_without_aws_resources_whatever_the_aws_provider(
+    tmp_path: Path,
+) -> None:
+    """`python -m nodefleet preview` asks only for the parts the stack needs: `dev` declares no AWS resource, so
+    it previews on the engine whether or not the AWS provider is there, and gives check's verdict."""
+    root = copy_project(tmp_path / "project")
+    shutil.copytree(PROJECT / "stacks", root / "stacks")
+    (root / "venv").symlink_to(PROJECT / "venv")
+    shutil.copytree(ENGINE, root / ".engine")
+    (tmp_path / "state").mkdir()
+    env = {
+        **os.environ,
+        "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+        "PULUMI_CONFIG_PASSPHRASE": "nodefleet-local",
+    }
+    done = subprocess.run(
+        [str(PROJECT / "venv" / "bin" / "python"), "-m", "nodefleet", "preview", "--stack", "dev", "--json"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["engine"] == "pulumi" and report["violations"] == []
+    assert report["changes"]["create"] >= 8
+    if read_status().missing(("aws",)):
+        # The stack that needs it is still refused, naming the part, exit 3.
+        karpenter = subprocess.run(
+            [str(PROJECT / "venv" / "bin" / "python"), "-m", "nodefleet", "preview", "--stack", "karpenter"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert karpenter.returncode == 3 and "aws: missing" in karpenter.stderr, karpenter.stderr
