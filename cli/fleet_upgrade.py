@@ -296,6 +296,28 @@ def _print_plan(known: dict[str, Path], state: dict[str, Any], release: str) -> 
             print(f"     gate: {gate}")
 
 
+def _shown(path: Path) -> str:
+    """``path`` as the user reads it: relative to the project when inside it (the default stacks folder)."""
+    from cli.fleet import _shown as shown
+
+    return shown(path)
+
+
+def _resume_point(state: dict[str, Any]) -> str:
+    """Where a run from ``state`` goes on, in words."""
+    waves = state["waves"]
+    for number, wave in enumerate(waves, 1):
+        where = {
+            "pending": "before its control planes",
+            "control-plane": "at the gate after its control planes",
+            "control-plane-completed": "before its nodes",
+            "nodes": "at the gate after its nodes",
+        }.get(wave["phase"])
+        if where:
+            return f"resuming at wave {number}/{len(waves)} {wave['wave']}, {where}"
+    return "resuming: every wave is done"
+
+
 def fleet_command(args: argparse.Namespace) -> int:
     """``fleet <command>``: ``upgrade`` here, every other command in :func:`cli.fleet.run`."""
     from cli import fleet
@@ -321,6 +343,7 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     release = str(parsed)
     state_path = args.state or (args.stacks_dir / STATE_FILE)
     state = _load_state(state_path, release)
+    resumed = state is not None
     if state is None:
         state = {"release": release, "waves": _plan(known, names, release), "stopped": None, "commits": []}
     if args.dry_run:
@@ -329,6 +352,11 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     if not state["waves"]:
         print(f"nodefleet fleet upgrade: every hosted cluster is at {release}: nothing to do")
         return EXIT_OK
+    if resumed:
+        print(
+            f"nodefleet fleet upgrade to {release}: {_resume_point(state)} ({_shown(state_path)})",
+            file=sys.stderr,
+        )
     _save(state_path, state)
     for number, wave in enumerate(state["waves"], 1):
         label = f"wave {number}/{len(state['waves'])} {wave['wave']}"
@@ -374,7 +402,7 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
                 )
                 for line in gate.details:
                     print(f"  {line}")
-                print(f"  state: {state_path}")
+                print(f"  state: {_shown(state_path)}")
                 if gate.next_step:
                     print(f"  next: {gate.next_step}")
                 return EXIT_VIOLATIONS
@@ -389,6 +417,6 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     state["stopped"] = None
     _save(state_path, state)
     print(
-        f"nodefleet fleet upgrade: every wave is at {release} ({len(state['waves'])} waves; state: {state_path})"
+        f"nodefleet fleet upgrade: every wave is at {release} ({len(state['waves'])} waves; state: {_shown(state_path)})"
     )
     return EXIT_OK
