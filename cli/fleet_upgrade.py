@@ -10,14 +10,16 @@ not at the release yet:
 2. **gate**: the control planes have completed the release: ``--health-command`` exits 0 (run with
    ``NODEFLEET_UPGRADE_PHASE=control-plane``, ``NODEFLEET_WAVE`` and ``NODEFLEET_WAVE_STACKS``), or, without one,
    the user confirms it by running the command again with ``--confirmed``; in apply mode, without either, each
-   HostedCluster's ``status.version.history`` is read through its management cluster's kubeconfig;
+   HostedCluster is read through its management cluster's kubeconfig (:mod:`cli.upgrade_gates`);
 3. **nodes**: ``upgrade``'s second step (the held pins removed), re-rendered, committed;
-4. **gate**: the wave is healthy (``NODEFLEET_UPGRADE_PHASE=nodes``), as in 2; then the next wave.
+4. **gate**: the wave is healthy (``NODEFLEET_UPGRADE_PHASE=nodes``), as in 2 (in apply mode: each classic
+   NodePool read); then the next wave.
 
-Where a gate does not pass (or a render fails), the run stops, exit 1 (or the render's exit), and the state
-file (``--state``, default ``<stacks dir>/nodefleet-upgrade.json``, JSON the user can read) says which wave
-and phase it stopped at and why. The same command resumes from there; a step already in a stack file is
-not staged twice. ``--dry-run`` prints the whole plan, every wave, phase and change, and writes nothing.
+Where a gate does not pass (or a render fails), the run stops, exit 1 (or the render's exit), prints one line
+per object that holds it back, and the state file (``--state``, default ``<stacks dir>/nodefleet-upgrade.json``,
+JSON the user can read) says which wave and phase it stopped at and why. The same command resumes from there;
+a step already in a stack file is not staged twice. ``--dry-run`` prints the whole plan, every wave, phase and
+change, and writes nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cli import upgrade_gates
 from cli.exits import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATIONS, InputError
+from cli.upgrade_gates import Verdict
 
 STATE_FILE = "nodefleet-upgrade.json"
 #: The phases of a wave, in order; a wave's ``phase`` is the last one completed.
@@ -225,51 +229,42 @@ def _commit(paths: list[Path], message: str) -> str:
     ).stdout.strip()
 
 
-def _control_planes_completed(known: dict[str, Path], wave: dict[str, Any], release: str) -> str:
-    """Apply mode without a health command: every HostedCluster of the wave reports ``release`` Completed,
-    read through its management cluster's kubeconfig; the reason to stop, or ""."""
-    from cli.upgrade import completed_version, read_hosted_cluster
-
-    for stack, clusters in wave["stacks"].items():
-        _, doc, _ = _doc(known[stack])
-        fleet = ((doc or {}).get("config") or {}).get("nodefleet:fleet") or {}
-        output = fleet.get("output") or {}
-        for c in fleet.get("clusters") or []:
-            if not (isinstance(c, dict) and c.get("name") in clusters):
-                continue
-            mc = c.get("managementCluster")
-            kubeconfig = (mc.get("kubeconfig") if isinstance(mc, dict) else None) or output.get("kubeconfig")
-            namespace = str(c.get("namespace") or "clusters")
-            completed, status = completed_version(read_hosted_cluster(kubeconfig, namespace, str(c["name"])))
-            if completed != release:
-                return f"HostedCluster {namespace}/{c['name']} of stack {stack} has not completed {release} ({status})"
-    return ""
-
-
 def _gate(
     args: argparse.Namespace, known: dict[str, Path], wave: dict[str, Any], phase: str, release: str
-) -> str:
-    """The gate after ``phase`` of ``wave``: the reason to stop, or "" when it passed."""
+) -> Verdict:
+    """The gate after ``phase`` of ``wave``: it passed when its ``reason`` is ""."""
     from cli.fleet import _health_gate
 
     stacks = sorted(wave["stacks"])
     if args.health_command:
         os.environ["NODEFLEET_UPGRADE_PHASE"] = phase
         try:
-            return _health_gate(args.health_command, wave["wave"], stacks)
+            return Verdict(_health_gate(args.health_command, wave["wave"], stacks))
         finally:
             os.environ.pop("NODEFLEET_UPGRADE_PHASE", None)
     if args.confirmed:
         args.confirmed = False  # one confirmation passes one gate
-        return ""
-    if phase == "control-plane" and all(m == "apply" for m in wave["modes"].values()):
-        return _control_planes_completed(known, wave, release)
-    what = (
-        f"the control planes of wave {wave['wave']} ({', '.join(stacks)}) have completed {release}"
-        if phase == "control-plane"
-        else f"wave {wave['wave']} ({', '.join(stacks)}) is healthy on {release}"
+        return Verdict("", passed="confirmed with --confirmed")
+    unseen = ""
+    if all(m == "apply" for m in wave["modes"].values()):
+        read = upgrade_gates.load(known, wave)
+        unseen = ", ".join(upgrade_gates.has_auto_node(read)) if phase == "nodes" else ""
+        if not unseen:
+            readings = (
+                upgrade_gates.control_planes(read, release)
+                if phase == "control-plane"
+                else upgrade_gates.node_pools(read)
+            )
+            return upgrade_gates.verdict(readings, phase, wave["wave"], release)
+    if phase == "control-plane":
+        what = f"the control planes of wave {wave['wave']} ({', '.join(stacks)}) have completed {release}"
+    else:
+        what = f"wave {wave['wave']} ({', '.join(stacks)}) is healthy on {release}"
+        if unseen:
+            what += f" (the AutoNode node classes of {unseen} live in the hosted cluster, which nodefleet does not read)"
+    return Verdict(
+        f"waiting until {what}: run the same command again with --confirmed once it has (or give --health-command)"
     )
-    return f"waiting until {what}: run the same command again with --confirmed once it has (or give --health-command)"
 
 
 def _print_plan(known: dict[str, Path], state: dict[str, Any], release: str) -> None:
@@ -301,6 +296,28 @@ def _print_plan(known: dict[str, Path], state: dict[str, Any], release: str) -> 
             print(f"     gate: {gate}")
 
 
+def _shown(path: Path) -> str:
+    """``path`` as the user reads it: relative to the project when inside it (the default stacks folder)."""
+    from cli.fleet import _shown as shown
+
+    return shown(path)
+
+
+def _resume_point(state: dict[str, Any]) -> str:
+    """Where a run from ``state`` goes on, in words."""
+    waves = state["waves"]
+    for number, wave in enumerate(waves, 1):
+        where = {
+            "pending": "before its control planes",
+            "control-plane": "at the gate after its control planes",
+            "control-plane-completed": "before its nodes",
+            "nodes": "at the gate after its nodes",
+        }.get(wave["phase"])
+        if where:
+            return f"resuming at wave {number}/{len(waves)} {wave['wave']}, {where}"
+    return "resuming: every wave is done"
+
+
 def fleet_command(args: argparse.Namespace) -> int:
     """``fleet <command>``: ``upgrade`` here, every other command in :func:`cli.fleet.run`."""
     from cli import fleet
@@ -326,6 +343,7 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     release = str(parsed)
     state_path = args.state or (args.stacks_dir / STATE_FILE)
     state = _load_state(state_path, release)
+    resumed = state is not None
     if state is None:
         state = {"release": release, "waves": _plan(known, names, release), "stopped": None, "commits": []}
     if args.dry_run:
@@ -334,6 +352,11 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     if not state["waves"]:
         print(f"nodefleet fleet upgrade: every hosted cluster is at {release}: nothing to do")
         return EXIT_OK
+    if resumed:
+        print(
+            f"nodefleet fleet upgrade to {release}: {_resume_point(state)} ({_shown(state_path)})",
+            file=sys.stderr,
+        )
     _save(state_path, state)
     for number, wave in enumerate(state["waves"], 1):
         label = f"wave {number}/{len(state['waves'])} {wave['wave']}"
@@ -370,20 +393,30 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
                         print(f"  committed {commit}", file=sys.stderr)
                 _save(state_path, state)
                 continue
-            reason = _gate(args, known, wave, phase, release)
-            if reason:
-                state["stopped"] = f"{label} after {phase}: {reason}"
+            gate = _gate(args, known, wave, phase, release)
+            if gate.reason:
+                state["stopped"] = f"{label} after {phase}: " + "; ".join([gate.reason, *gate.details])
                 _save(state_path, state)
-                print(f"nodefleet fleet upgrade: stopped at the gate after {label} {phase}: {reason}")
-                print(f"  state: {state_path}")
+                print(
+                    f"nodefleet fleet upgrade to {release}: stopped at the gate after {label} {phase}: {gate.reason}"
+                )
+                for line in gate.details:
+                    print(f"  {line}")
+                print(f"  state: {_shown(state_path)}")
+                if gate.next_step:
+                    print(f"  next: {gate.next_step}")
                 return EXIT_VIOLATIONS
-            print(f"gate after {label} {phase}: passed", file=sys.stderr, flush=True)
+            print(
+                f"gate after {label} {phase}: passed" + (f" ({gate.passed})" if gate.passed else ""),
+                file=sys.stderr,
+                flush=True,
+            )
             wave["phase"] = "control-plane-completed" if phase == "control-plane" else "done"
             _save(state_path, state)
     state["complete"] = True
     state["stopped"] = None
     _save(state_path, state)
     print(
-        f"nodefleet fleet upgrade: every wave is at {release} ({len(state['waves'])} waves; state: {state_path})"
+        f"nodefleet fleet upgrade: every wave is at {release} ({len(state['waves'])} waves; state: {_shown(state_path)})"
     )
     return EXIT_OK

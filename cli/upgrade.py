@@ -44,14 +44,21 @@ def completed_version(hosted_cluster: Mapping[str, Any]) -> tuple[str | None, st
     history = version.get("history") or []
     desired = (version.get("desired") or {}).get("version")
     shown = ", ".join(f"{h.get('version')} {h.get('state')}" for h in history[:3]) or "no history yet"
+    account = f"desired {desired}; history: {shown}" if desired or history else "no version reported yet"
     for entry in history:
         if entry.get("state") == "Completed":
-            return str(entry.get("version")), f"desired {desired}; history: {shown}"
-    return None, f"desired {desired}; history: {shown}"
+            return str(entry.get("version")), account
+    return None, account
 
 
 def read_hosted_cluster(kubeconfig: str | None, namespace: str, name: str) -> dict[str, Any]:
     """The HostedCluster object from the management cluster (``kubeconfig`` None: $KUBECONFIG or ~/.kube/config)."""
+    return read_hypershift_object(kubeconfig, "HostedCluster", namespace, name)
+
+
+def read_hypershift_object(kubeconfig: str | None, kind: str, namespace: str, name: str) -> dict[str, Any]:
+    """A HyperShift object (``HostedCluster`` or ``NodePool``) from the management cluster; every failure is an
+    :class:`InputError` naming the object and what the cluster answered."""
     from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
     from kubernetes.config.config_exception import ConfigException
@@ -64,22 +71,18 @@ def read_hosted_cluster(kubeconfig: str | None, namespace: str, name: str) -> di
         raise InputError(f"kubeconfig {kubeconfig or '(ambient)'}: cannot be loaded ({exc})") from None
     try:
         found: Any = client.CustomObjectsApi(api).get_namespaced_custom_object(
-            "hypershift.openshift.io", "v1beta1", namespace, "hostedclusters", name
+            "hypershift.openshift.io", "v1beta1", namespace, f"{kind.lower()}s", name
         )
     except ApiException as exc:
         raise InputError(
-            f"HostedCluster {namespace}/{name}: the management cluster answered {exc.status} {exc.reason}"
+            f"{kind} {namespace}/{name}: the management cluster answered {exc.status} {exc.reason}"
         ) from None
     except Exception as exc:  # urllib3 connection errors have no common base worth naming here
-        raise InputError(
-            f"HostedCluster {namespace}/{name}: cannot reach the management cluster ({exc})"
-        ) from None
+        raise InputError(f"{kind} {namespace}/{name}: cannot reach the management cluster ({exc})") from None
     finally:
         api.close()
     if not isinstance(found, dict):
-        raise InputError(
-            f"HostedCluster {namespace}/{name}: the management cluster answered with a non-object"
-        )
+        raise InputError(f"{kind} {namespace}/{name}: the management cluster answered with a non-object")
     return found
 
 

@@ -257,6 +257,35 @@ def test_upgrade_in_apply_mode_waits_for_the_control_plane(hosted_copy: Path, ma
     assert all(r.endswith("Bearer sha256~test") for r in _HostedClusterAPI.requests)
 
 
+def test_fleet_upgrade_in_apply_mode_leaves_autonode_nodes_to_the_user(tmp_path: Path) -> None:
+    """The gate after the nodes reads classic NodePools on the management cluster; an AutoNode cluster's
+    node classes live in the hosted cluster, so that gate waits for --confirmed (or a health command), saying
+    why, and reads nothing (the kubeconfigs here lead nowhere)."""
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    nowhere = tmp_path / "no-such-kubeconfig"
+    (stacks / "Pulumi.hosted.yaml").write_text(
+        (PROJECT / "stacks" / "Pulumi.hosted.yaml")
+        .read_text()
+        .replace("      mode: render\n", f"      mode: apply\n      kubeconfig: {nowhere}\n")
+        .replace("        sshKey:", f"        hostedKubeconfig: {nowhere}\n        sshKey:")
+    )
+    args = ("fleet", "upgrade", "--stacks-dir", str(stacks), "--release", "4.22.4")
+    first = _nodefleet(*args, "--confirmed")  # passes the control planes' gate only
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "gate after wave 1/1 main control-plane: passed (confirmed with --confirmed)" in first.stderr
+    assert first.stdout.splitlines()[0] == (
+        "nodefleet fleet upgrade to 4.22.4: stopped at the gate after wave 1/1 main nodes: waiting until wave "
+        "main (hosted) is healthy on 4.22.4 (the AutoNode node classes of hosted/prod-east live in the hosted "
+        "cluster, which nodefleet does not read): run the same command again with --confirmed once it has (or "
+        "give --health-command)"
+    )
+    assert "nodefleet upgrade: held" not in (stacks / "Pulumi.hosted.yaml").read_text()
+    done = _nodefleet(*args, "--confirmed")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "every wave is at 4.22.4" in done.stdout
+
+
 # --- preview / up --------------------------------------------------------------------------------------
 
 

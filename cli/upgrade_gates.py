@@ -1,0 +1,236 @@
+"""The apply-mode gates of ``fleet upgrade``: what the HyperShift operator reports on the management clusters.
+
+A wave whose stacks are all applied by nodefleet (``output.mode: apply``) is judged by the objects themselves,
+each read through its hosted cluster's management cluster (``managementCluster.kubeconfig``, else
+``output.kubeconfig``, else ``$KUBECONFIG`` / ``~/.kube/config``):
+
+- after the control planes: every HostedCluster of the wave has the release as its last ``Completed`` entry of
+  ``status.version.history`` (:func:`cli.upgrade.completed_version`, HyperShift's own reading);
+- after the nodes: every classic NodePool of those clusters reports its release (the cluster's, or the one
+  pinned on it) in ``status.version``, no version update in progress (``UpdatingVersion``) and is not
+  ``Ready=False``.
+
+Either gate stops, whatever the version says, on what the operator reports as a failure
+(:data:`HOSTED_CLUSTER_FAILURES`, :data:`NODE_POOL_FAILURES`): a canary that completed its upgrade degraded
+must not take the next wave with it. An object that cannot be read (not applied yet, a management cluster out
+of reach) stops the gate too. AutoNode node classes live in the hosted cluster, which the management cluster
+does not show: a wave with them is confirmed by the user or a health command after its nodes, as a
+render-mode wave is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cli.exits import InputError
+
+if TYPE_CHECKING:
+    from nodefleet.stackfile.hosted import HostedCluster
+    from nodefleet.stackfile.model import Fleet
+
+#: Each stack of a wave: its validated stack file and the hosted clusters the wave upgrades in it.
+WaveStacks = Mapping[str, "tuple[Fleet, list[str]]"]
+
+#: HostedCluster conditions, and the status that means the operator reports a failure.
+HOSTED_CLUSTER_FAILURES = {
+    "Degraded": "True",
+    "ClusterVersionFailing": "True",
+    "ClusterVersionSucceeding": "False",
+    "ClusterVersionReleaseAccepted": "False",
+    "ValidReleaseImage": "False",
+}
+#: NodePool conditions, and the status that means the operator reports a failure.
+NODE_POOL_FAILURES = {
+    "ValidReleaseImage": "False",
+    "ValidPlatformImage": "False",
+    "SupportedVersionSkew": "False",
+    "ValidMachineConfig": "False",
+    "ValidGeneratedPayload": "False",
+}
+READY, WAITING, FAILED = "ready", "waiting", "failed"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One object a gate read, and what it makes of it."""
+
+    stack: str
+    #: ``HostedCluster clusters/edge on management cluster mgmt-use2-a``
+    what: str
+    state: str  # READY, WAITING or FAILED
+    #: What the operator reports, in its own words (versions, conditions with reason and message).
+    account: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.stack}: {self.what}: {self.account}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A gate's outcome: ``reason`` is "" when it passed; ``details`` one line per object not ready."""
+
+    reason: str
+    details: tuple[str, ...] = ()
+    #: What the user does next, when it stopped.
+    next_step: str = ""
+    #: One line on what was read, when it passed.
+    passed: str = ""
+
+
+def _conditions(obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    found = (obj.get("status") or {}).get("conditions") or []
+    return {str(c.get("type")): c for c in found if isinstance(c, Mapping)}
+
+
+def _failures(obj: Mapping[str, Any], failing: Mapping[str, str]) -> list[str]:
+    out = []
+    for kind, bad in failing.items():
+        c = _conditions(obj).get(kind)
+        if c is not None and c.get("status") == bad:
+            why = ": ".join(str(p) for p in (c.get("reason"), c.get("message")) if p)
+            out.append(f"{kind}={bad}" + (f" ({why})" if why else ""))
+    return out
+
+
+def _where(kind: str, namespace: str, name: str, management: str) -> str:
+    return f"{kind} {namespace}/{name} on management cluster {management}"
+
+
+def _hosted_clusters(stacks: WaveStacks) -> Iterable[tuple[str, HostedCluster, str | None]]:
+    """(stack, hosted cluster, kubeconfig) of the named clusters of each stack, in stack order."""
+    from nodefleet.stackfile.hosted import HostedCluster
+
+    for stack, (fleet, names) in sorted(stacks.items()):
+        for cluster in fleet.config.clusters:
+            if isinstance(cluster, HostedCluster) and cluster.name in names:
+                kubeconfig = cluster.management_cluster.kubeconfig or fleet.config.output.kubeconfig
+                yield stack, cluster, kubeconfig
+
+
+def _read(kubeconfig: str | None, kind: str, namespace: str, name: str) -> tuple[dict[str, Any] | None, str]:
+    from cli.upgrade import read_hypershift_object
+
+    try:
+        return read_hypershift_object(kubeconfig, kind, namespace, name), ""
+    except InputError as exc:
+        return None, f"cannot be read: {str(exc).removeprefix(f'{kind} {namespace}/{name}: ')}"
+
+
+def control_planes(stacks: WaveStacks, release: str) -> list[Reading]:
+    """Each HostedCluster of ``stacks`` (stack → (its validated fleet, the clusters of the wave)) as read."""
+    from cli.upgrade import completed_version
+
+    out = []
+    for stack, cluster, kubeconfig in _hosted_clusters(stacks):
+        what = _where("HostedCluster", cluster.namespace, cluster.name, cluster.management_cluster.name)
+        obj, problem = _read(kubeconfig, "HostedCluster", cluster.namespace, cluster.name)
+        if obj is None:
+            out.append(Reading(stack, what, WAITING, problem))
+            continue
+        completed, status = completed_version(obj)
+        desired = (((obj.get("status") or {}).get("version") or {}).get("desired") or {}).get("version")
+        failures = _failures(obj, HOSTED_CLUSTER_FAILURES)
+        if failures:
+            out.append(Reading(stack, what, FAILED, f"the operator reports {'; '.join(failures)}; {status}"))
+        elif completed == release:
+            out.append(Reading(stack, what, READY, f"{release} Completed ({status})"))
+        elif desired != release:
+            out.append(Reading(stack, what, WAITING, f"not started on {release} yet ({status})"))
+        else:
+            out.append(Reading(stack, what, WAITING, f"has not completed {release} yet ({status})"))
+    return out
+
+
+def node_pools(stacks: WaveStacks) -> list[Reading]:
+    """Each classic NodePool of the hosted clusters of ``stacks`` as read, against the release it should run."""
+    from nodefleet.stackfile.hosted import node_pool_object_name
+
+    out = []
+    for stack, cluster, kubeconfig in _hosted_clusters(stacks):
+        for pool in cluster.node_pools:
+            name = node_pool_object_name(cluster.name, pool)
+            target = str(pool.release or cluster.release)
+            what = _where("NodePool", cluster.namespace, name, cluster.management_cluster.name)
+            obj, problem = _read(kubeconfig, "NodePool", cluster.namespace, name)
+            if obj is None:
+                out.append(Reading(stack, what, WAITING, problem))
+                continue
+            version = (obj.get("status") or {}).get("version")
+            conditions = _conditions(obj)
+            updating = conditions.get("UpdatingVersion") or {}
+            ready = conditions.get("Ready") or {}
+            failures = _failures(obj, NODE_POOL_FAILURES)
+            at = f"status.version {version or 'not reported yet'}"
+            if failures:
+                out.append(Reading(stack, what, FAILED, f"the operator reports {'; '.join(failures)}; {at}"))
+            elif updating.get("status") == "True":
+                message = updating.get("message") or "UpdatingVersion=True"
+                out.append(Reading(stack, what, WAITING, f"updating ({message}); {at}"))
+            elif version != target:
+                out.append(Reading(stack, what, WAITING, f"not at {target} yet ({at})"))
+            elif ready.get("status") == "False":
+                why = ": ".join(str(p) for p in (ready.get("reason"), ready.get("message")) if p)
+                out.append(Reading(stack, what, WAITING, f"at {target} but not Ready ({why})"))
+            else:
+                out.append(Reading(stack, what, READY, f"at {target}"))
+    return out
+
+
+def verdict(readings: list[Reading], phase: str, wave: str, release: str) -> Verdict:
+    """The gate after ``phase`` of ``wave`` from what was read."""
+    noun = "control planes" if phase == "control-plane" else "NodePools"
+    waiting = [r for r in readings if r.state != READY]
+    failed = [r for r in readings if r.state == FAILED]
+    if not waiting:
+        done = f"{release} Completed" if phase == "control-plane" else "their release, no update in progress"
+        return Verdict("", passed=f"{_count(len(readings), noun)} of wave {wave}: {done}")
+    details = tuple(r.line for r in failed + [r for r in waiting if r.state != FAILED])
+    if failed:
+        return Verdict(
+            f"the HyperShift operator reports a failure on {len(failed)} of {len(readings)} {noun} of wave {wave}",
+            details,
+            "fix what the operator reports (above), or wait until it reports it resolved, then run the same "
+            "command again; it resumes at this gate",
+        )
+    verb = "completed" if phase == "control-plane" else "rolled out"
+    return Verdict(
+        f"{len(waiting)} of {len(readings)} {noun} of wave {wave} have not {verb} {release} yet",
+        details,
+        "once the committed step is applied (`fleet up`, or the workflow's wave) and the HyperShift operator "
+        "reports it done, run the same command again; it resumes at this gate",
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun if n != 1 else noun.removesuffix('s')}"
+
+
+def has_auto_node(stacks: WaveStacks) -> list[str]:
+    """``stack/cluster`` of every hosted cluster of ``stacks`` with AutoNode node classes."""
+    return [
+        f"{stack}/{cluster.name}"
+        for stack, cluster, _ in _hosted_clusters(stacks)
+        if cluster.auto_node is not None and cluster.auto_node.node_classes
+    ]
+
+
+def load(known: Mapping[str, Path], wave: Mapping[str, Any]) -> dict[str, tuple[Fleet, list[str]]]:
+    """Each stack of ``wave``, validated as the program reads it, with the clusters the wave upgrades."""
+    from mockruntime.run import PROJECT_DIR, read_stack_config
+    from nodefleet.render.objects import load_fleet
+    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
+    from nodefleet.stackfile.yamlfile import YAMLFileError
+
+    out = {}
+    for stack, clusters in wave["stacks"].items():
+        path = known[stack]
+        try:
+            raw = read_stack_config(path, str(path)).get(CONFIG_KEY)
+            out[stack] = (load_fleet(raw, stack, PROJECT_DIR, source=str(path)), list(clusters))
+        except (ConfigError, YAMLFileError) as exc:
+            raise InputError(str(exc)) from None
+    return out
