@@ -51,6 +51,40 @@ def completed_version(hosted_cluster: Mapping[str, Any]) -> tuple[str | None, st
     return None, account
 
 
+#: HostedCluster conditions, and the status that means the operator reports a failure.
+HOSTED_CLUSTER_FAILURES = {
+    "Degraded": "True",
+    "ClusterVersionFailing": "True",
+    "ClusterVersionSucceeding": "False",
+    "ClusterVersionReleaseAccepted": "False",
+    "ValidReleaseImage": "False",
+}
+#: NodePool conditions, and the status that means the operator reports a failure.
+NODE_POOL_FAILURES = {
+    "ValidReleaseImage": "False",
+    "ValidPlatformImage": "False",
+    "SupportedVersionSkew": "False",
+    "ValidMachineConfig": "False",
+    "ValidGeneratedPayload": "False",
+}
+
+
+def conditions_of(obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    found = (obj.get("status") or {}).get("conditions") or []
+    return {str(c.get("type")): c for c in found if isinstance(c, Mapping)}
+
+
+def operator_failures(obj: Mapping[str, Any], failing: Mapping[str, str]) -> list[str]:
+    """The conditions of ``obj`` that the HyperShift operator sets when something failed, with its words."""
+    out = []
+    for kind, bad in failing.items():
+        c = conditions_of(obj).get(kind)
+        if c is not None and c.get("status") == bad:
+            why = ": ".join(str(p) for p in (c.get("reason"), c.get("message")) if p)
+            out.append(f"{kind}={bad}" + (f" ({why})" if why else ""))
+    return out
+
+
 def read_hosted_cluster(kubeconfig: str | None, namespace: str, name: str) -> dict[str, Any]:
     """The HostedCluster object from the management cluster (``kubeconfig`` None: $KUBECONFIG or ~/.kube/config)."""
     return read_hypershift_object(kubeconfig, "HostedCluster", namespace, name)
@@ -274,6 +308,15 @@ def run(args: argparse.Namespace) -> int:
             )
             hosted_cluster = read_hosted_cluster(kubeconfig, namespace, name)
             completed, status = completed_version(hosted_cluster)
+            failures = operator_failures(hosted_cluster, HOSTED_CLUSTER_FAILURES)
+            if failures:
+                print(
+                    f"nodefleet upgrade: HostedCluster {namespace}/{name}: the operator reports "
+                    f"{'; '.join(failures)} ({status}); its nodes stay held. Fix the control plane, then run the "
+                    "same command again.",
+                    file=sys.stderr,
+                )
+                return EXIT_VIOLATIONS
             if completed != target:
                 print(
                     f"nodefleet upgrade: HostedCluster {namespace}/{name} has not completed {target} yet ({status}); "

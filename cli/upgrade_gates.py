@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.exits import InputError
+from cli.upgrade import HOSTED_CLUSTER_FAILURES, NODE_POOL_FAILURES, conditions_of, operator_failures
 
 if TYPE_CHECKING:
     from nodefleet.stackfile.hosted import HostedCluster
@@ -34,22 +35,6 @@ if TYPE_CHECKING:
 #: Each stack of a wave: its validated stack file and the hosted clusters the wave upgrades in it.
 WaveStacks = Mapping[str, "tuple[Fleet, list[str]]"]
 
-#: HostedCluster conditions, and the status that means the operator reports a failure.
-HOSTED_CLUSTER_FAILURES = {
-    "Degraded": "True",
-    "ClusterVersionFailing": "True",
-    "ClusterVersionSucceeding": "False",
-    "ClusterVersionReleaseAccepted": "False",
-    "ValidReleaseImage": "False",
-}
-#: NodePool conditions, and the status that means the operator reports a failure.
-NODE_POOL_FAILURES = {
-    "ValidReleaseImage": "False",
-    "ValidPlatformImage": "False",
-    "SupportedVersionSkew": "False",
-    "ValidMachineConfig": "False",
-    "ValidGeneratedPayload": "False",
-}
 READY, WAITING, FAILED = "ready", "waiting", "failed"
 
 
@@ -79,21 +64,6 @@ class Verdict:
     next_step: str = ""
     #: One line on what was read, when it passed.
     passed: str = ""
-
-
-def _conditions(obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    found = (obj.get("status") or {}).get("conditions") or []
-    return {str(c.get("type")): c for c in found if isinstance(c, Mapping)}
-
-
-def _failures(obj: Mapping[str, Any], failing: Mapping[str, str]) -> list[str]:
-    out = []
-    for kind, bad in failing.items():
-        c = _conditions(obj).get(kind)
-        if c is not None and c.get("status") == bad:
-            why = ": ".join(str(p) for p in (c.get("reason"), c.get("message")) if p)
-            out.append(f"{kind}={bad}" + (f" ({why})" if why else ""))
-    return out
 
 
 def _where(kind: str, namespace: str, name: str, management: str) -> str:
@@ -133,7 +103,7 @@ def control_planes(stacks: WaveStacks, release: str) -> list[Reading]:
             continue
         completed, status = completed_version(obj)
         desired = (((obj.get("status") or {}).get("version") or {}).get("desired") or {}).get("version")
-        failures = _failures(obj, HOSTED_CLUSTER_FAILURES)
+        failures = operator_failures(obj, HOSTED_CLUSTER_FAILURES)
         if failures:
             out.append(Reading(stack, what, FAILED, f"the operator reports {'; '.join(failures)}; {status}"))
         elif completed == release:
@@ -160,10 +130,10 @@ def node_pools(stacks: WaveStacks) -> list[Reading]:
                 out.append(Reading(stack, what, WAITING, problem))
                 continue
             version = (obj.get("status") or {}).get("version")
-            conditions = _conditions(obj)
+            conditions = conditions_of(obj)
             updating = conditions.get("UpdatingVersion") or {}
             ready = conditions.get("Ready") or {}
-            failures = _failures(obj, NODE_POOL_FAILURES)
+            failures = operator_failures(obj, NODE_POOL_FAILURES)
             at = f"status.version {version or 'not reported yet'}"
             if failures:
                 out.append(Reading(stack, what, FAILED, f"the operator reports {'; '.join(failures)}; {at}"))

@@ -411,9 +411,15 @@ def _history(*entries: tuple[str, str]) -> list[dict[str, Any]]:
     return out
 
 
-def _operator_reports(applied: Applied, hc: Declared, desired: str, *history: tuple[str, str]) -> None:
-    """Play the HyperShift operator: the HostedCluster's version status and conditions, written through the
-    status subresource by the operator's field manager."""
+def _operator_reports(
+    applied: Applied,
+    hc: Declared,
+    desired: str,
+    *history: tuple[str, str],
+    conditions: tuple[dict[str, str], ...] = (),
+) -> None:
+    """Play the HyperShift operator: the HostedCluster's version status and conditions (``conditions``
+    added to the usual two), written through the status subresource by the operator's field manager."""
     progressing = history[0][1] != "Completed"
     now = "2026-11-26T10:40:00Z"
     status = {
@@ -441,6 +447,7 @@ def _operator_reports(applied: Applied, hc: Declared, desired: str, *history: tu
                 "message": f"Working towards {desired}" if progressing else f"Cluster version is {desired}",
                 "lastTransitionTime": now,
             },
+            *({**c, "lastTransitionTime": now} for c in conditions),
         ],
     }
     # As controller-runtime's Status().Update does it: the whole object, PUT to the status subresource (a
@@ -502,6 +509,22 @@ def test_upgrade_waits_for_the_control_plane_the_api_server_reports(
         assert waiting.returncode == 1, waiting.stdout + waiting.stderr
         assert "has not completed 4.22.4 yet" in waiting.stderr
         assert "desired 4.22.4; history: 4.22.4 Partial, 4.22.3 Completed" in waiting.stderr
+        assert path.read_text(encoding="utf-8") == held
+
+        # Completed, but degraded: the nodes must not follow a control plane the operator reports failing.
+        degraded = {
+            "type": "Degraded",
+            "status": "True",
+            "reason": "EtcdQuorumLost",
+            "message": "etcd-1 down",
+        }
+        _operator_reports(
+            hosted, hc, "4.22.4", ("4.22.4", "Completed"), ("4.22.3", "Completed"), conditions=(degraded,)
+        )
+        failing = upgrade()
+        assert failing.returncode == 1, failing.stdout + failing.stderr
+        assert "the operator reports Degraded=True (EtcdQuorumLost: etcd-1 down)" in failing.stderr
+        assert "its nodes stay held" in failing.stderr
         assert path.read_text(encoding="utf-8") == held
 
         # Completed: step 2 releases the nodes, which follow the control plane.
