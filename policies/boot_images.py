@@ -252,6 +252,39 @@ def boot_image_rhcos(annotations: Mapping[str, Any], ami: Any, catalogs: Sequenc
     )
 
 
+def declared_boot_image(props: Mapping[str, Any]) -> RHCOSLookup | None:
+    """The boot image a nodefleet MachineSet declares, from what it names rather than from its AMI: its own
+    catalog's image for its region, architecture and stream, as the program resolved it. None for an object
+    that does not name its catalog (hand-written): it is judged by its AMI.
+
+    For a MachineSet whose AMI the stack leaves to the MCO's boot image controller (``ignore_changes``): where
+    the engine hands a policy the live object, its AMI is whatever the controller wrote last, from the
+    cluster's own boot images, which may be in no catalog of the project.
+    """
+    annotations = annotations_of(props)
+    own = as_text(annotations.get(k.ANNOTATION_CATALOG))
+    if own is None:
+        return None
+    region = as_text(map_at(provider_spec(props), "placement").get("region"))
+    arch = _ARCH.search(str(annotations.get(k.ANNOTATION_ARCH) or ""))
+    stream = as_text(annotations.get(k.ANNOTATION_STREAM)) or _DEFAULT_STREAM
+    path = str(resolve_catalog_reference(own, PROJECT_ROOT))
+    catalog = _load(path)
+    if isinstance(catalog, str):
+        return RHCOSLookup(None, f"its catalog '{own}' ({k.ANNOTATION_CATALOG}) cannot be read: {catalog}")
+    if region is None or arch is None:
+        return RHCOSLookup(
+            None,
+            f"it names catalog '{own}' but not its region (providerSpec placement.region) and architecture "
+            f"({k.ANNOTATION_ARCH}), so the boot image it declares cannot be looked up.",
+        )
+    try:
+        image = catalog.resolve(region, arch.group(2), stream)
+    except CatalogError as exc:
+        return RHCOSLookup(None, f"its catalog '{own}' has no boot image for it: {exc}")
+    return RHCOSLookup(image.release)
+
+
 def _stream(meta: Mapping[str, Any], default: str = _DEFAULT_STREAM) -> str:
     annotations, labels = as_map(meta.get("annotations")), as_map(meta.get("labels"))
     return as_text(annotations.get(k.ANNOTATION_STREAM)) or as_text(labels.get(k.LABEL_OS_STREAM)) or default

@@ -16,7 +16,14 @@ from pulumi_policy import (
 from nodefleet import kinds as k
 from nodefleet.bootimages.skew import manual_skew_record
 from nodefleet.bootimages.versions import RHCOSVersion
-from policies.boot_images import CATALOGS_PROPERTY, boot_image_rhcos, catalogs_for, provider_spec
+from policies.boot_images import (
+    CATALOGS_PROPERTY,
+    RHCOSLookup,
+    boot_image_rhcos,
+    catalogs_for,
+    declared_boot_image,
+    provider_spec,
+)
 from policies.props import ReportViolation, annotations_of, as_map, map_at, name_of
 
 _MACHINE_CONFIGURATION = (k.MACHINE_CONFIGURATION.token, k.MACHINE_CONFIGURATION.patch_token)
@@ -48,6 +55,21 @@ def _name(resource: PolicyResource) -> str:
     return name_of(resource.props, resource.name)
 
 
+def _left_to_the_mco(ms: PolicyResource) -> RHCOSLookup | None:
+    """The boot image a MachineSet whose AMI the stack leaves to the MCO (``ignore_changes``) declares; None for
+    one whose AMI is the stack's own.
+
+    A stack policy gets each resource's final outputs from the engine, the live object: once the MCO's boot
+    image controller has rewritten such an AMI, from the cluster's own boot images, the object no longer says
+    what the stack declares, and the controller's AMI may be in no catalog of the project. The record nodefleet
+    writes is computed from what the stack declares (``manual_skew_record`` of every MachineSet's catalog
+    image), and so is judged by it, under ``check`` and on the engine alike.
+    """
+    if k.AMI_PATH not in (ms.opts.ignore_changes or []):
+        return None
+    return declared_boot_image(ms.props)
+
+
 def _record_text(record: Mapping[str, Any]) -> str:
     mode = record.get("mode")
     value = record.get("rhcosVersion") if mode == "RHCOSVersion" else record.get("ocpVersion")
@@ -74,7 +96,9 @@ def _validate_record(args: StackValidationArgs, report: ReportViolation) -> None
         for ms in members:
             annotations = annotations_of(ms.props)
             ami = as_map(provider_spec(ms.props).get("ami")).get("id")
-            lookup = boot_image_rhcos(annotations, ami, catalogs_for(annotations, config))
+            lookup = _left_to_the_mco(ms) or boot_image_rhcos(
+                annotations, ami, catalogs_for(annotations, config)
+            )
             if lookup.version is None:
                 unknown.append(f"MachineSet '{_name(ms)}': {lookup.problem}")
             else:

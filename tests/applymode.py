@@ -17,7 +17,14 @@ resource's last inputs, live object and field manager, and runs ``up`` and ``des
   owns and this one does not, or puts the live value there (``handleSSAIgnoreFields``), then applies, not
   forced;
 - a resource whose inputs are unchanged and whose dry-run apply changes nothing is left alone (no request);
+- a change of a ``replace_on_changes`` path replaces the resource: the old object is deleted first, then the new
+  one created (the provider asks for delete-before-replace whenever the object keeps its name, as nodefleet's
+  objects always do; its Diff, provider/pkg/provider/provider.go);
 - a deletion is a foreground delete, waited for until the object is gone.
+
+It also holds what the apply-mode tests share, on the Python client and on the real engine
+(tests/engine/test_apply_engine.py): the stack config switched to apply mode, a test cluster prepared as
+OpenShift prepares it, a controller's write, and what the API server is predicted to store.
 """
 
 from __future__ import annotations
@@ -31,13 +38,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from mockruntime.rendering import kubernetes_objects
-from mockruntime.run import MockRun
+from mockruntime.run import MockRun, run_program, stack_fleet
+from nodefleet import kinds as k
+from nodefleet.apiserver.schema import _default
+from nodefleet.apiserver.store import load_index
+from nodefleet.render.objects import load_fleet
 from tests.crd_corpus import _as_sent
+from tests.testcluster import INSTALLER, PROJECT, ApiServer
 
 #: The field manager of the provider's creates (client-side, before the first server-side update).
 CREATE_MANAGER = "pulumi-kubernetes"
 #: What a live object carries that the provider does not compare: identity and bookkeeping.
 BOOKKEEPING = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
+#: The hosted clusters' Karpenter (what the HyperShift operator installs into AutoNode clusters).
+HOSTED_KARPENTER = "hypershift/1.13"
+CA_BUNDLE = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n"
+#: The managers the tests write with when they play a controller.
+MCO = "machine-config-operator"
+MCO_CONTROLLER = "machine-config-controller"
+KARPENTER = "karpenter"
+HYPERSHIFT = "hypershift-operator"
 
 
 @dataclass(frozen=True)
@@ -49,6 +69,8 @@ class Declared:
     manifest: dict[str, Any]
     kubeconfig: str
     ignore_changes: tuple[str, ...] = ()
+    #: Property paths (``metadata.annotations["a/b"]``) whose change replaces the resource.
+    replace_on_changes: tuple[str, ...] = ()
 
     @property
     def patch(self) -> bool:
@@ -69,7 +91,16 @@ def declared(run: MockRun) -> list[Declared]:
         provider = run.provider_of(reg)
         kubeconfig = str(provider.inputs.get("kubeconfig", "")) if provider else ""
         # Pulumi hands numbers over as float64; the provider (Go) writes a whole one as an integer.
-        out.append(Declared(reg.urn, reg.type, _as_sent(manifest), kubeconfig, tuple(reg.ignore_changes)))
+        out.append(
+            Declared(
+                reg.urn,
+                reg.type,
+                _as_sent(manifest),
+                kubeconfig,
+                tuple(reg.ignore_changes),
+                tuple(reg.replace_on_changes),
+            )
+        )
     return out
 
 
@@ -85,7 +116,7 @@ class Resource:
 
 @dataclass
 class Step:
-    op: str  # create, update, same, delete
+    op: str  # create, update, replace, same, delete
     urn: str
     resource_version: str = ""
 
@@ -151,13 +182,10 @@ class Stack:
         self.state: dict[str, Resource] = {}
 
     def _api(self, d: Declared) -> Any:
-        client = self.clients[d.kubeconfig]
-        return client, client.resources.get(api_version=d.manifest["apiVersion"], kind=d.manifest["kind"])
+        return api_for(self.clients, d)
 
     def _read(self, d: Declared) -> dict[str, Any]:
-        _, api = self._api(d)
-        meta = d.manifest["metadata"]
-        return dict(api.get(name=meta["name"], namespace=meta.get("namespace")).to_dict())
+        return read_live(self.clients, d)
 
     def _apply(
         self, d: Declared, body: Mapping[str, Any], manager: str, dry_run: bool = False
@@ -180,6 +208,9 @@ class Stack:
         for d in wanted:
             if d.urn not in self.state:
                 steps.append(self._create(d))
+            elif self._replaces(d):
+                self._delete(d.urn)
+                steps.append(Step("replace", d.urn, self._create(d).resource_version))
             else:
                 steps.append(self._update(d))
         gone = [urn for urn in self.state if urn not in {d.urn for d in wanted}]
@@ -204,6 +235,13 @@ class Stack:
             )
         self.state[d.urn] = Resource(d, live, manager)
         return Step("create", d.urn, live["metadata"]["resourceVersion"])
+
+    def _replaces(self, d: Declared) -> bool:
+        old = self.state[d.urn].declared.manifest
+        return any(
+            _get(old, property_path(path)) != _get(d.manifest, property_path(path))
+            for path in d.replace_on_changes
+        )
 
     def _update(self, d: Declared) -> Step:
         res = self.state[d.urn]
@@ -306,6 +344,196 @@ class Stack:
                 return Step("delete", urn)
             time.sleep(0.1)
         raise TimeoutError(f"{urn} still exists {timeout:.0f}s after its deletion")
+
+
+def property_path(path: str) -> list[str]:
+    """A Pulumi property path (``metadata.annotations["nodefleet.io/provisioning"]``) as its keys."""
+    keys: list[str] = []
+    rest = path
+    while rest:
+        if rest.startswith('["'):
+            end = rest.index('"]')
+            keys.append(rest[2:end])
+            rest = rest[end + 2 :].removeprefix(".")
+            continue
+        head, dot, tail = rest.partition(".")
+        bracket = head.find("[")
+        if bracket > 0:
+            keys.append(head[:bracket])
+            rest = rest[bracket:]
+            continue
+        keys.append(head)
+        rest = tail if dot else ""
+    return keys
+
+
+def api_for(clients: Mapping[str, Any], d: Declared) -> tuple[Any, Any]:
+    """(the dynamic client of ``d``'s cluster, the API resource of its kind)."""
+    client = clients[d.kubeconfig]
+    return client, client.resources.get(api_version=d.manifest["apiVersion"], kind=d.manifest["kind"])
+
+
+def read_live(clients: Mapping[str, Any], d: Declared) -> dict[str, Any]:
+    """The object ``d`` names as the API server holds it now."""
+    _, api = api_for(clients, d)
+    meta = d.manifest["metadata"]
+    return dict(api.get(name=meta["name"], namespace=meta.get("namespace")).to_dict())
+
+
+def clients(*servers: ApiServer | None) -> dict[str, Any]:
+    """A dynamic client per test cluster, by kubeconfig path (how a Declared names its cluster)."""
+    return {str(s.kubeconfig): s.dynamic() for s in servers if s is not None}
+
+
+def controller_patch(
+    clients: Mapping[str, Any],
+    d: Declared,
+    patch: dict[str, Any],
+    manager: str,
+    subresource: str = "",
+) -> dict[str, Any]:
+    """Write ``patch`` (a JSON merge patch) the way a controller does: an Update by its own field manager."""
+    client, api = api_for(clients, d)
+    meta = d.manifest["metadata"]
+    return dict(
+        client.patch(
+            api.subresources[subresource] if subresource else api,
+            body=patch,
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+            content_type="application/merge-patch+json",
+            field_manager=manager,
+        ).to_dict()
+    )
+
+
+# --- the stack in apply mode, the clusters it goes to ---------------------------------------------------
+
+
+def apply_config(
+    stack: str, management: ApiServer, hosted: ApiServer | None, raw: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The stack's config switched to apply mode against the test clusters."""
+    fleet = copy.deepcopy(raw) if raw is not None else stack_fleet(stack)
+    fleet["output"] = {"mode": "apply", "kubeconfig": str(management.kubeconfig)}
+    for cluster in fleet["clusters"]:
+        if cluster.get("kind") == "hosted" and cluster.get("autoNode"):
+            assert hosted is not None
+            cluster["hostedKubeconfig"] = str(hosted.kubeconfig)
+    return {"nodefleet:fleet": fleet, "nodefleet:mcsCaBundle": CA_BUNDLE}
+
+
+def has_hosted(stack: str, raw: dict[str, Any] | None = None) -> bool:
+    fleet = raw if raw is not None else stack_fleet(stack)
+    return any(c.get("kind") == "hosted" and c.get("autoNode") for c in fleet["clusters"])
+
+
+def prepare(server: ApiServer) -> None:
+    """What an OpenShift cluster has before nodefleet runs: the Machine API's namespace, and the MCO's
+    MachineConfiguration singleton with the fields the MCO writes."""
+    client = server.dynamic()
+    namespaces = client.resources.get(api_version="v1", kind="Namespace")
+    client.server_side_apply(
+        namespaces,
+        body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": k.MACHINE_API_NAMESPACE}},
+        field_manager=INSTALLER,
+    )
+    mc = client.resources.get(
+        api_version=k.MACHINE_CONFIGURATION.api_version, kind=k.MACHINE_CONFIGURATION.kind
+    )
+    client.server_side_apply(
+        mc,
+        body={
+            "apiVersion": k.MACHINE_CONFIGURATION.api_version,
+            "kind": k.MACHINE_CONFIGURATION.kind,
+            "metadata": {"name": "cluster"},
+            "spec": {"managementState": "Managed", "logLevel": "Normal", "operatorLogLevel": "Normal"},
+        },
+        field_manager=MCO,
+    )
+
+
+def second_hosted_stack(raw: dict[str, Any]) -> dict[str, Any]:
+    """Another stack's hosted cluster in the same namespace as ``raw``'s: another name, infraId and NodePool,
+    no AutoNode."""
+    raw = copy.deepcopy(raw)
+    cluster = raw["clusters"][0]
+    cluster["name"], cluster["infraId"] = "prod-west", "prod-west-9zz1a"
+    cluster["pullSecret"]["name"], cluster["sshKey"]["name"] = "prod-west-pull-secret", "prod-west-ssh-key"
+    cluster.pop("autoNode", None)
+    cluster["nodePools"][0]["name"] = "infra-west"
+    return raw
+
+
+def static_spot_pool(raw: dict[str, Any], replicas: int = 2) -> dict[str, Any]:
+    """The hosted stack's spot pool made static: what a static pool may keep of it, its Karpenter with the
+    StaticCapacity gate. The NodePool API refuses the switch in place, so the program replaces the pool."""
+    raw = copy.deepcopy(raw)
+    auto = raw["clusters"][0]["autoNode"]
+    auto["karpenter"]["featureGates"] = ["StaticCapacity"]
+    spot = next(pool for pool in auto["nodePools"] if pool["name"] == "spot")
+    spot.pop("weight", None)
+    spot["limits"] = {}
+    spot["disruption"] = {"driftBudget": spot["disruption"]["driftBudget"]}
+    spot["replicas"] = replicas
+    return raw
+
+
+# --- what the API server stores --------------------------------------------------------------------------
+
+
+def rendered_keys(stack: str) -> set[tuple[str, str, str, str]]:
+    """(apiVersion, kind, namespace, name) of every object ``nodefleet render`` writes for the shipped stack."""
+    raw = stack_fleet(stack)
+    run = run_program(stack, {"nodefleet:fleet": raw, "nodefleet:mcsCaBundle": CA_BUNDLE})
+    render_dir = load_fleet(raw, stack, PROJECT).render_directory
+    return {
+        (m["apiVersion"], m["kind"], m["metadata"].get("namespace", ""), m["metadata"]["name"])
+        for _, _, m, _ in kubernetes_objects(run, render_dir)
+    }
+
+
+def predicted(d: Declared) -> dict[str, Any]:
+    """What nodefleet's model says the API server stores for ``d``: the manifest with the CRD's defaults
+    (crd-schema's defaulting), or the manifest itself for built-in kinds."""
+    manifest = copy.deepcopy(d.manifest)
+    selection = load_index().for_manifest(d.type, manifest)
+    if selection is not None and not selection.patch:
+        _default(manifest, selection.crd.schema)
+    return manifest
+
+
+def missing_from(small: Any, big: Any, path: str = "") -> list[str]:
+    """Paths where ``small`` is not contained in ``big``."""
+    if isinstance(small, dict) and isinstance(big, dict):
+        out = []
+        for key, value in small.items():
+            if key not in big:
+                out.append(f"{path}.{key}: missing")
+            else:
+                out += missing_from(value, big[key], f"{path}.{key}")
+        return out
+    return [] if small == big else [f"{path}: {small!r} != {big!r}"]
+
+
+def differences_from_rendered(d: Declared, live: Mapping[str, Any]) -> list[str]:
+    """Where the live object is not the rendered one plus the CRD's defaults (crd-schema's prediction): the
+    metadata nodefleet declares must be in it, the rest must be equal (status aside); a patch's fields must all
+    be in the live object. Empty when the object is as predicted."""
+    body = comparable(live)
+    if d.patch:
+        return missing_from(d.manifest, body)
+    if not d.manifest["metadata"].get("namespace"):
+        body["metadata"].pop("namespace", None)
+    want = predicted(d)
+    out = missing_from(want["metadata"], body["metadata"], ".metadata")
+    got = {key: value for key, value in body.items() if key not in ("metadata", "status")}
+    expected = {key: value for key, value in want.items() if key != "metadata"}
+    if got != expected:
+        out.append(
+            f"body: {json.dumps(got, sort_keys=True)[:300]} != {json.dumps(expected, sort_keys=True)[:300]}"
+        )
+    return out
 
 
 def describe(obj: Mapping[str, Any]) -> str:

@@ -10,7 +10,6 @@ singleton, written by the MCO's own field manager.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -19,70 +18,33 @@ from typing import Any
 
 import pytest
 
-from mockruntime.rendering import kubernetes_objects
 from mockruntime.run import MockRun, run_program, stack_fleet
 from nodefleet import kinds as k
-from nodefleet.apiserver.schema import _default
-from nodefleet.apiserver.store import load_index
-from nodefleet.render.objects import load_fleet
-from tests.applymode import Declared, Stack, comparable, declared
-from tests.conftest import PROJECT
-from tests.testcluster import INSTALLER, ApiServer, TestClusters
+from tests.applymode import (
+    HOSTED_KARPENTER,
+    HYPERSHIFT,
+    KARPENTER,
+    MCO,
+    MCO_CONTROLLER,
+    Declared,
+    Stack,
+    apply_config,
+    clients,
+    comparable,
+    controller_patch,
+    declared,
+    differences_from_rendered,
+    has_hosted,
+    prepare,
+    rendered_keys,
+    second_hosted_stack,
+    static_spot_pool,
+)
+from tests.testcluster import ApiServer, TestClusters
 
 pytestmark = pytest.mark.apiserver
 
 EXAMPLES = ("dev", "hosted", "karpenter", "rhel10")
-#: The hosted clusters' Karpenter (what the HyperShift operator installs into AutoNode clusters).
-HOSTED_KARPENTER = "hypershift/1.13"
-CA_BUNDLE = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n"
-#: The managers the tests write with when they play a controller.
-MCO = "machine-config-operator"
-MCO_CONTROLLER = "machine-config-controller"
-KARPENTER = "karpenter"
-HYPERSHIFT = "hypershift-operator"
-
-
-def apply_config(
-    stack: str, management: ApiServer, hosted: ApiServer | None, raw: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The stack's config switched to apply mode against the test clusters."""
-    fleet = copy.deepcopy(raw) if raw is not None else stack_fleet(stack)
-    fleet["output"] = {"mode": "apply", "kubeconfig": str(management.kubeconfig)}
-    for cluster in fleet["clusters"]:
-        if cluster.get("kind") == "hosted" and cluster.get("autoNode"):
-            assert hosted is not None
-            cluster["hostedKubeconfig"] = str(hosted.kubeconfig)
-    return {"nodefleet:fleet": fleet, "nodefleet:mcsCaBundle": CA_BUNDLE}
-
-
-def has_hosted(stack: str, raw: dict[str, Any] | None = None) -> bool:
-    fleet = raw if raw is not None else stack_fleet(stack)
-    return any(c.get("kind") == "hosted" and c.get("autoNode") for c in fleet["clusters"])
-
-
-def prepare(server: ApiServer) -> None:
-    """What an OpenShift cluster has before nodefleet runs: the Machine API's namespace, and the MCO's
-    MachineConfiguration singleton with the fields the MCO writes."""
-    client = server.dynamic()
-    namespaces = client.resources.get(api_version="v1", kind="Namespace")
-    client.server_side_apply(
-        namespaces,
-        body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": k.MACHINE_API_NAMESPACE}},
-        field_manager=INSTALLER,
-    )
-    mc = client.resources.get(
-        api_version=k.MACHINE_CONFIGURATION.api_version, kind=k.MACHINE_CONFIGURATION.kind
-    )
-    client.server_side_apply(
-        mc,
-        body={
-            "apiVersion": k.MACHINE_CONFIGURATION.api_version,
-            "kind": k.MACHINE_CONFIGURATION.kind,
-            "metadata": {"name": "cluster"},
-            "spec": {"managementState": "Managed", "logLevel": "Normal", "operatorLogLevel": "Normal"},
-        },
-        field_manager=MCO,
-    )
 
 
 @dataclass
@@ -104,10 +66,6 @@ class Applied:
 
     def live(self, d: Declared) -> dict[str, Any]:
         return self.state._read(d)
-
-
-def clients(*servers: ApiServer | None) -> dict[str, Any]:
-    return {str(s.kubeconfig): s.dynamic() for s in servers if s is not None}
 
 
 @contextmanager
@@ -139,40 +97,8 @@ def applied(request: pytest.FixtureRequest, test_clusters: TestClusters) -> Iter
         yield result
 
 
-def predicted(d: Declared) -> dict[str, Any]:
-    """What nodefleet's model says the API server stores for ``d``: the manifest with the CRD's defaults
-    (crd-schema's defaulting), or the manifest itself for built-in kinds."""
-    manifest = copy.deepcopy(d.manifest)
-    annotations = manifest["metadata"].get("annotations") or {}
-    selection = load_index().for_manifest(d.type, manifest)
-    if selection is not None and not selection.patch:
-        _default(manifest, selection.crd.schema)
-    del annotations
-    return manifest
-
-
-def _subset(small: Any, big: Any, path: str = "") -> list[str]:
-    """Paths where ``small`` is not contained in ``big``."""
-    if isinstance(small, dict) and isinstance(big, dict):
-        out = []
-        for key, value in small.items():
-            if key not in big:
-                out.append(f"{path}.{key}: missing")
-            else:
-                out += _subset(value, big[key], f"{path}.{key}")
-        return out
-    return [] if small == big else [f"{path}: {small!r} != {big!r}"]
-
-
 def test_up_creates_exactly_what_render_lists(applied: Applied) -> None:
-    raw = stack_fleet(applied.stack)
-    render_run = run_program(applied.stack, {"nodefleet:fleet": raw, "nodefleet:mcsCaBundle": CA_BUNDLE})
-    render_dir = load_fleet(raw, applied.stack, PROJECT).render_directory
-    rendered = {
-        (m["apiVersion"], m["kind"], m["metadata"].get("namespace", ""), m["metadata"]["name"])
-        for _, _, m, _ in kubernetes_objects(render_run, render_dir)
-    }
-    assert {d.key for d in applied.objects} == rendered
+    assert {d.key for d in applied.objects} == rendered_keys(applied.stack)
     assert [s.op for s in applied.first] == ["create"] * len(applied.objects)
     for d in applied.objects:
         assert applied.live(d)["metadata"]["name"] == d.manifest["metadata"]["name"]
@@ -182,16 +108,7 @@ def test_live_objects_are_the_rendered_ones_after_defaulting(applied: Applied) -
     """What the API server stores is the rendered object plus the CRD's defaults, exactly as crd-schema's
     defaulting predicts; a patch's fields are all in the live object."""
     for d in applied.objects:
-        live = comparable(applied.live(d))
-        if d.patch:
-            assert _subset(d.manifest, live) == [], d.urn
-            continue
-        live["metadata"].pop("namespace", None) if not d.manifest["metadata"].get("namespace") else None
-        want = predicted(d)
-        for key in ("metadata",):
-            assert _subset(want[key], live[key]) == [], d.urn
-        body = {key: value for key, value in live.items() if key not in ("metadata", "status")}
-        assert body == {key: value for key, value in want.items() if key != "metadata"}, d.urn
+        assert differences_from_rendered(d, applied.live(d)) == [], d.urn
 
 
 def test_second_up_is_a_no_op(applied: Applied) -> None:
@@ -236,19 +153,7 @@ def _by_kind(applied: Applied, kind: str) -> list[Declared]:
 def _controller_patch(
     applied: Applied, d: Declared, patch: dict[str, Any], manager: str, subresource: str = ""
 ) -> dict[str, Any]:
-    """Write ``patch`` (a JSON merge patch) the way a controller does: an Update by its own field manager."""
-    client, api = applied.state._api(d)
-    meta = d.manifest["metadata"]
-    return dict(
-        client.patch(
-            api.subresources[subresource] if subresource else api,
-            body=patch,
-            name=meta["name"],
-            namespace=meta.get("namespace"),
-            content_type="application/merge-patch+json",
-            field_manager=manager,
-        ).to_dict()
-    )
+    return controller_patch(applied.state.clients, d, patch, manager, subresource)
 
 
 def test_a_change_updates_only_the_changed_object(test_clusters: TestClusters) -> None:
@@ -262,6 +167,30 @@ def test_a_change_updates_only_the_changed_object(test_clusters: TestClusters) -
         assert applied.live(machine_set)["spec"]["replicas"] == 5
         # ... and the next `up` is a no-op again.
         assert {s.op for s in applied.up(raw)} == {"same"}
+
+
+def test_a_pool_switching_to_static_is_replaced(test_clusters: TestClusters) -> None:
+    """The NodePool API refuses to switch a pool between dynamic and static in place (CEL
+    ``has(self.replicas) == has(oldSelf.replicas)``), so the program replaces it (``replace_on_changes`` on its
+    provisioning annotation): the provider deletes the pool first, since it keeps its name, and creates it
+    again, as the engine does (tests/engine/test_apply_engine.py). Nothing else changes."""
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["autoNode"]["karpenter"]["featureGates"] = ["StaticCapacity"]
+    with applied_stack(test_clusters, "hosted", "switch", raw) as hosted:
+        spot = next(
+            d
+            for d in hosted.objects
+            if d.manifest["apiVersion"] == k.KARPENTER_NODE_POOL.api_version
+            and d.manifest["metadata"]["name"] == "spot"
+        )
+        was = hosted.live(spot)["metadata"]["uid"]
+        static = static_spot_pool(raw)
+        steps = {s.urn: s.op for s in hosted.up(static)}
+        assert {urn: op for urn, op in steps.items() if op != "same"} == {spot.urn: "replace"}
+        live = hosted.live(spot)
+        assert live["spec"]["replicas"] == 2 and "weight" not in live["spec"]
+        assert live["metadata"]["uid"] != was
+        assert {s.op for s in hosted.up(static)} == {"same"}
 
 
 def test_controller_owned_fields_are_never_taken_back(test_clusters: TestClusters) -> None:
@@ -343,22 +272,11 @@ def test_destroy_relinquishes_the_machine_configuration_and_deletes_what_the_sta
         assert namespaces.get(name=k.MACHINE_API_NAMESPACE).metadata.name == k.MACHINE_API_NAMESPACE
 
 
-def _west(raw: dict[str, Any]) -> dict[str, Any]:
-    """A second stack's hosted cluster in the example's namespace: another name, infraId and NodePool."""
-    raw = copy.deepcopy(raw)
-    cluster = raw["clusters"][0]
-    cluster["name"], cluster["infraId"] = "prod-west", "prod-west-9zz1a"
-    cluster["pullSecret"]["name"], cluster["sshKey"]["name"] = "prod-west-pull-secret", "prod-west-ssh-key"
-    cluster.pop("autoNode")
-    cluster["nodePools"][0]["name"] = "infra-west"
-    return raw
-
-
 def test_two_stacks_share_a_namespace_and_either_can_be_destroyed(test_clusters: TestClusters) -> None:
     """Two stacks declare the `clusters` namespace (a NamespacePatch each): both apply, and destroying either
     leaves the namespace and the other stack's objects; destroying both leaves the namespace too."""
     with applied_stack(test_clusters, "hosted", "shared") as east:
-        west_raw = _west(stack_fleet("hosted"))
+        west_raw = second_hosted_stack(stack_fleet("hosted"))
         run = run_program("hosted", apply_config("hosted", east.management, None, west_raw))
         west_objects = declared(run)
         west = Stack("west", clients(east.management))

@@ -182,6 +182,49 @@ def test_node_pool_budget_and_limits_changes_never_roll() -> None:
     assert spot.paced_by == "2 nodes at a time"
 
 
+def _static(fleet: dict[str, Any], replicas: int) -> dict[str, Any]:
+    """The hosted stack's spot pool made static (what a static pool may keep of it), with the gate it needs."""
+    fleet = copy.deepcopy(fleet)
+    auto = fleet["clusters"][0]["autoNode"]
+    auto["karpenter"]["featureGates"] = ["StaticCapacity"]
+    pool = auto["nodePools"][1]
+    del pool["weight"]
+    pool["limits"] = {}
+    pool["disruption"] = {"driftBudget": pool["disruption"]["driftBudget"]}
+    pool["replicas"] = replicas
+    return fleet
+
+
+def test_a_pool_switching_between_static_and_dynamic_is_replaced_with_its_nodes() -> None:
+    """The NodePool API refuses the switch in place, so the pool is deleted first and created again: all of
+    its nodes go, whatever its budgets; nothing else changes. Either way round, and a static pool's new
+    replica count is an ordinary update."""
+    dynamic = stack_fleet("hosted")
+    dynamic["clusters"][0]["autoNode"]["karpenter"]["featureGates"] = ["StaticCapacity"]
+    static = _static(dynamic, 2)
+    to_static = forecast(_snap("hosted", dynamic), _snap("hosted", static))
+    spot = _by_name(to_static)[("NodePool (Karpenter)", "spot")]
+    assert (spot.verdict, spot.replaces_object) == (REPLACES, True)
+    (reason,) = spot.reasons
+    assert reason.startswith("switches from dynamic to static provisioning (spec.replicas added)")
+    assert reason.endswith("then the static pool launches 2 nodes (static pool: spec.replicas)")
+    assert spot.nodes == "unknown: Karpenter launches on demand (limits: cpu 1000)"  # the old pool's
+    assert spot.paced_by == "nothing: the pool's disruption budgets are deleted with it"
+    assert [i.name for i in to_static.items if i.replaces_object] == ["spot"]
+    assert [i.name for i in to_static.rollouts] == ["spot"]
+    assert spot.as_dict()["replacesObject"] is True
+
+    back = _by_name(forecast(_snap("hosted", static), _snap("hosted", dynamic)))[
+        ("NodePool (Karpenter)", "spot")
+    ]
+    assert (back.verdict, back.replaces_object) == (REPLACES, True)
+    assert back.reasons[0].startswith("switches from static to dynamic provisioning (spec.replicas removed)")
+    assert (back.nodes, back.node_count) == ("2 nodes (static pool: spec.replicas)", 2)
+
+    scaled = _by_name(forecast(_snap("hosted", static), _snap("hosted", _static(dynamic, 3))))
+    assert scaled[("NodePool (Karpenter)", "spot")].replaces_object is False
+
+
 def test_pinned_machine_set_ami_change_applies_only_to_new_machines() -> None:
     fleet = stack_fleet("dev")
     changed = copy.deepcopy(fleet)

@@ -202,6 +202,9 @@ class Item:
     node_count: int | None
     #: What rate-limits the replacement (a Drifted budget, maxSurge/maxUnavailable, nothing).
     paced_by: str
+    #: The object itself is deleted and created again, not updated: its API refuses the change in place
+    #: (a Karpenter NodePool switching between static and dynamic), so Pulumi replaces it, deleting it first.
+    replaces_object: bool = False
 
     @property
     def rolls(self) -> bool:
@@ -220,6 +223,7 @@ class Item:
             "nodes": self.nodes,
             "nodeCount": self.node_count,
             "pacedBy": self.paced_by,
+            "replacesObject": self.replaces_object,
         }
 
 
@@ -834,7 +838,46 @@ def _quiet_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple
     return (f"changes outside what drifts nodes: {_paths_text(paths)}",)
 
 
+def _provisioning_switch(before: Obj, after: Obj) -> str | None:
+    """Why a NodePool switching between static (``spec.replicas``) and dynamic provisioning is replaced; None
+    when it does not switch."""
+    was, becomes = "replicas" in before.spec, "replicas" in after.spec
+    if was == becomes:
+        return None
+    switch = (
+        "switches from dynamic to static provisioning (spec.replicas added)"
+        if becomes
+        else "switches from static to dynamic provisioning (spec.replicas removed)"
+    )
+    then = (
+        f"then the static pool launches {_pool_nodes(after.manifest)[0]}"
+        if becomes
+        else "then the dynamic pool launches nodes only for pending pods"
+    )
+    return (
+        f"{switch}: the NodePool API refuses that in place (has(self.replicas) == has(oldSelf.replicas)), so the "
+        "pool is deleted and created again (Pulumi replaces it, deleting it first) and Karpenter drains and "
+        f"terminates every node of it; {then}"
+    )
+
+
 def _karpenter_pool_item(before: Obj, after: Obj, new: Snapshot) -> Item:
+    name = str(after.meta.get("name"))
+    switch = _provisioning_switch(before, after)
+    if switch:
+        # The old pool's nodes go, whatever its budgets said: they are deleted with it.
+        nodes, count = _pool_nodes(before.manifest)
+        return Item(
+            after.cluster,
+            "NodePool (Karpenter)",
+            name,
+            REPLACES,
+            (switch,),
+            nodes,
+            count,
+            "nothing: the pool's disruption budgets are deleted with it",
+            replaces_object=True,
+        )
     nodes, count = _pool_nodes(after.manifest)
     pace = ", ".join(_drift_budgets(after.manifest, count, _pool_bound(after.manifest)))
     try:
@@ -862,7 +905,6 @@ def _karpenter_pool_item(before: Obj, after: Obj, new: Snapshot) -> Item:
         reasons.append(
             "requirements narrowed: nodes that no longer match are drifted (only those; counted as a rollout)"
         )
-    name = str(after.meta.get("name"))
     if reasons_raw:
         return Item(after.cluster, "NodePool (Karpenter)", name, REPLACES, tuple(reasons), nodes, count, pace)
     quiet = _quiet_changes(before.manifest, after.manifest)

@@ -238,3 +238,35 @@ def test_config() -> None:
     )
     assert v.level == "advisory"
     assert run_stack_policy(skew_record, _stack("dev", edit_sets=_pin_416), config={"all": "disabled"}) == []
+
+
+def test_an_ami_left_to_the_mco_is_judged_by_what_the_stack_declares() -> None:
+    """On the engine a stack policy gets each object's final outputs, the live object. Once the MCO's boot
+    image controller has rewritten the AMI the stack leaves to it (``ignore_changes``), that AMI, from the
+    cluster's own boot images, may be in no catalog of the project: the record is judged by the boot image the
+    MachineSet declares (its catalog's, for its region, architecture and stream), as ``render`` computed it.
+    The same AMI on a MachineSet that sets its AMI itself cannot be placed."""
+    sets, _, mc = _manifests("dev")
+    parent = component(CLUSTER, "dev")
+
+    def resources(ignored: list[str]) -> list[PolicyResource]:
+        out = [parent, stack_resource(k.MACHINE_CONFIGURATION.patch_token, mc, name="mc", parent=parent)]
+        for ms in sets:
+            managed = ms["metadata"]["annotations"][k.ANNOTATION_OWNER] == "mco"
+            out.append(
+                stack_resource(
+                    k.MACHINE_SET.token, ms, parent=parent, ignore_changes=ignored if managed else []
+                )
+            )
+        return out
+
+    for ms in sets:
+        if ms["metadata"]["annotations"][k.ANNOTATION_OWNER] == "mco":
+            ms["spec"]["template"]["spec"]["providerSpec"]["value"]["ami"] = {"id": "ami-0c0ffee00c0ffee00"}
+    assert _messages(resources([k.AMI_PATH])) == []
+    (msg,) = _messages(resources([]))
+    assert "ami-0c0ffee00c0ffee00" in msg and "cannot be established" in msg
+    # The record still has to match: a wrong one is found through the declared boot images too.
+    _manual(mc)["rhcosVersion"] = "9.6.20250101-0"
+    (msg,) = _messages(resources([k.AMI_PATH]))
+    assert "the oldest boot image its MachineSets declare is" in msg
