@@ -551,12 +551,6 @@ def _write_reports(out_dir: Path, names: list[str], outputs: dict[str, str]) -> 
         for s in data["stacks"]:
             f = s.get("forecast")
             if f:
-                items = tuple(
-                    Item(
-                        i["cluster"], i["kind"], i["name"], i["verdict"], tuple(i["reasons"]), i["nodes"],
-                        i["nodeCount"], i["pacedBy"],
-                    )
-                    for i in f["items"]
-                )  # fmt: skip
+                items = tuple(Item.from_dict(i) for i in f["items"])
                 s["forecast"] = Forecast(f["before"], f["after"], items, tuple(f["notes"]))
         (out_dir / f"{name}.md").write_text(markdown(data), encoding="utf-8")

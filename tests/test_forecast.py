@@ -427,3 +427,10 @@ def test_managed_machine_set_ami_change_is_no_rollout_against_a_gitops_checkout(
     ]
     assert item.verdict == NO_ROLLOUT and not item.rolls
     assert "Argo CD and Flux" in item.reasons[0]
+
+
+def test_an_item_read_back_from_json_is_the_item() -> None:
+    from nodefleet.drift.forecast import REPLACES, Item
+
+    item = Item("edge", "NodePool (Karpenter)", "spot", REPLACES, ("static",), "3 nodes", 3, "nothing", True)
+    assert Item.from_dict(item.as_dict()) == item

@@ -226,6 +226,21 @@ class Item:
             "replacesObject": self.replaces_object,
         }
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Item:
+        """The item :meth:`as_dict` wrote (``fleet`` reads each stack's ``forecast --json`` back)."""
+        return cls(
+            d["cluster"],
+            d["kind"],
+            d["name"],
+            d["verdict"],
+            tuple(d["reasons"]),
+            d["nodes"],
+            d["nodeCount"],
+            d["pacedBy"],
+            bool(d.get("replacesObject", False)),
+        )
+
 
 @dataclass(frozen=True)
 class Forecast:
