@@ -344,9 +344,19 @@ def engine_timings(sizes: list[int]) -> list[PreviewTiming]:
     return rows
 
 
+def _clusters(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of clusters (a whole number from 1), e.g. 10"
+        )
+    return int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 100])
+    parser.add_argument(
+        "--sizes", type=_clusters, nargs="+", default=[1, 10, 100], metavar="N", help="clusters per fleet"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     counts = provider_counts(args.sizes)

@@ -4,10 +4,14 @@ records the Kubernetes provider processes a preview starts."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from bench.engine import PROVIDER_EXE, ProcessSampler, process_role, provider_counts
+from tests.conftest import PROJECT
 
 
 def test_provider_counts_grow_one_per_standalone_cluster() -> None:
@@ -68,3 +72,16 @@ def test_the_tree_memory_is_the_summed_pss_of_processes_alive_together(tmp_path:
     finally:
         cli.kill()
         cli.wait()
+
+
+@pytest.mark.parametrize("size", ["0", "-3", "ten"])
+def test_a_fleet_size_that_is_not_a_number_of_clusters_is_refused_before_anything_runs(size: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.engine", "--sizes", "1", size],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and f"'{size}' is not a number of clusters" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
