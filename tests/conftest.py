@@ -223,8 +223,27 @@ def test_clusters() -> Iterator[TestClusters]:
         clusters.close()
 
 
+def _real_parts_line(terminalreporter: Any, config: pytest.Config) -> None:
+    """One line with how many tests of each tier ran on the real part, so a run's log shows it, not only
+    what did not run."""
+    tiers = (
+        (_ENGINE_REPORT, "on the Pulumi engine"),
+        (_APISERVER_REPORT, "against kube-apiserver and etcd"),
+        (_GOREF_REPORT, "against upstream Go code"),
+    )
+    parts = []
+    for key, where in tiers:
+        report = config.stash.get(key, None)
+        if report and report["total"]:
+            ran = report["total"] - len(report["not_run"])
+            parts.append(f"{ran} of {report['total']} tests {where}")
+    if parts:
+        terminalreporter.write_sep("=", "real parts: " + "; ".join(parts))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    _real_parts_line(terminalreporter, config)
     _engine_banner(terminalreporter, config)
     _deselected_banner(
         terminalreporter,
