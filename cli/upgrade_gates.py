@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.exits import InputError
-from cli.upgrade import HOSTED_CLUSTER_FAILURES, NODE_POOL_FAILURES, conditions_of, operator_failures
+from cli.upgrade import (
+    HOSTED_CLUSTER_FAILURES,
+    NODE_POOL_FAILURES,
+    completed_version,
+    conditions_of,
+    operator_failures,
+    read_hypershift_object,
+)
 
 if TYPE_CHECKING:
     from nodefleet.stackfile.hosted import HostedCluster
@@ -82,8 +89,6 @@ def _hosted_clusters(stacks: WaveStacks) -> Iterable[tuple[str, HostedCluster, s
 
 
 def _read(kubeconfig: str | None, kind: str, namespace: str, name: str) -> tuple[dict[str, Any] | None, str]:
-    from cli.upgrade import read_hypershift_object
-
     try:
         return read_hypershift_object(kubeconfig, kind, namespace, name), ""
     except InputError as exc:
@@ -92,8 +97,6 @@ def _read(kubeconfig: str | None, kind: str, namespace: str, name: str) -> tuple
 
 def control_planes(stacks: WaveStacks, release: str) -> list[Reading]:
     """Each HostedCluster of ``stacks`` (stack → (its validated fleet, the clusters of the wave)) as read."""
-    from cli.upgrade import completed_version
-
     out = []
     for stack, cluster, kubeconfig in _hosted_clusters(stacks):
         what = _where("HostedCluster", cluster.namespace, cluster.name, cluster.management_cluster.name)

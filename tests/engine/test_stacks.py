@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pulumi
 import pytest
 
+from cli.engine import engine_parts
 from engine.events import changes, diagnostics, findings, program_errors, step_ops, step_urns
 from engine.project import ScratchProject, copy_tree_bytes, scratch_project, stack_name
 from mockruntime.render_tree import RECORD_PREFIX
@@ -31,14 +31,10 @@ STACK_FILES = shipped_stack_files(PROJECT) + sorted((PROJECT / "tests" / "stacks
 
 
 def _needs(stack_file: Path) -> tuple[str, ...]:
-    """The engine parts a stack needs: the AWS provider too when it declares AWS resources. They cannot be
-    left out with ``--exclude``: the engine loads the default AWS provider's plugin even when that provider
-    is excluded too (docs/engine.md, "The AWS provider")."""
-    try:
-        run = run_program(stack_name(stack_file), read_stack_config(stack_file))
-    except pulumi.RunError:
-        return PROGRAM  # invalid configuration: the program stops before any provider is needed
-    return PROGRAM + (("aws",) if any(r.type.startswith("aws:") for r in run.registrations) else ())
+    """The engine parts a stack needs, as ``preview`` and ``up`` ask for them: the AWS provider too when it
+    declares AWS resources. They cannot be left out with ``--exclude``: the engine loads the default AWS
+    provider's plugin even when that provider is excluded too (docs/engine.md, "The AWS provider")."""
+    return engine_parts(stack_name(stack_file), read_stack_config(stack_file))
 
 
 def _check(stack_file: Path) -> tuple[int, set[tuple[str, str, str]], str]:
