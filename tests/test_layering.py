@@ -158,7 +158,7 @@ LAYERS = (
     ("nodefleet.bootimages", "nodefleet.apiserver"),
     ("nodefleet.stackfile",),
     ("nodefleet.render",),
-    ("nodefleet.drift",),
+    ("nodefleet.drift", "nodefleet.fleet"),
 )
 
 
