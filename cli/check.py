@@ -90,14 +90,20 @@ def _refuse_tree_collisions(stack: LoadedStack) -> None:
 
 
 def _secrets_to_create(stack: LoadedStack) -> list[str]:
-    """In render mode, the Secrets the HostedClusters reference that nodefleet never writes, per management
-    cluster: they must exist there before HyperShift can create the clusters."""
-    from nodefleet.render.wiring import secrets_render_mode_needs
+    """The Secrets the HostedClusters reference that nodefleet does not write (all of them in render mode, those
+    without fromConfig in apply mode), per management cluster: they must exist there before HyperShift can
+    create the clusters."""
+    from nodefleet.render.wiring import secrets_not_written
 
+    why = (
+        "render mode writes no Secret"
+        if stack.fleet.config.output.mode == "render"
+        else "nodefleet writes only Secrets with fromConfig"
+    )
     return [
-        f"render mode writes no Secret: on management cluster '{mc}' these must exist before HyperShift creates "
-        f"the clusters: {', '.join(entries)} (docs/gitops.md, 'Credentials the wiring needs')"
-        for mc, entries in secrets_render_mode_needs(stack.fleet).items()
+        f"{why}: on management cluster '{mc}' these must exist before HyperShift creates the clusters: "
+        f"{', '.join(entries)} (docs/gitops.md, 'Credentials the wiring needs')"
+        for mc, entries in secrets_not_written(stack.fleet).items()
     ]
 
 

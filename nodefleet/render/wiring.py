@@ -61,7 +61,7 @@ __all__ = [
     "folders",
     "label_value",
     "rolling_steps",
-    "secrets_render_mode_needs",
+    "secrets_not_written",
     "secrets_script",
 ]
 
@@ -428,13 +428,13 @@ def flux_kustomizations(
     return docs
 
 
-def secrets_render_mode_needs(fleet: Fleet) -> dict[str, list[str]]:
-    """Per management cluster, the Secrets the HostedClusters of a render-mode ``fleet`` reference and render
-    mode never writes (their values would be in Git): ``<namespace>/<name> (<field> of <cluster>)``. They must
-    exist before HyperShift can create the clusters (docs/gitops.md, "Credentials the wiring needs")."""
+def secrets_not_written(fleet: Fleet) -> dict[str, list[str]]:
+    """Per management cluster, the Secrets the HostedClusters of ``fleet`` reference and nodefleet does not write:
+    every one in render mode (their values would be in Git), those without ``fromConfig`` in apply mode, as
+    ``<namespace>/<name> (<field> of <cluster>)``. They must exist before HyperShift can create the clusters
+    (docs/gitops.md, "Credentials the wiring needs")."""
     out: dict[str, list[str]] = {}
-    if fleet.config.output.mode != "render":
-        return out
+    render = fleet.config.output.mode == "render"
     for resolved in fleet.clusters:
         if isinstance(resolved, ResolvedCluster):
             continue
@@ -443,6 +443,8 @@ def secrets_render_mode_needs(fleet: Fleet) -> dict[str, list[str]]:
         if hc.ssh_key is not None:
             fields[id(hc.ssh_key)] = "sshKey"
         for ref, _ in hc.secret_refs():
+            if ref.from_config and not render:
+                continue  # apply mode writes it from the stack secret
             field = fields.get(id(ref), "secretEncryption.aescbc")
             entry = f"{hc.namespace}/{ref.name} ({field} of {hc.name})"
             out.setdefault(hc.management_cluster, [])

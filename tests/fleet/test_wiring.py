@@ -304,3 +304,26 @@ def test_the_secrets_script_creates_every_secret_the_wiring_reads(tmp_path: Path
         missing.returncode != 0
         and "NODEFLEET_KUBECONFIG_MGMT_USE2_B: set it to the kubeconfig of mgmt-use2-b" in missing.stderr
     )
+
+
+def test_check_names_the_secrets_nodefleet_does_not_write_in_either_mode() -> None:
+    from nodefleet.render.objects import load_fleet
+    from nodefleet.render.wiring import secrets_not_written
+    from tests.conftest import PROJECT, stack_fleet
+
+    raw = stack_fleet("hosted")
+    assert secrets_not_written(load_fleet(raw, "hosted", PROJECT)) == {
+        "management": [
+            "clusters/prod-east-pull-secret (pullSecret of prod-east)",
+            "clusters/prod-east-ssh-key (sshKey of prod-east)",
+        ]
+    }
+    raw["output"] = {"mode": "apply"}
+    raw["clusters"][0].update(
+        hostedKubeconfig="/etc/hosted", pullSecret={"name": "pull", "fromConfig": "pullSecret"}
+    )
+    assert secrets_not_written(load_fleet(raw, "hosted", PROJECT)) == {
+        "management": [
+            "clusters/prod-east-ssh-key (sshKey of prod-east)"
+        ]  # the pull secret is written from the stack secret
+    }
