@@ -17,7 +17,14 @@ from components.karpenter import (
 )
 from components.kubernetes import cluster_provider
 from components.standalone import StandaloneCluster, StandaloneClusterArgs
-from nodefleet.fleet.registry import Registry, RegistryError, load_fleet_in, load_registry, registry_path
+from nodefleet.fleet.registry import (
+    STACKS_DIR_ENV,
+    Registry,
+    RegistryError,
+    load_fleet_in,
+    load_registry,
+    registry_path,
+)
 from nodefleet.render.objects import fleet_plan
 from nodefleet.render_layout import render_targets
 from nodefleet.stackfile.model import STACK_FILE_ENV, ConfigError, Fleet, ResolvedCluster, stack_file
@@ -29,9 +36,11 @@ StackSecrets = dict[str, pulumi.Output[str]]
 
 def stack_registry(project_dir: Path) -> Registry:
     """The fleet's registry of management clusters, beside this stack's file: ``stacks/`` (Pulumi's
-    ``stackConfigDir``), or the folder of the file named in ``NODEFLEET_STACK_FILE`` (``--config-file``)."""
+    ``stackConfigDir``), or the folder ``NODEFLEET_STACKS_DIR`` names, else that of the file named in
+    ``NODEFLEET_STACK_FILE`` (``--config-file``)."""
     named = os.environ.get(STACK_FILE_ENV)
-    stacks_dir = Path(named).parent if named else project_dir / "stacks"
+    folder = os.environ.get(STACKS_DIR_ENV)
+    stacks_dir = Path(folder) if folder else Path(named).parent if named else project_dir / "stacks"
     path = registry_path(stacks_dir)
     try:
         shown = path.resolve().relative_to(project_dir.resolve()).as_posix()

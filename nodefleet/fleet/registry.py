@@ -50,6 +50,7 @@ __all__ = [
     "DEFAULT_KUBERNETES_VERSION",
     "DEFAULT_MANAGEMENT_CLUSTER",
     "REGISTRY_FILE",
+    "STACKS_DIR_ENV",
     "FluxKubeConfig",
     "GitOpsSettings",
     "HyperShiftSettings",
@@ -70,6 +71,10 @@ __all__ = [
 #: The Kubernetes minor of a management cluster's API server when the registry does not say: OpenShift 4.22's,
 #: the version nodefleet's CRD validation follows (k8s.io/apiextensions-apiserver 1.35).
 DEFAULT_KUBERNETES_VERSION = "1.35"
+#: Set by whoever runs the program on a stack file outside ``stacks/`` (``preview --config-file``): the folder of that
+#: file, absolute, where the program finds the registry (the stack file's own name may be relative to another
+#: directory than the one the engine runs the program in).
+STACKS_DIR_ENV = "NODEFLEET_STACKS_DIR"
 #: The key of a Flux kubeconfig Secret when the registry does not say: what Flux reads when ``key`` is unset.
 DEFAULT_FLUX_KEY = "value"
 
