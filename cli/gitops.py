@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from cli.exits import EXIT_OK, InputError
 
 HEADER = (
@@ -194,8 +196,6 @@ def _file_names(name: str) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import yaml
-
     from cli.fleet import discover
     from cli.render import out_folder
     from cli.stacks import registry_of
@@ -302,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
     header = HEADER + "# Folders and where they go:\n" + table
     for rel, docs in documents.items():
         head = HEADER + _CM_NOTE if rel == files["argocd-cm"] else header
-        text = head + "---\n".join(yaml.safe_dump(d, sort_keys=False, width=4096) for d in docs)
+        text = head + "---\n".join(yaml.dump(d, Dumper=_Dumper, sort_keys=False, width=4096) for d in docs)
         if out is None:
             print(f"# --- {rel}\n{text}", end="")
             continue
@@ -328,6 +328,16 @@ def run(args: argparse.Namespace) -> int:
     )
     return EXIT_OK
 
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (the Lua health checks, the templatePatch) as literal blocks, readable in review."""
+
+
+def _literal(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_Dumper.add_representer(str, _literal)
 
 _CM_NOTE = (
     "# Argo CD health checks of the kinds whose health gates a wave (docs/gitops.md, 'What healthy means'):\n"
