@@ -24,6 +24,7 @@ from typing import Any
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+from google.protobuf import empty_pb2, field_mask_pb2  # type: ignore[import-untyped]
 
 from nodefleet.apiserver import cel_library as library
 
@@ -35,6 +36,7 @@ __all__ = [
     "RuleOutcome",
     "compile_rule",
     "evaluate",
+    "holds_invalid",
     "invalid_data",
     "references_old_self",
 ]
@@ -164,6 +166,11 @@ def invalid_data(message: str) -> dict[str, str]:
     return {_INVALID: message}
 
 
+def holds_invalid(value: Any) -> bool:
+    """Whether ``value`` holds a value CEL cannot read (:func:`invalid_data`) anywhere."""
+    return _invalid_in(value) is not None
+
+
 def _invalid_in(value: Any) -> str | None:
     """The conversion error of the first unconvertible value inside ``value``, if any."""
     if isinstance(value, Mapping):
@@ -204,12 +211,75 @@ def _default_message(rule: CompiledRule) -> str:
     return _go_trim(rule.message) if rule.message else f"failed rule: {_go_trim(rule.rule)}"
 
 
-def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> RuleOutcome:
+def _substituted(value: Any, stand_in: Any, drop: bool) -> Any:
+    """``value`` with each unconvertible value replaced by ``stand_in`` (a message no operator but ``==``
+    accepts), or, with ``drop``, removed where it is an object's field (so selecting it fails, as it does in
+    cel-go, while a list keeps its item's place)."""
+    if isinstance(value, Mapping):
+        if _INVALID in value and len(value) == 1:
+            return stand_in
+        out = {}
+        for k, v in value.items():
+            if drop and isinstance(v, Mapping) and _INVALID in v and len(v) == 1:
+                continue
+            out[k] = _substituted(v, stand_in, drop)
+        return out
+    if isinstance(value, list):
+        return [_substituted(v, stand_in, drop) for v in value]
+    return value
+
+
+#: Stand-ins for a value the API server cannot convert: two message types no rule operates on, so every
+#: operator but ``==``/``!=``/``in`` and ``has()`` fails on them, and the two compare unequal.
+_STAND_INS = (empty_pb2.Empty(), field_mask_pb2.FieldMask())
+
+
+def _outcome_reading_invalid(
+    rule: CompiledRule, self_value: Any, old_value: Any, has_old: bool, error: str
+) -> RuleOutcome:
+    """The outcome of a rule whose ``self`` or ``oldSelf`` holds a value the API server cannot convert to its
+    schema's type (a string in an integer field kept by ratcheting, say).
+
+    cel-go converts a field when the rule selects it, so the rule fails with the conversion error wherever it
+    reads that value (an ancestor's rule too), and only ``has()`` and what short-circuits past it do not read
+    it. cel-expr-python converts the whole value up front, so the rule is evaluated three ways: with the value
+    removed from its object (selecting it fails), with a stand-in no operator accepts, and with distinct
+    stand-ins on the two sides of a comparison; it read the value when any of them fails or the last two
+    differ, and then fails as the API server's does."""
+    variants: list[bool | None] = []
+    for stand_self, stand_old, drop in ((0, 0, True), (0, 0, False), (1, 0, False)):
+        data = {
+            "self": _substituted(self_value, _STAND_INS[stand_self], drop),
+            "oldSelf": _substituted(old_value, _STAND_INS[stand_old], drop) if has_old else None,
+            "__nf_has_old": has_old,
+        }
+        data["__nf_old"] = data["oldSelf"]
+        assert rule.program is not None
+        try:
+            result = rule.program.eval(data=data)
+        except Exception:
+            variants.append(None)
+            continue
+        kind = result.type().name()
+        variants.append(bool(result.value()) if kind == "BOOL" else None)
+    if None in variants or variants[1] != variants[2]:
+        return RuleOutcome(False, message=f"{error} evaluating rule: {_named(rule)}", error=error)
+    if variants[1]:
+        return RuleOutcome(True)
+    data = {"self": self_value, "oldSelf": old_value if has_old else None, "__nf_has_old": has_old}
+    data["__nf_old"] = data["oldSelf"]
+    return RuleOutcome(False, message=_message(rule, data))
+
+
+def evaluate(
+    rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT, *, holds_invalid: bool = False
+) -> RuleOutcome:
     """Evaluate ``rule`` with ``self`` (and ``oldSelf`` when given) the way the API server does.
 
     False gives the rule's message (``messageExpression`` first, as Kubernetes does, falling back to
     ``message``, then to ``failed rule: <rule>``); a runtime error is a rejection with the error, as the API
-    server reports it; an error caused by this environment is "cannot evaluate".
+    server reports it; an error caused by this environment is "cannot evaluate". ``holds_invalid``: ``self`` or
+    ``oldSelf`` holds a value the API server cannot convert (:func:`invalid_data`) below its top.
     """
     if rule.program is None:
         return RuleOutcome(None, detail=f"does not compile here: {rule.error}")
@@ -218,6 +288,9 @@ def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> R
         # cel-go binds self to the conversion error: the rule evaluates to it.
         error = str(self_value[_INVALID])
         return RuleOutcome(False, message=f"{error} evaluating rule: {_named(rule)}", error=error)
+    invalid = None
+    if holds_invalid:
+        invalid = _invalid_in(self_value) or (_invalid_in(old_value) if has_old else None)
     data = {
         "self": self_value,
         "oldSelf": old_value if has_old else None,
@@ -229,14 +302,14 @@ def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> R
     except Exception as e:
         return RuleOutcome(None, detail=f"evaluation failed here: {' '.join(str(e).split())}")
     kind = result.type().name()
+    error = " ".join(str(result.value()).split()) if kind == "ERROR" else ""
+    if invalid is not None and not _go_error(error).startswith("no such overload"):
+        # (A list function given such items refuses them as cel-go's dispatch does: worded below.)
+        return _outcome_reading_invalid(rule, self_value, old_value, has_old, invalid)
     if kind == "ERROR":
-        error = " ".join(str(result.value()).split())
-        invalid = _invalid_in(self_value) or (_invalid_in(old_value) if has_old else None)
-        if _go_error(error).startswith("no such overload"):
-            pass  # a library function refused its arguments: worded as such below
-        elif invalid is not None:
-            error = invalid  # the rule read a value the API server could not convert: that error is cel-go's
-        elif any(marker in error for marker in _GAP_ERRORS):
+        if any(marker in error for marker in _GAP_ERRORS) and not _go_error(error).startswith(
+            "no such overload"
+        ):
             return RuleOutcome(None, detail=f"needs what this environment lacks: {error}")
         # As the API server words it (apiextensions-apiserver, cel/validation.go): cel-go's error text, then
         # the rule's message, or the rule when it has none (ruleErrorString).

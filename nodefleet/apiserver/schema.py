@@ -297,6 +297,8 @@ _GO_TYPES = {bool: "bool", int: "int64", float: "float64", str: "string"}
 
 def _conversion_error(value: Any, schema: Mapping[str, Any]) -> str:
     """What the CEL validator's ``UnstructuredToVal`` says of a value its schema's type does not allow."""
+    if value is None:
+        return "invalid data, got null for schema with nullable=false"
     if schema.get("x-kubernetes-int-or-string"):
         return "invalid data, expected XIntOrString value to be either a string or integer"
     kind = schema.get("type")
@@ -511,6 +513,8 @@ class _Site:
     ratchet: bool = False
     #: The value itself (a scalar's message shows it).
     value: Any = None
+    #: The view holds, below its top, a value the API server cannot convert to its schema's type.
+    holds_invalid: bool = False
 
 
 class _Walk:
@@ -521,6 +525,8 @@ class _Walk:
         self.type_errors = False
         #: Paths of values unknown during preview, and the rules (path, rule) they kept from being evaluated.
         self.unknown_paths: list[str] = []
+        #: How many values the API server's CEL validator could not convert were met (kept by ratcheting).
+        self.invalid = 0
         self.unknown_rules: list[tuple[str, str]] = []
         #: Whether the node being checked is ratcheted: on an update, the nearest node that correlates with
         #: the previous object (object fields, map values, items of ``list-type: map`` by key) is unchanged.
@@ -576,7 +582,7 @@ class _Walk:
             self.fail(path, _type_message(None, schema, path), blocks=True)
             if "enum" in schema and None not in schema["enum"]:
                 self._enum(None, schema, path)
-            return None, False
+            return self._invalid(value, schema, old, spath, cpath), False
         if not _type_ok(value, schema):
             self.fail(path, _type_message(value, schema, path), blocks=True)
             if "enum" in schema and value not in schema["enum"]:
@@ -584,13 +590,7 @@ class _Walk:
             if isinstance(value, int | float) and not isinstance(value, bool):
                 # ...and picks its value validators by the value's kind: 1.5 for an integer meets the bounds.
                 self._number(value, schema, path)
-            # The CEL validator cannot convert the value to the schema's type: a rule that reads it fails at
-            # run time (it runs when the type error was ratcheted), and runtime errors are never ratcheted.
-            invalid = crd_cel.invalid_data(_conversion_error(value, schema))
-            rules = schema.get("x-kubernetes-validations")
-            if rules:
-                self.sites.append(_Site(cpath, rules, schema, invalid, False, old, spath, self.anchor, value))
-            return invalid, False
+            return self._invalid(value, schema, old, spath, cpath), False
         if (
             isinstance(value, float)
             and value.is_integer()
@@ -602,6 +602,7 @@ class _Walk:
         self._values(value, schema, path)
         view: Any
         unknown = False
+        invalid_before = self.invalid
         if isinstance(value, dict):
             view, unknown = self._object(value, schema, path, old, spath, cpath)
         elif isinstance(value, list | tuple):
@@ -612,8 +613,32 @@ class _Walk:
             view = value
         rules = schema.get("x-kubernetes-validations")
         if rules:
-            self.sites.append(_Site(cpath, rules, schema, view, unknown, old, spath, self.anchor, value))
+            self.sites.append(
+                _Site(
+                    cpath,
+                    rules,
+                    schema,
+                    view,
+                    unknown,
+                    old,
+                    spath,
+                    self.anchor,
+                    value,
+                    self.invalid > invalid_before,
+                )
+            )
         return view, unknown
+
+    def _invalid(self, value: Any, schema: Mapping[str, Any], old: Any, spath: str, cpath: str) -> Any:
+        """The CEL view of a value of the wrong type: the CEL validator cannot convert it to the schema's type,
+        so a rule that reads it, here or at any ancestor, fails at run time (rules run when the type error was
+        ratcheted), and runtime errors are never ratcheted."""
+        self.invalid += 1
+        invalid = crd_cel.invalid_data(_conversion_error(value, schema))
+        rules = schema.get("x-kubernetes-validations")
+        if rules:
+            self.sites.append(_Site(cpath, rules, schema, invalid, False, old, spath, self.anchor, value))
+        return invalid
 
     # --- value validations ---------------------------------------------------------------------------------
 
@@ -712,21 +737,30 @@ class _Walk:
             )
         view: dict[str, Any] = {}
         unknown = False
+        if embedded:
+            self._embedded(value, path)
         for key, item in value.items():
             old_item = old_map.get(key, _ABSENT) if old_map is not None else _ABSENT
-            if key in props:
+            if embedded and key in ("apiVersion", "kind", "metadata"):
+                # An embedded resource's type and ObjectMeta, as CEL sees them whatever the schema declares
+                # (WithTypeAndObjectMeta): of metadata, only name and generateName.
+                if key == "metadata" and isinstance(item, dict):
+                    item = {k: item[k] for k in ("name", "generateName") if isinstance(item.get(k), str)}
+                view[key], child_unknown = item, _holds_unknown(item)
+            elif key in props:
                 child_view, child_unknown = self.walk(
                     item, props[key], _child(path, key), old_item, f"{spath}.{key}", _child(cpath, key)
                 )
                 name = escape_property(key)
-                if name is not None:
+                if name is not None and item is not None:
+                    # (A null field of an object with properties is absent to CEL: has() is false.)
                     view[name] = child_view
             elif isinstance(addl, dict):
                 child_view, child_unknown = self.walk(
                     item, addl, _child(path, key), old_item, f"{spath}{{}}", f"{cpath}[{key}]"
                 )
                 view[key] = child_view
-            elif addl is True or preserve or (embedded and key in ("apiVersion", "kind", "metadata")):
+            elif addl is True or preserve:
                 view[key], child_unknown = item, _holds_unknown(item)
             else:
                 self.fail(
@@ -737,6 +771,29 @@ class _Walk:
                 continue
             unknown = unknown or child_unknown
         return view, unknown
+
+    def _embedded(self, value: Mapping[str, Any], path: str) -> None:
+        """An embedded resource's type meta and ObjectMeta (apiextensions ``objectmeta.validateEmbeddedResource``)."""
+        for key in ("apiVersion", "kind"):
+            if key not in value:
+                self.fail(_child(path, key), "Required value", blocks=True)
+        for key, item in value.items():
+            where = _child(path, key)
+            if key in ("apiVersion", "kind") and item is not UNKNOWN:
+                if not isinstance(item, str):
+                    self.fail(where, f"Invalid value: {_shown(item)}: must be a string")
+                elif not item:
+                    self.fail(where, 'Invalid value: "": must not be empty')
+                elif key == "apiVersion" and item.count("/") > 1:
+                    self.fail(where, f"Invalid value: {_shown(item)}: unexpected GroupVersion string: {item}")
+                elif key == "kind" and (errs := crd_formats.dns1035_label_errors(item.lower())):
+                    self.fail(
+                        where,
+                        f"Invalid value: {_shown(item)}: may have mixed case, but should otherwise match: "
+                        + ",".join(errs),
+                    )
+            elif key == "metadata" and isinstance(item, dict):
+                _object_meta(item, where, self)
 
     # --- arrays --------------------------------------------------------------------------------------------
 
@@ -830,6 +887,8 @@ def _unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: str, roo
         addl = schema.get("additionalProperties")
         for key, item in value.items():
             if embedded and key in ("apiVersion", "kind", "metadata"):
+                if key == "metadata" and not root and isinstance(item, dict):
+                    found += [f"{_child(path, 'metadata')}.{k}" for k in item if k not in _OBJECT_META]
                 continue
             if key in props:
                 found += _unknown_fields(item, props[key], _child(path, key))
@@ -852,6 +911,8 @@ def _unknown_below_preserved(value: Any, schema: Mapping[str, Any], path: str) -
         addl = schema.get("additionalProperties")
         for key, item in value.items():
             if embedded and key in ("apiVersion", "kind", "metadata"):
+                if key == "metadata" and isinstance(item, dict):
+                    found += [f"{_child(path, 'metadata')}.{k}" for k in item if k not in _OBJECT_META]
                 continue
             if key in props:
                 found += _unknown_fields(item, props[key], _child(path, key))
@@ -1064,6 +1125,58 @@ def _path_segment_errors(name: str, prefix: bool) -> list[str]:
     return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
+def _meta_maps(meta: Mapping[str, Any], prefix: str, walk: _Walk) -> None:
+    """ObjectMeta's labels, annotations (their size too) and finalizers, at ``prefix``."""
+    for field, check_values in (("labels", True), ("annotations", False)):
+        entries = meta.get(field)
+        if entries is UNKNOWN or entries is None:
+            continue
+        if not isinstance(entries, dict):
+            walk.fail(f"{prefix}.{field}", f"Invalid value: {_shown(entries)}: must be a map of strings")
+            continue
+        for key, item in entries.items():
+            key_text = str(key) if field == "labels" else str(key).lower()
+            for err in crd_formats.qualified_name_errors(key_text):
+                walk.fail(f"{prefix}.{field}", f"Invalid value: {_shown(key)}: {err}")
+            if check_values and isinstance(item, str):
+                for err in crd_formats.label_value_errors(item):
+                    # The API server names the map, not the key (ValidateLabels); the value says which.
+                    walk.fail(f"{prefix}.{field}", f"Invalid value: {_shown(item)}: {err}")
+    finalizers = meta.get("finalizers")
+    if isinstance(finalizers, list | tuple):
+        for finalizer in finalizers:
+            if isinstance(finalizer, str):
+                for err in crd_formats.qualified_name_errors(finalizer):
+                    walk.fail(f"{prefix}.finalizers", f"Invalid value: {_shown(finalizer)}: {err}")
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        size = sum(
+            len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items() if v is not UNKNOWN
+        )
+        if size > 256 * 1024:
+            # A Too long error: it keeps the CEL rules from running.
+            walk.fail(
+                f"{prefix}.annotations",
+                f"Too long: may not be more than 262144 bytes\n(the annotations hold {size} bytes)",
+                blocks=True,
+            )
+
+
+def _object_meta(meta: Mapping[str, Any], prefix: str, walk: _Walk) -> None:
+    """An embedded resource's ObjectMeta (``ValidateObjectMeta`` with path-segment names; a missing name is
+    no error)."""
+    for key, prefix_name in (("name", False), ("generateName", True)):
+        value = meta.get(key)
+        if isinstance(value, str) and value:
+            for err in _path_segment_errors(value, prefix_name):
+                walk.fail(f"{prefix}.{key}", f"Invalid value: {_shown(value)}: {err}")
+    namespace = meta.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        for err in crd_formats.dns1123_label_errors(namespace):
+            walk.fail(f"{prefix}.namespace", f"Invalid value: {_shown(namespace)}: {err}")
+    _meta_maps(meta, prefix, walk)
+
+
 def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = None) -> dict[str, Any]:
     """ObjectMeta as ``rest.BeforeCreate`` checks it (``ValidateObjectMetaAccessor`` with DNS-subdomain names,
     after name generation), or, given the stored object's ``old`` metadata, as ``rest.BeforeUpdate`` does
@@ -1117,39 +1230,7 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
     if isinstance(namespace, str) and crd.crd.scope == "Namespaced":
         for err in crd_formats.dns1123_label_errors(namespace):
             walk.fail("metadata.namespace", f"Invalid value: {_shown(namespace)}: {err}")
-    for field, check_values in (("labels", True), ("annotations", False)):
-        entries = meta.get(field)
-        if entries is UNKNOWN or entries is None:
-            continue
-        if not isinstance(entries, dict):
-            walk.fail(f"metadata.{field}", f"Invalid value: {_shown(entries)}: must be a map of strings")
-            continue
-        for key, item in entries.items():
-            key_text = str(key) if field == "labels" else str(key).lower()
-            for err in crd_formats.qualified_name_errors(key_text):
-                walk.fail(f"metadata.{field}", f"Invalid value: {_shown(key)}: {err}")
-            if check_values and isinstance(item, str):
-                for err in crd_formats.label_value_errors(item):
-                    # The API server names the map, not the key (ValidateLabels); the value says which.
-                    walk.fail(f"metadata.{field}", f"Invalid value: {_shown(item)}: {err}")
-    finalizers = meta.get("finalizers")
-    if isinstance(finalizers, list | tuple):
-        for finalizer in finalizers:
-            if isinstance(finalizer, str):
-                for err in crd_formats.qualified_name_errors(finalizer):
-                    walk.fail("metadata.finalizers", f"Invalid value: {_shown(finalizer)}: {err}")
-    annotations = meta.get("annotations")
-    if isinstance(annotations, dict):
-        size = sum(
-            len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items() if v is not UNKNOWN
-        )
-        if size > 256 * 1024:
-            # A Too long error: it keeps the CEL rules from running.
-            walk.fail(
-                "metadata.annotations",
-                f"Too long: may not be more than 262144 bytes\n(the annotations hold {size} bytes)",
-                blocks=True,
-            )
+    _meta_maps(meta, "metadata", walk)
     return {key: meta[key] for key in ("name", "generateName") if isinstance(meta.get(key), str)}
 
 
@@ -1245,7 +1326,7 @@ def validate_object(
         elif key in props:
             view, child_unknown = walk.walk(value, props[key], key, old_value, f".{key}")
             name = escape_property(key)
-            if name is not None:
+            if name is not None and value is not None:
                 root_view[name] = view
             unknown = unknown or child_unknown
         elif not schema.get("x-kubernetes-preserve-unknown-fields"):
@@ -1271,6 +1352,7 @@ def validate_object(
                 old if old is not None else _ABSENT,
                 "",
                 walk.anchor,
+                holds_invalid=walk.invalid > 0,
             )
         )
     if walk.type_errors:
@@ -1324,7 +1406,7 @@ def _old_view(site: _Site) -> Any:
 
 def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> None:
     old_view: Any = _ABSENT
-    old_unknown = False
+    old_unknown = old_invalid = False
     for spec in site.rules:
         rule = crd_cel.compile_rule(spec)
         if rule.transition and site.old is _ABSENT and not rule.optional_old_self:
@@ -1337,6 +1419,7 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
             if old_view is _ABSENT:
                 old_unknown = _holds_unknown(site.old)
                 old_view = _old_view(site)
+                old_invalid = crd_cel.holds_invalid(old_view)
             if old_unknown:
                 walk.findings.append(
                     Finding(
@@ -1345,7 +1428,12 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
                 )
                 continue
             old_arg = old_view
-        outcome = crd_cel.evaluate(rule, site.view, old_arg)
+        outcome = crd_cel.evaluate(
+            rule,
+            site.view,
+            old_arg,
+            holds_invalid=site.holds_invalid or (old_arg is not _ABSENT and old_invalid),
+        )
         if rule_log.active():
             rule_log.record(crd.crd.file, crd.version, site.spath, rule.rule, outcome.passed)
         if outcome.passed is None:
