@@ -24,7 +24,12 @@ from typing import Any
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
-from google.protobuf import empty_pb2, field_mask_pb2  # type: ignore[import-untyped]
+from google.protobuf import (  # type: ignore[import-untyped]
+    duration_pb2,
+    empty_pb2,
+    field_mask_pb2,
+    timestamp_pb2,
+)
 
 from nodefleet.apiserver import cel_library as library
 
@@ -35,10 +40,12 @@ __all__ = [
     "CompiledRule",
     "RuleOutcome",
     "compile_rule",
+    "duration",
     "evaluate",
     "holds_invalid",
     "invalid_data",
     "references_old_self",
+    "timestamp",
 ]
 
 
@@ -164,6 +171,20 @@ _INVALID = "#invalid"
 def invalid_data(message: str) -> dict[str, str]:
     """A value CEL cannot read: any use of it fails at run time with ``message`` (cel-go's error value)."""
     return {_INVALID: message}
+
+
+def timestamp(value: Any) -> Any:
+    """A CEL timestamp of an aware ``datetime`` (what the binding carries into a rule as a timestamp)."""
+    out = timestamp_pb2.Timestamp()
+    out.FromDatetime(value)
+    return out
+
+
+def duration(nanoseconds: int) -> Any:
+    """A CEL duration of that many nanoseconds."""
+    out = duration_pb2.Duration()
+    out.FromNanoseconds(nanoseconds)
+    return out
 
 
 def holds_invalid(value: Any) -> bool:

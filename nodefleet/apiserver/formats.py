@@ -549,3 +549,63 @@ def is_duration(value: str) -> bool:
             if any((i == last and unit.startswith(v)) or v == unit for i, v in enumerate(variants)):
                 ok = True
     return ok
+
+
+_GO_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+_LOOSE_SECONDS = (1e-9, 1e-6, 1e-3, 1, 60, 3600, 86400, 7 * 86400)
+
+
+def duration_seconds(value: str) -> float | None:
+    """The length of a ``format: duration`` value in seconds, as strfmt's ``ParseDuration`` reads it (what
+    the API server's CEL validator hands a rule as a ``duration``); None when it is not one."""
+    if _GO_DURATION.fullmatch(value):
+        sign = -1 if value.startswith("-") else 1
+        body = value.lstrip("+-")
+        if body == "0":
+            return 0.0
+        return sign * sum(float(n) * _DURATION_SECONDS[u] for n, u in _GO_DURATION_PART.findall(body))
+    total, ok = 0.0, False
+    for match in _LOOSE_DURATION.finditer(value):
+        if int(match[2]) > _MAX_INT64:
+            return None
+        unit = match[3].strip().lower()
+        for variants, seconds in zip(_DURATION_UNITS, _LOOSE_SECONDS, strict=True):
+            last = len(variants) - 1
+            for i, v in enumerate(variants):
+                if (i == last and unit.startswith(v)) or v == unit:
+                    ok = True
+                    total += int(match[2]) * seconds
+    return total if ok else None
+
+
+def date_time_value(value: str) -> Any:
+    """A ``format: date-time`` value as the API server's CEL validator hands it to a rule (a timestamp), or
+    None when it is not one."""
+    import datetime
+
+    if not is_date_time(value):
+        return None
+    day, _, clock = value.lower().partition("t")
+    m = _TIME.fullmatch(clock)
+    assert m is not None
+    zone = m[5]
+    tz = datetime.UTC
+    if zone != "z":
+        hours, minutes = int(zone[1:3]), int(zone[4:6])
+        offset = datetime.timedelta(hours=hours, minutes=minutes)
+        tz = datetime.timezone(-offset if zone[0] == "-" else offset)
+    fraction = m[4][1:] if m[4] else ""
+    micro = int((fraction + "000000")[:6]) if fraction else 0
+    y, mo, d = (int(p) for p in day.split("-"))
+    return datetime.datetime(y, mo, d, int(m[1]), int(m[2]), int(m[3]), micro, tzinfo=tz)
+
+
+def date_value(value: str) -> Any:
+    """A ``format: date`` value as a timestamp at midnight UTC, or None when it is not one."""
+    import datetime
+
+    if not is_date(value):
+        return None
+    y, mo, d = (int(p) for p in value.split("-"))
+    return datetime.datetime(y, mo, d, tzinfo=datetime.UTC)

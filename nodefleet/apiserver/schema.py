@@ -319,6 +319,37 @@ def _conversion_error(value: Any, schema: Mapping[str, Any]) -> str:
     return f"invalid data, expected {expected}, got {go_type}"
 
 
+#: The string formats the API server's CEL validator converts (``UnstructuredToVal``): a rule sees a
+#: ``date-time`` or ``date`` as a timestamp, a ``duration`` as a duration, a ``byte`` string as its bytes.
+_CEL_FORMATS = frozenset({"date-time", "date", "duration", "byte"})
+
+
+def _format_view(value: str, fmt: str) -> Any:
+    """The CEL value of a string of a converted format, or the API server's conversion error."""
+    import base64
+    import binascii
+
+    if fmt == "duration":
+        seconds = crd_formats.duration_seconds(value)
+        if seconds is not None:
+            return crd_cel.duration(round(seconds * 1e9))
+        return crd_cel.invalid_data(f"Invalid duration {value}: unable to parse {value} as duration")
+    if fmt == "date":
+        day = crd_formats.date_value(value)
+        if day is not None:
+            return crd_cel.timestamp(day)
+        return crd_cel.invalid_data(f"Invalid date formatted string {value}")
+    if fmt == "date-time":
+        stamp = crd_formats.date_time_value(value)
+        if stamp is not None:
+            return crd_cel.timestamp(stamp)
+        return crd_cel.invalid_data(f"Invalid date-time formatted string {value}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return crd_cel.invalid_data(f"Invalid byte formatted string {value}")
+
+
 def _type_message(value: Any, schema: Mapping[str, Any], path: str) -> str:
     """The API server's words (kube-openapi ``InvalidType``), with the value's JSON type as its value."""
     expected = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
@@ -609,6 +640,10 @@ class _Walk:
             view, unknown = self._array(value, schema, path, old, spath, cpath)
         elif schema.get("type") == "number" and isinstance(value, int):
             view = float(value)
+        elif isinstance(value, str) and schema.get("format") in _CEL_FORMATS:
+            view = _format_view(value, str(schema["format"]))
+            if crd_cel.holds_invalid(view):
+                self.invalid += 1
         else:
             view = value
         rules = schema.get("x-kubernetes-validations")
