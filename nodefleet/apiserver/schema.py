@@ -54,7 +54,19 @@ from nodefleet.apiserver import rule_log as rule_log
 from nodefleet.apiserver import strfmt as crd_strfmt
 from nodefleet.apiserver.store import CrdVersion
 
-__all__ = ["NOT_CHECKED", "UNKNOWN", "Finding", "escape_property", "rejects_field", "validate_object"]
+__all__ = [
+    "DEFAULT_KUBERNETES_VERSION",
+    "KUBERNETES_VERSIONS",
+    "NOT_CHECKED",
+    "REQUEST_BODIES",
+    "UNKNOWN",
+    "Finding",
+    "VersionError",
+    "escape_property",
+    "kubernetes_version",
+    "rejects_field",
+    "validate_object",
+]
 
 
 class _Unknown:
@@ -75,6 +87,35 @@ NOT_CHECKED = (
     "existing errors to complete validation"
 )
 _ABSENT: Any = crd_cel._ABSENT
+
+#: The Kubernetes versions whose API server validation crd-schema follows, and the one it follows unless told
+#: (docs/crd-validation.md, "Which API server"): OpenShift 4.22, the newest release nodefleet deploys, runs
+#: Kubernetes 1.35. What differs: 1.36 range-checks ``format: int32`` integers and ``format: float`` numbers
+#: (and any integer beyond int64 or with a fraction, "Checked value must be of type ...") and words a number
+#: in a field with a numeric format by Go's types.
+KUBERNETES_VERSIONS = ("1.35", "1.36")
+DEFAULT_KUBERNETES_VERSION = "1.35"
+#: How the API server reads a request body's numbers: ``client`` (kubectl, the Pulumi provider, client-go:
+#: a whole float is marshalled as an integer, so ``1.0`` arrives as ``1``), or ``json`` (a JSON body written by
+#: hand keeps ``1.0``, a float64 on the server).
+REQUEST_BODIES = ("client", "json")
+
+
+class VersionError(ValueError):
+    """A Kubernetes version crd-schema does not follow."""
+
+
+def kubernetes_version(text: str) -> tuple[int, int]:
+    """``"1.36"`` as (1, 36); refused unless it is one of :data:`KUBERNETES_VERSIONS`."""
+    if text not in KUBERNETES_VERSIONS:
+        raise VersionError(
+            f"Kubernetes {text!r} is not a version crd-schema follows; use one of {', '.join(KUBERNETES_VERSIONS)}"
+        )
+    major, minor = text.split(".")
+    return int(major), int(minor)
+
+
+DEFAULT_KUBERNETES = kubernetes_version(DEFAULT_KUBERNETES_VERSION)
 
 
 @dataclass(frozen=True)
@@ -154,36 +195,38 @@ def escape_property(name: str) -> str | None:
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _copy(value: Any) -> Any:
+def _copy(value: Any, raw: bool = False) -> Any:
     """A copy of JSON-shaped data (a few times faster than ``copy.deepcopy``, which this path is hot for), with
-    its numbers as the API server decodes them from the JSON a client sends (:func:`_json_number`). Mappings
-    become dicts and sequences lists, so what is judged holds nothing else."""
+    its numbers as the API server decodes them from the JSON a client sends (:func:`_json_number`), or, with
+    ``raw``, from a JSON body that writes each number as it is held (``1.0`` stays a float). Mappings become
+    dicts and sequences lists, so what is judged holds nothing else."""
     kind = type(value)
     if kind is dict:
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: _copy(v, raw) for k, v in value.items()}
     if kind is list:
-        return [_copy(v) for v in value]
+        return [_copy(v, raw) for v in value]
     if kind is str or kind is bool or value is None:
         return value
     if kind is int or kind is float:
-        return _json_number(value)
+        return _json_number(value, raw)
     if isinstance(value, Mapping):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: _copy(v, raw) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_copy(v) for v in value]
+        return [_copy(v, raw) for v in value]
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return _json_number(value)
+        return _json_number(value, raw)
     return value
 
 
-def _json_number(value: int | float) -> int | float:
+def _json_number(value: int | float, raw: bool = False) -> int | float:
     """A number as it arrives in the API server: a client (kubectl, the Pulumi provider) marshals it to JSON,
     where a whole float is written without a fraction (YAML's ``1.0`` becomes ``1``), and the API server
     decodes an integer that fits in int64 as int64 and any other number as float64 (so ``2**63`` is a float
     and fails an ``integer`` type)."""
     if isinstance(value, float):
         if (
-            math.isfinite(value)
+            not raw
+            and math.isfinite(value)
             and value.is_integer()
             and abs(value) < 1e21
             and _INT64_MIN <= value <= _INT64_MAX
@@ -350,11 +393,57 @@ def _format_view(value: str, fmt: str) -> Any:
         return crd_cel.invalid_data(f"Invalid byte formatted string {value}")
 
 
-def _type_message(value: Any, schema: Mapping[str, Any], path: str) -> str:
-    """The API server's words (kube-openapi ``InvalidType``), with the value's JSON type as its value."""
+def _type_message(
+    value: Any, schema: Mapping[str, Any], path: str, kubernetes: tuple[int, int] = (1, 35)
+) -> str:
+    """The API server's words (kube-openapi ``InvalidType``), with the value's JSON type as its value. Since
+    1.36 a number in a field with a numeric ``format`` is named by Go's type against that format
+    (``must be of type int64: "float64"``)."""
+    fmt = _numeric_format(schema)
+    if kubernetes >= (1, 36) and fmt and isinstance(value, int | float) and not isinstance(value, bool):
+        actual = "int64" if isinstance(value, int) else "float64"
+        return f'Invalid value: "{actual}": {path} in body must be of type {fmt}: "{actual}"'
     expected = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
     actual = _json_type(value)
     return f'Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"'
+
+
+def _numeric_format(schema: Mapping[str, Any]) -> str:
+    """The numeric ``format`` the API server keeps (``int32``/``int64`` of an integer, ``float``/``double`` of
+    a number; it drops any other), or ``""``."""
+    fmt = schema.get("format")
+    kind = schema.get("type")
+    if (kind == "integer" and fmt in ("int32", "int64")) or (kind == "number" and fmt in ("float", "double")):
+        return str(fmt)
+    return ""
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
+#: Beyond this a float64 rounds to infinity as a float32 (``strconv.ParseFloat(s, 32)``'s ErrRange).
+_FLOAT32_LIMIT = _FLOAT32_MAX + 2.0 ** (127 - 24)
+
+
+def _checked_range_error(value: int | float, schema: Mapping[str, Any], path: str) -> str | None:
+    """kube-openapi's range check of a number against its schema's type and format (1.36:
+    ``IsValueValidAgainstRange``, prefix "Checked"): an integer field takes only whole numbers in int64 (int32
+    with ``format: int32``), a ``format: float`` number only what a float32 holds."""
+    kind = schema.get("type")
+    fmt = _numeric_format(schema)
+    if kind == "integer":
+        low, high = (-(2**31), 2**31 - 1) if fmt == "int32" else (_INT64_MIN, _INT64_MAX)
+        # The value as strconv.FormatFloat(v, 'f', -1, 64) writes it, parsed as an integer.
+        whole = isinstance(value, int) or (
+            math.isfinite(value) and value.is_integer() and "e" not in repr(value)
+        )
+        ok = whole and low <= int(value) <= high
+    elif fmt == "float":
+        ok = not math.isfinite(value) or abs(value) < _FLOAT32_LIMIT
+    else:
+        return None
+    if ok:
+        return None
+    words = f"with format {fmt}" if fmt else "(default format)"
+    return f'Invalid value: "": Checked value must be of type {kind} {words} in {path}'
 
 
 def _map_key(item: Any, keys: Sequence[str], items: Mapping[str, Any]) -> str | None:
@@ -549,8 +638,10 @@ class _Site:
 
 
 class _Walk:
-    def __init__(self, patch: bool) -> None:
+    def __init__(self, patch: bool, kubernetes: tuple[int, int] = DEFAULT_KUBERNETES) -> None:
         self.patch = patch
+        #: The API server's Kubernetes version (major, minor), where its validation differs between versions.
+        self.kubernetes = kubernetes
         self.findings: list[Finding] = []
         self.sites: list[_Site] = []
         self.type_errors = False
@@ -615,7 +706,7 @@ class _Walk:
                 self._enum(None, schema, path)
             return self._invalid(value, schema, old, spath, cpath), False
         if not _type_ok(value, schema):
-            self.fail(path, _type_message(value, schema, path), blocks=True)
+            self.fail(path, _type_message(value, schema, path, self.kubernetes), blocks=True)
             if "enum" in schema and value not in schema["enum"]:
                 self._enum(value, schema, path)  # kube-openapi checks the enum regardless of the type
             if isinstance(value, int | float) and not isinstance(value, bool):
@@ -701,7 +792,7 @@ class _Walk:
     def _branch_ok(self, value: Any, sub: Mapping[str, Any]) -> bool:
         if not _type_ok(value, sub):
             return False
-        probe = _Walk(self.patch)
+        probe = _Walk(self.patch, self.kubernetes)
         probe._values(value, sub, "")
         return not probe.findings
 
@@ -743,8 +834,40 @@ class _Walk:
                 op = "less than" if schema.get("exclusiveMaximum") else "less than or equal to"
                 self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should be {op} {high}")
         step = schema.get("multipleOf")
-        if step and (value / step) != int(value / step):
-            self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should be a multiple of {step}")
+        if step is not None:
+            self._multiple_of(value, step, path)
+        if self.kubernetes >= (1, 36):
+            checked = _checked_range_error(value, schema, path)
+            if checked is not None:
+                self.fail("", checked)
+
+    def _multiple_of(self, value: float, step: float, path: str) -> None:
+        """kube-openapi's ``MultipleOfNativeType``: a JSON integer against the factor cut to an integer (a
+        fraction such as 0.1 becomes 0, which is refused), a float within a relative 1e-9 of a multiple."""
+        if isinstance(value, int):
+            factor: float = int(step)
+            if factor <= 0:
+                self.fail(
+                    path,
+                    f"Invalid value: {factor}: factor MultipleOf declared for {path} must be positive: {factor}",
+                )
+                return
+            multiple = abs(value) // factor * factor == abs(value)
+        else:
+            factor = step
+            if factor <= 0:
+                self.fail(
+                    path,
+                    f"Invalid value: {_shown(factor)}: factor MultipleOf declared for {path} must be positive: "
+                    f"{_shown(factor)}",
+                )
+                return
+            multiple = _json_integer(1 / factor * value if factor < 1 else value / factor)
+        if not multiple:
+            self.fail(
+                path,
+                f"Invalid value: {_shown(value)}: {path} in body should be a multiple of {_shown(factor)}",
+            )
 
     # --- objects -------------------------------------------------------------------------------------------
 
@@ -1280,22 +1403,27 @@ def validate_object(
     *,
     old: Mapping[str, Any] | None = None,
     patch: bool = False,
+    kubernetes: str = DEFAULT_KUBERNETES_VERSION,
+    request_body: str = "client",
 ) -> list[Finding]:
     """Everything the API server would reject in ``obj`` (an object of ``crd``), plus what cannot be judged.
 
     ``old`` is the previous object (the stored one on an update), which enables transition rules; ``patch``
     marks a server-side-apply patch: a partial object whose missing fields the live object supplies, so
     neither ``required`` nor defaulting applies, and a rule that fails only because a field is absent from
-    the patch is not reported.
+    the patch is not reported. ``kubernetes`` is the API server's version (:data:`KUBERNETES_VERSIONS`), and
+    ``request_body`` how the request's numbers reach it (:data:`REQUEST_BODIES`).
     """
-    body = _copy(obj)
+    version = kubernetes_version(kubernetes)
+    raw = request_body == "json"
+    body = _copy(obj, raw)
     if crd.status_subresource:
         body.pop("status", None)
         if old is not None and isinstance(old.get("status"), Mapping):
-            body["status"] = _copy(old["status"])
+            body["status"] = _copy(old["status"], raw)
     schema = crd.schema
     if old is not None:
-        old = _copy(old)
+        old = _copy(old, raw)
     if not patch:
         _default(body, schema)
         if old is not None:
@@ -1332,7 +1460,7 @@ def validate_object(
                     True,
                 )
             ]
-    walk = _Walk(patch)
+    walk = _Walk(patch, version)
     for key, expected in (("kind", crd.crd.kind), ("apiVersion", crd.api_version)):
         # (The API server then skips the schema and ObjectMeta checks; an object of another kind or version
         # is judged by that CRD here, so this only shows up in hand-made objects.)
