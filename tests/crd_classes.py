@@ -11,7 +11,7 @@ read by crd-schema.
 - ``format-type``: rules on ``date-time``, ``date``, ``duration`` and ``byte`` strings, which CEL sees as
   timestamps, durations and bytes;
 - ``quantity-equal``: quantities compared by value;
-- ``macro``: ``transformMap``, ``transformMapEntry``, ``cel.bind``;
+- ``macro``: ``transformMap`` and ``transformMapEntry`` (the API server compiles them; ``cel.bind`` it does not);
 - ``nullable-has``: a nullable field holding null is absent to ``has()``;
 - ``embedded``: ``x-kubernetes-embedded-resource`` objects: type meta required, ObjectMeta checked;
 - ``number``: ``multipleOf`` with a fraction, a JSON integer in a ``number`` field, sets of numbers;
@@ -175,7 +175,6 @@ CRDS: dict[str, dict[str, Any]] = {
                             "self.transformMapEntry(k, v, {v: k}).size() == self.size()",
                             message="distinct values",
                         ),
-                        _r("cel.bind(n, self.size(), n <= 3)", message="at most 3"),
                     ],
                 }
             },
@@ -196,7 +195,7 @@ CRDS: dict[str, dict[str, Any]] = {
                     "type": "object",
                     "maxProperties": 4,
                     "additionalProperties": {"type": "string", "nullable": True, "maxLength": 16},
-                    "x-kubernetes-validations": [_r("self.all(k, self[k] == null || self[k] != '')")],
+                    "x-kubernetes-validations": [_r("!has(self.k) || self.k != ''", message="k not empty")],
                 },
             },
         },

@@ -255,6 +255,25 @@ def _substituted(value: Any, stand_in: Any, drop: bool) -> Any:
 _STAND_INS = (empty_pb2.Empty(), field_mask_pb2.FieldMask())
 
 
+_CONSTANT = re.compile(
+    r"'((?:\\.|[^'\\])*)'|\"((?:\\.|[^\"\\])*)\"|(?<![\w.])(-?\d+\.\d+(?:[eE][-+]?\d+)?|-?\d+)(?![\w.])"
+)
+
+
+def _constants(expression: str) -> list[Any]:
+    """The string and number constants written in ``expression`` (at most eight), as probes."""
+    out: list[Any] = []
+    for match in _CONSTANT.finditer(expression):
+        single, double, number = match.groups()
+        if number is not None:
+            value: Any = float(number) if "." in number else int(number)
+        else:
+            value = single if single is not None else double
+        if value not in out:
+            out.append(value)
+    return out[:8]
+
+
 def _outcome_reading_invalid(
     rule: CompiledRule, self_value: Any, old_value: Any, has_old: bool, error: str
 ) -> RuleOutcome:
@@ -268,10 +287,15 @@ def _outcome_reading_invalid(
     stand-ins on the two sides of a comparison; it read the value when any of them fails or the last two
     differ, and then fails as the API server's does."""
     variants: list[bool | None] = []
-    for stand_self, stand_old, drop in ((0, 0, True), (0, 0, False), (1, 0, False)):
+    # The stand-ins, then each constant the rule compares with: a value equal to the constant shows whether
+    # the rule compared the unreadable value with it (``self.x != 'stop'``).
+    probes = [(_STAND_INS[0], _STAND_INS[0], True), (_STAND_INS[0], _STAND_INS[0], False)]
+    probes += [(_STAND_INS[1], _STAND_INS[0], False)]
+    probes += [(c, c, False) for c in _constants(rule.rule)]
+    for stand_self, stand_old, drop in probes:
         data = {
-            "self": _substituted(self_value, _STAND_INS[stand_self], drop),
-            "oldSelf": _substituted(old_value, _STAND_INS[stand_old], drop) if has_old else None,
+            "self": _substituted(self_value, stand_self, drop),
+            "oldSelf": _substituted(old_value, stand_old, drop) if has_old else None,
             "__nf_has_old": has_old,
         }
         data["__nf_old"] = data["oldSelf"]
@@ -283,7 +307,7 @@ def _outcome_reading_invalid(
             continue
         kind = result.type().name()
         variants.append(bool(result.value()) if kind == "BOOL" else None)
-    if None in variants or variants[1] != variants[2]:
+    if None in variants or len(set(variants[1:])) > 1:
         return RuleOutcome(False, message=f"{error} evaluating rule: {_named(rule)}", error=error)
     if variants[1]:
         return RuleOutcome(True)

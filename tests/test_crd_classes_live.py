@@ -1,0 +1,115 @@
+"""crd-schema against a running kube-apiserver 1.36 on the hand-written class corpus (tests/crd_classes.py):
+small CRDs, one class of API server behaviour each, every case sent by server-side dry run and its verdict,
+field paths and words compared with crd-schema's, judged as Kubernetes 1.36 (the test API server's version).
+
+    venv/bin/python -m pytest tests/test_crd_classes_live.py -q -s     # prints the table by class
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from nodefleet.apiserver.schema import NOT_CHECKED, validate_object
+from tests.crd_classes import CRDS, FOLDER, RAW_JSON, cases, crd_text
+from tests.crd_corpus import Case
+from tests.crd_live import Answer, Sender
+from tests.test_crd_apiserver import Outcome, _explain, _ref_path, message_differences
+from tests.testcluster import TestClusters
+
+pytestmark = pytest.mark.apiserver
+
+#: The test API server's Kubernetes version, which crd-schema is told to follow here.
+VERSION = "1.36"
+
+
+def send_classes(test_clusters: TestClusters) -> dict[str, Answer]:
+    """Every case's answer from a fresh test API server, by case id."""
+    corpus = cases()
+    with test_clusters.fresh("crd-classes") as server:
+        sender = Sender(server, sorted({str(FOLDER / f"{name}.yaml") for name in CRDS}))
+        return {case.id: sender.send(case, raw=case.id in RAW_JSON) for case in corpus}
+
+
+def judge_classes(corpus: list[Case], answers: dict[str, Any]) -> list[Outcome]:
+    """crd-schema's verdict on each case (as Kubernetes 1.36, each body read as it was sent) beside the API
+    server's (``answers``: :class:`Answer` or its dict)."""
+    out = []
+    for case in corpus:
+        answer = answers[case.id]
+        allowed, errors = (
+            (answer.allowed, answer.errors)
+            if isinstance(answer, Answer)
+            else (answer["allowed"], answer["errors"])
+        )
+        findings = [
+            f
+            for f in validate_object(
+                case.obj,
+                case.crd,
+                old=case.old,
+                kubernetes=VERSION,
+                request_body="json" if case.id in RAW_JSON else "client",
+            )
+            if f.blocking or f.message == NOT_CHECKED
+        ]
+        out.append(
+            Outcome(
+                case,
+                bool(allowed),
+                frozenset(_ref_path(e["field"]) for e in errors),
+                tuple(errors),
+                False,
+                not findings,
+                frozenset(f.path for f in findings),
+                tuple(str(f) for f in findings),
+            )
+        )
+    return out
+
+
+def by_class(outcomes: list[Outcome]) -> str:
+    groups: dict[str, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        groups[o.case.cls].append(o)
+    rows = [f"{'class':<18} {'cases':>6} {'refused':>8} {'verdict=':>9} {'paths=':>7} {'words=':>7}"]
+    for cls, group in sorted(groups.items()):
+        refused = [o for o in group if not o.ref_allowed]
+        rows.append(
+            f"{cls:<18} {len(group):>6} {len(refused):>8} {sum(o.verdict_equal for o in group):>9} "
+            f"{sum(o.paths_equal for o in refused):>7} {sum(not message_differences(o) for o in refused):>7}"
+        )
+    return "\n".join(rows)
+
+
+@pytest.fixture(scope="module")
+def outcomes(test_clusters: TestClusters) -> list[Outcome]:
+    return judge_classes(cases(), send_classes(test_clusters))
+
+
+def test_the_class_crds_are_the_files_installed() -> None:
+    for name in CRDS:
+        assert (FOLDER / f"{name}.yaml").read_text(encoding="utf-8") == crd_text(name), (
+            f"{name}.yaml is stale: run `venv/bin/python -m tests.crd_classes`"
+        )
+
+
+def test_every_class_has_cases_the_api_server_refuses_and_accepts(outcomes: list[Outcome]) -> None:
+    for cls in {o.case.cls for o in outcomes}:
+        group = [o for o in outcomes if o.case.cls == cls]
+        assert any(o.ref_allowed for o in group) and any(not o.ref_allowed for o in group), cls
+
+
+def test_verdicts_and_paths_equal_the_api_server_by_class(outcomes: list[Outcome]) -> None:
+    print("\n" + by_class(outcomes))
+    wrong = [o for o in outcomes if not o.verdict_equal]
+    assert not wrong, f"{len(wrong)} verdicts differ:\n" + "\n".join(_explain(o) for o in wrong)
+    paths = [o for o in outcomes if not o.paths_equal]
+    assert not paths, f"{len(paths)} rejections name other fields:\n" + "\n".join(_explain(o) for o in paths)
+
+
+def test_messages_read_as_the_api_server_writes_them(outcomes: list[Outcome]) -> None:
+    worded = [(o.case.id, d) for o in outcomes if not o.ref_allowed for d in message_differences(o)]
+    assert not worded, f"{len(worded)} messages differ:\n" + "\n".join(map(str, worded))
