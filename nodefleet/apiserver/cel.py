@@ -31,6 +31,7 @@ from google.protobuf import (  # type: ignore[import-untyped]
     timestamp_pb2,
 )
 
+from nodefleet.apiserver import cel_ast
 from nodefleet.apiserver import cel_library as library
 
 FUNCTIONS = library.FUNCTIONS
@@ -103,9 +104,20 @@ def _compile(expression: str, optional_old_self: bool) -> tuple[Any | None, str 
         # oldSelf as optional<T>: none on create, of(old) on update (KEP-4008's optionalOldSelf).
         source = f"cel.bind(oldSelf, __nf_has_old ? optional.of(__nf_old) : optional.none(), ({source}))"
     try:
-        return _env().compile(source), None
+        program = _env().compile(source)
     except Exception as e:  # the binding raises RuntimeError/ValueError with the checker's message
         return None, " ".join(str(e).split())
+    if _OPAQUE_HINT.search(expression):
+        redirected = cel_ast.redirect_calls(program.serialize(), library.redirect)
+        if redirected is not None:
+            program = _env().deserialize(redirected)
+    return program, None
+
+
+#: Rules that may compare opaque values or build maps (their AST is read only then).
+_OPAQUE_HINT = re.compile(
+    r"\b(quantity|semver|ip|cidr|url|transformMap|transformMapEntry)\s*\(|\.(add|sub|masked)\s*\("
+)
 
 
 def compile_rule(spec: Mapping[str, Any]) -> CompiledRule:
