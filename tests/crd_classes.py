@@ -255,6 +255,88 @@ CRDS: dict[str, dict[str, Any]] = {
 }
 
 
+def _one_rule(
+    tag: str, rule: dict[str, Any], at: str = "spec", extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A CRD whose schema has one rule, at ``spec`` or at one of its fields."""
+    spec: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "a": _I,
+            "s": {"type": "string"},
+            "q": {"type": "string", "maxLength": 32},
+            "tags": {
+                "type": "array",
+                "x-kubernetes-list-type": "set",
+                "maxItems": 8,
+                "items": {"type": "string", "maxLength": 16},
+            },
+            "steps": {"type": "array", "maxItems": 8, "items": {"type": "object", "properties": {"n": _I}}},
+            "free": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "properties": {"known": _I},
+            },
+            "emb": {
+                "type": "object",
+                "x-kubernetes-embedded-resource": True,
+                "properties": {
+                    "apiVersion": {"type": "string"},
+                    "kind": {"type": "string"},
+                    "metadata": {"type": "object"},
+                },
+            },
+            **(extra or {}),
+        },
+    }
+    root_rules = None
+    if at == "":
+        root_rules = [rule]
+    elif at == "spec":
+        spec["x-kubernetes-validations"] = [rule]
+    else:
+        node = spec["properties"][at]
+        if node.get("type") == "array":
+            node = node["items"]
+        node["x-kubernetes-validations"] = [rule]
+    kind = "R" + "".join(part.capitalize() for part in tag.split("-"))
+    return _crd(kind, spec, root_rules)
+
+
+#: CRDs, each with one rule the API server refuses or accepts when the CRD is created (tag: CRD).
+REFUSAL_CRDS: dict[str, dict[str, Any]] = {
+    tag: _one_rule(tag, rule, *where)
+    for tag, rule, *where in [
+        ("accepted-plain", _r("self.a > 0")),
+        ("accepted-transform-map", _r("self.tags.all(t, t.size() > 0)")),
+        ("accepted-list-reverse", _r("self.tags.reverse().size() >= 0")),
+        ("accepted-sets", _r("sets.contains(self.tags, ['x']) || true")),
+        ("accepted-old-self-map", _r("self == oldSelf", message="immutable"), "free"),
+        ("bind", _r("cel.bind(x, self.a, x > 0)")),
+        ("math", _r("math.greatest(self.a, 1) > 0")),
+        ("strings-reverse", _r("self.s.reverse() != ''")),
+        ("syntax", _r("self.a >")),
+        ("not-bool", _r("self.a + 1")),
+        ("message-expression-int", _r("self.a > 0", messageExpression="self.a")),
+        ("field-path-unknown", _r("self.a > 0", fieldPath=".nope")),
+        ("field-path-bad", _r("self.a > 0", fieldPath="a..b")),
+        ("reason-unknown", _r("self.a > 0", reason="FieldValueWrong")),
+        ("old-self-set-item", _r("self == oldSelf"), "tags"),
+        ("old-self-atomic-item", _r("self.n == oldSelf.n"), "steps"),
+        ("root-labels", _r("!has(self.metadata.labels)"), ""),
+        ("embedded-annotations", _r("!has(self.metadata.annotations)"), "emb"),
+        ("mixed-list", _r("self.a in [1, 'two']")),
+        ("int-double", _r("self.a == 2.5")),
+        ("undeclared-free", _r("self.other == 1"), "free"),
+        ("string-int", _r("self.s == 1")),
+        ("cost-nested-unbounded", _r("self.s.split(',').all(x, self.s.split(',').exists(y, x == y))")),
+        ("cost-split-join", _r("self.s.split('-').join('.') != ''")),
+        ("cost-quantity-ne", _r("quantity(self.s) != quantity('1')")),
+        ("cost-quantity-bounded", _r("quantity(self.q) != quantity('1')")),
+    ]
+}
+
+
 def crd_text(name: str) -> str:
     return yaml.safe_dump(CRDS[name], sort_keys=False)
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from nodefleet.apiserver.crd_rules import refusals
 from nodefleet.apiserver.schema import NOT_CHECKED, validate_object
-from tests.crd_classes import CRDS, FOLDER, RAW_JSON, cases, crd_text
+from tests.crd_classes import CRDS, FOLDER, RAW_JSON, REFUSAL_CRDS, cases, crd_text
 from tests.crd_corpus import Case
 from tests.crd_live import Answer, Sender
 from tests.test_crd_apiserver import Outcome, _explain, _ref_path, message_differences
@@ -113,3 +114,33 @@ def test_verdicts_and_paths_equal_the_api_server_by_class(outcomes: list[Outcome
 def test_messages_read_as_the_api_server_writes_them(outcomes: list[Outcome]) -> None:
     worded = [(o.case.id, d) for o in outcomes if not o.ref_allowed for d in message_differences(o)]
     assert not worded, f"{len(worded)} messages differ:\n" + "\n".join(map(str, worded))
+
+
+def test_crds_are_refused_as_the_api_server_refuses_them(test_clusters: TestClusters) -> None:
+    """Each CRD of REFUSAL_CRDS created on the API server: crd-schema refuses exactly those it refuses, but for
+    the rules tests/nodefleet/apiserver/test_classes.py lists as not modelled (estimated cost)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from tests.nodefleet.apiserver.test_classes import NOT_MODELLED
+
+    differ = []
+    with test_clusters.fresh("crd-refusals") as server:
+        ext = client.ApiextensionsV1Api(server.api_client())
+        for tag, crd in REFUSAL_CRDS.items():
+            try:
+                ext.create_custom_resource_definition(crd)
+                accepted, why = True, ""
+                ext.delete_custom_resource_definition(crd["metadata"]["name"])
+            except ApiException as e:
+                assert e.status == 422, e.body
+                accepted, why = False, e.body
+            ours = refusals(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+            if accepted == (not ours):
+                continue
+            if tag in NOT_MODELLED and not accepted and not ours:
+                continue
+            differ.append(
+                f"{tag}: API server {'accepts' if accepted else 'refuses: ' + why[:300]}; crd-schema {ours}"
+            )
+    assert not differ, "\n".join(differ)

@@ -42,10 +42,12 @@ __all__ = [
     "RuleOutcome",
     "compile_rule",
     "duration",
+    "escape_property",
     "evaluate",
     "holds_invalid",
     "invalid_data",
     "references_old_self",
+    "rule_field_path",
     "timestamp",
 ]
 
@@ -456,3 +458,147 @@ def _message(rule: CompiledRule, data: Mapping[str, Any]) -> str:
             if text and "\n" not in text and len(text.encode()) <= _MAX_MESSAGE_BYTES:
                 return text
     return _default_message(rule)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CEL property-name escaping (k8s.io/apiserver/pkg/cel/escaping.go)
+# ---------------------------------------------------------------------------------------------------------
+
+_CEL_RESERVED = frozenset(
+    [
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ]
+)
+_ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+
+
+@cache
+def escape_property(name: str) -> str | None:
+    """How CEL sees an object property named ``name``; None when the API server makes it inaccessible."""
+    if not name or name[0].isdigit():
+        return None
+    if name in _CEL_RESERVED:
+        return f"__{name}__"
+    out, i = [], 0
+    while i < len(name):
+        if name.startswith("__", i):
+            out.append(_ESCAPES["__"])
+            i += 2
+            continue
+        ch = name[i]
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isascii() and (ch.isalnum() or ch == "_"):
+            out.append(ch)
+        else:
+            return None
+        i += 1
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a rule's fieldPath (apiextensions cel.ValidFieldPath)
+# ---------------------------------------------------------------------------------------------------------
+
+_ESCAPED = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "'": "'", "\\": "\\"}
+
+
+def _field_path_tokens(text: str) -> list[str]:
+    """The tokens of a rule's ``fieldPath``: ``.``, ``[``, ``]``, single-quoted strings, names between them."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "'":
+            end = i + 1
+            while end < len(text) and not (text[end] == "'" and text[end - 1] != "\\"):
+                end += 1
+            out.append(text[i : end + 1])
+            i = end + 1
+        elif text[i] in ".[]":
+            out.append(text[i])
+            i += 1
+        else:
+            end = i
+            while end < len(text) and text[end] not in ".[]":
+                end += 1
+            out.append(text[i:end])
+            i = end
+    return out
+
+
+def _normalized_field_path(field_path: str, schema: Mapping[str, Any]) -> str | None:
+    parts: list[str] = []
+    tokens = iter(_field_path_tokens(field_path))
+    for tok in tokens:
+        if tok == "[":
+            quoted = next(tokens, "")
+            if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'" or next(tokens, "") != "]":
+                return None
+            name, bad = "", False
+            body = quoted[1:-1]
+            j = 0
+            while j < len(body):
+                if body[j] == "\\" and j + 1 < len(body):
+                    if body[j + 1] not in _ESCAPED:
+                        bad = True
+                    name += _ESCAPED.get(body[j + 1], "")
+                    j += 2
+                else:
+                    name += body[j]
+                    j += 1
+            if bad:
+                return None
+        elif tok == ".":
+            following = next(tokens, None)
+            if following is None:
+                return None
+            name = following
+        else:
+            return None
+        props = schema.get("properties")
+        addl = schema.get("additionalProperties")
+        if props is not None:
+            if name not in props:
+                return None
+            parts.append(f".{name}" if parts else name)
+            schema = props[name]
+        elif isinstance(addl, dict):
+            parts.append(f"[{name}]")
+            schema = addl
+        else:
+            return None
+    return "".join(parts) or None
+
+
+def rule_field_path(field_path: str, schema: Mapping[str, Any]) -> str | None:
+    """A rule's ``fieldPath`` as the API server appends it to the rule's node (cel ``ValidFieldPath``): a
+    property as ``.name``, a map key as ``[key]`` (``spec.m.[key]`` when it comes first: the API server's
+    quirk, kept); None when it does not name a field of ``schema``, and the error is at the node."""
+    key = (field_path, id(schema))
+    cached = _FIELD_PATHS.get(key)
+    if cached is None or cached[0] is not schema:
+        cached = _FIELD_PATHS[key] = (schema, _normalized_field_path(field_path, schema))
+    return cached[1]
+
+
+#: Normalized rule field paths by (fieldPath, schema identity); the schema is kept to check the identity.
+_FIELD_PATHS: dict[tuple[str, int], tuple[Mapping[str, Any], str | None]] = {}
