@@ -65,6 +65,20 @@ def _r(rule: str, **extra: Any) -> dict[str, Any]:
     return {"rule": rule, **extra}
 
 
+def _embedded(**properties: Any) -> dict[str, Any]:
+    """An embedded resource's schema: its type meta, ``metadata: {type: object}`` and ``properties``."""
+    return {
+        "type": "object",
+        "x-kubernetes-embedded-resource": True,
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            **properties,
+        },
+    }
+
+
 _S = {"type": "string", "maxLength": 64}
 _I = {"type": "integer"}
 
@@ -206,18 +220,13 @@ CRDS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "emb": {
-                    "type": "object",
-                    "x-kubernetes-embedded-resource": True,
-                    "properties": {
-                        "apiVersion": {"type": "string"},
-                        "kind": {"type": "string"},
-                        "metadata": {"type": "object"},
-                        "data": {
+                    **_embedded(
+                        data={
                             "type": "object",
                             "additionalProperties": {"type": "string", "maxLength": 32},
                             "maxProperties": 4,
-                        },
-                    },
+                        }
+                    ),
                     "x-kubernetes-validations": [_r("self.kind != 'Secret'", message="no secrets")],
                 }
             },
@@ -277,15 +286,7 @@ def _one_rule(
                 "x-kubernetes-preserve-unknown-fields": True,
                 "properties": {"known": _I},
             },
-            "emb": {
-                "type": "object",
-                "x-kubernetes-embedded-resource": True,
-                "properties": {
-                    "apiVersion": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "metadata": {"type": "object"},
-                },
-            },
+            "emb": _embedded(),
             **(extra or {}),
         },
     }

@@ -7,17 +7,15 @@ field paths and words compared with crd-schema's, judged as Kubernetes 1.36 (the
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import pytest
 
 from nodefleet.apiserver.crd_rules import refusals
-from nodefleet.apiserver.schema import NOT_CHECKED, validate_object
 from tests.crd_classes import CRDS, FOLDER, RAW_JSON, REFUSAL_CRDS, cases, crd_text
 from tests.crd_corpus import Case
 from tests.crd_live import Answer, Sender
-from tests.test_crd_apiserver import Outcome, _explain, _ref_path, message_differences
+from tests.test_crd_apiserver import Outcome, _explain, judge, message_differences, summary
 from tests.testcluster import TestClusters
 
 pytestmark = pytest.mark.apiserver
@@ -36,53 +34,16 @@ def send_classes(test_clusters: TestClusters) -> dict[str, Answer]:
 
 def judge_classes(corpus: list[Case], answers: dict[str, Any]) -> list[Outcome]:
     """crd-schema's verdict on each case (as Kubernetes 1.36, each body read as it was sent) beside the API
-    server's (``answers``: :class:`Answer` or its dict)."""
-    out = []
-    for case in corpus:
-        answer = answers[case.id]
-        allowed, errors = (
-            (answer.allowed, answer.errors)
-            if isinstance(answer, Answer)
-            else (answer["allowed"], answer["errors"])
-        )
-        findings = [
-            f
-            for f in validate_object(
-                case.obj,
-                case.crd,
-                old=case.old,
-                kubernetes=VERSION,
-                request_body="json" if case.id in RAW_JSON else "client",
-            )
-            if f.blocking or f.message == NOT_CHECKED
-        ]
-        out.append(
-            Outcome(
-                case,
-                bool(allowed),
-                frozenset(_ref_path(e["field"]) for e in errors),
-                tuple(errors),
-                False,
-                not findings,
-                frozenset(f.path for f in findings),
-                tuple(str(f) for f in findings),
-            )
-        )
-    return out
-
-
-def by_class(outcomes: list[Outcome]) -> str:
-    groups: dict[str, list[Outcome]] = defaultdict(list)
-    for o in outcomes:
-        groups[o.case.cls].append(o)
-    rows = [f"{'class':<18} {'cases':>6} {'refused':>8} {'verdict=':>9} {'paths=':>7} {'words=':>7}"]
-    for cls, group in sorted(groups.items()):
-        refused = [o for o in group if not o.ref_allowed]
-        rows.append(
-            f"{cls:<18} {len(group):>6} {len(refused):>8} {sum(o.verdict_equal for o in group):>9} "
-            f"{sum(o.paths_equal for o in refused):>7} {sum(not message_differences(o) for o in refused):>7}"
-        )
-    return "\n".join(rows)
+    server's (``answers``: :class:`Answer`\\ s or their dicts)."""
+    verdicts = {
+        case_id: a if isinstance(a, dict) else {"allowed": a.allowed, "errors": a.errors}
+        for case_id, a in answers.items()
+    }
+    return judge(
+        corpus,
+        verdicts,
+        lambda case: {"kubernetes": VERSION, "request_body": "json" if case.id in RAW_JSON else "client"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +65,7 @@ def test_every_class_has_cases_the_api_server_refuses_and_accepts(outcomes: list
 
 
 def test_verdicts_and_paths_equal_the_api_server_by_class(outcomes: list[Outcome]) -> None:
-    print("\n" + by_class(outcomes))
+    print("\n" + summary(outcomes, words=True))
     wrong = [o for o in outcomes if not o.verdict_equal]
     assert not wrong, f"{len(wrong)} verdicts differ:\n" + "\n".join(_explain(o) for o in wrong)
     paths = [o for o in outcomes if not o.paths_equal]
