@@ -886,7 +886,8 @@ def _provisioning_switch(before: Obj, after: Obj) -> str | None:
 def _update_refusal(before: Obj, after: Obj) -> list[str]:
     """What the API server says when it refuses to update ``before`` to ``after`` where it would accept
     ``after`` as a new object (transition rules, immutable fields): crd-schema's verdict with the previous
-    object; empty when the update is accepted or the kind has no shipped CRD."""
+    object; empty when the update is accepted, ``after`` is refused as a new object too (``check`` reports
+    that), or the kind has no shipped CRD."""
     from nodefleet.apiserver.schema import validate_object
     from nodefleet.apiserver.store import KarpenterSetError, load_index
 
@@ -903,8 +904,9 @@ def _update_refusal(before: Obj, after: Obj) -> list[str]:
     as_update = [f for f in validate_object(after.manifest, crd, old=before.manifest) if f.blocking]
     if not as_update:
         return []
-    as_create = {(f.path, f.message) for f in validate_object(after.manifest, crd) if f.blocking}
-    return [str(f).split("\n")[0] for f in as_update if (f.path, f.message) not in as_create]
+    if any(f.blocking for f in validate_object(after.manifest, crd)):
+        return []  # refused as a new object too: `check` says why; the forecast judges the change itself
+    return [str(f).split("\n")[0] for f in as_update]
 
 
 def _refused_item(before: Obj, after: Obj, label: str, refusal: Sequence[str], why: str = "") -> Item:
