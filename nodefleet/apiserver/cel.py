@@ -62,7 +62,11 @@ def _env() -> Any:
             "__nf_old": cel.Type.DYN,
             "__nf_has_old": cel.Type.BOOL,
         },
-        extensions=[ext_optional.ExtOptional(), ext_strings.ExtStrings(), ext_bindings.ExtBindings()],
+        extensions=[
+            ext_optional.ExtOptional(),
+            ext_strings.ExtStrings(version=2),
+            ext_bindings.ExtBindings(),
+        ],
         functions=library.declarations(),
     )
 
