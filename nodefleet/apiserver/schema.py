@@ -373,7 +373,8 @@ def _checked_range_error(value: int | float, schema: Mapping[str, Any], path: st
     """kube-openapi's range check of a number against its schema's type and format (1.36:
     ``IsValueValidAgainstRange``, prefix "Checked"): an integer field takes only whole numbers in int64 (int32
     with ``format: int32``), a ``format: float`` number only what a float32 holds."""
-    kind = schema.get("type")
+    # An int-or-string is an integer to it (its anyOf's integer branch).
+    kind = "integer" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
     fmt = _numeric_format(schema)
     if kind == "integer":
         low, high = (-(2**31), 2**31 - 1) if fmt == "int32" else (_INT64_MIN, _INT64_MAX)
