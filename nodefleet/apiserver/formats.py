@@ -609,3 +609,48 @@ def date_value(value: str) -> Any:
         return None
     y, mo, d = (int(p) for p in value.split("-"))
     return datetime.datetime(y, mo, d, tzinfo=datetime.UTC)
+
+
+#: Go layout elements of the date layouts the API server's CEL conversion parses with, as (element, digits,
+#: largest value or 0): ``2006-01-02`` (``format: date``) and ``2006-01-02T15:04:05`` (the last layout
+#: strfmt's ``ParseDateTime`` tries, whose error it returns).
+_LAYOUT_PARTS = {
+    "2006": (4, 0, ""),
+    "01": (2, 12, "month"),
+    "02": (2, 31, "day"),
+    "15": (1, 23, "hour"),
+    "04": (2, 59, "minute"),
+    "05": (2, 59, "second"),
+}
+DATE_LAYOUT = "2006-01-02"
+DATE_TIME_LAYOUT = "2006-01-02T15:04:05"
+
+
+def go_time_parse_error(value: str, layout: str) -> str:
+    """Go's ``time.Parse(layout, value)`` error for the two layouts above, as the API server quotes it."""
+    head = f'parsing time "{value}" as "{layout}"'
+    rest, parts = value, re.findall(r"2006|01|02|15|04|05|[^0-9]+", layout)
+    for part in parts:
+        if part not in _LAYOUT_PARTS:
+            if not rest.startswith(part):
+                return f'{head}: cannot parse "{rest}" as "{part}"'
+            rest = rest[len(part) :]
+            continue
+        least, largest, name = _LAYOUT_PARTS[part]
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        most = 4 if part == "2006" else 2
+        if (
+            digits < least
+            or (part != "15" and digits < most and part != "2006")
+            or (part == "2006" and digits < 4)
+        ):
+            return f'{head}: cannot parse "{rest}" as "{part}"'
+        taken = min(digits, most)
+        number, rest = int(rest[:taken]), rest[taken:]
+        if largest and (number > largest or (name in ("month", "day") and number == 0)):
+            return f'parsing time "{value}": {name} out of range'
+        if part == "05" and rest.startswith(".") and rest[1:2].isdigit():
+            rest = rest[1:].lstrip("0123456789")
+    if rest:
+        return f'parsing time "{value}": extra text: "{rest}"'
+    return f'parsing time "{value}": day out of range'

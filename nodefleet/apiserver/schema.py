@@ -327,12 +327,14 @@ def _format_view(value: str, fmt: str) -> Any:
         day = crd_formats.date_value(value)
         if day is not None:
             return crd_cel.timestamp(day)
-        return crd_cel.invalid_data(f"Invalid date formatted string {value}")
+        why = crd_formats.go_time_parse_error(value, crd_formats.DATE_LAYOUT)
+        return crd_cel.invalid_data(f"Invalid date formatted string {value}: {why}")
     if fmt == "date-time":
         stamp = crd_formats.date_time_value(value)
         if stamp is not None:
             return crd_cel.timestamp(stamp)
-        return crd_cel.invalid_data(f"Invalid date-time formatted string {value}")
+        why = crd_formats.go_time_parse_error(value, crd_formats.DATE_TIME_LAYOUT)
+        return crd_cel.invalid_data(f"Invalid date-time formatted string {value}: {why}")
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
