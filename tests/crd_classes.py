@@ -116,6 +116,56 @@ CRDS: dict[str, dict[str, Any]] = {
             _r("!has(self.spec.note) || self.spec.note != 'stop'"),
         ],
     ),
+    "ledger": _crd(
+        "Ledger",
+        {
+            "type": "object",
+            "x-kubernetes-validations": [
+                _r("!has(self.size) || self.size != 'huge'", message="not huge"),
+                _r("!has(self.when) || self.when > timestamp('2020-01-01T00:00:00Z')", message="after 2020"),
+            ],
+            "properties": {
+                "note": _S,
+                "size": {"x-kubernetes-int-or-string": True},
+                "when": {"type": "string", "format": "date-time"},
+                "counts": {
+                    "type": "object",
+                    "maxProperties": 8,
+                    "additionalProperties": _I,
+                    "x-kubernetes-validations": [
+                        _r("self.all(k, self[k] >= 0)", message="counts not negative")
+                    ],
+                },
+                "ints": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "set",
+                    "maxItems": 8,
+                    "items": _I,
+                    "x-kubernetes-validations": [_r("self.all(x, x > 0)", message="positive")],
+                },
+                "weights": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "maxItems": 8,
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {"name": _S, "weight": _I},
+                        "x-kubernetes-validations": [
+                            _r(
+                                "!has(self.weight) || !has(oldSelf.weight) || self.weight >= oldSelf.weight",
+                                message="weights only grow",
+                            )
+                        ],
+                    },
+                    "x-kubernetes-validations": [
+                        _r("self.all(i, !has(i.weight) || i.weight <= 10)", message="light")
+                    ],
+                },
+            },
+        },
+    ),
     "formats": _crd(
         "Stamp",
         {
@@ -141,6 +191,11 @@ CRDS: dict[str, dict[str, Any]] = {
                     "format": "duration",
                     "x-kubernetes-validations": [_r("self <= duration('24h')")],
                 },
+                "lag": {
+                    "type": "string",
+                    "format": "duration",
+                    "x-kubernetes-validations": [_r("self >= duration('0s')", message="not negative")],
+                },
                 "blob": {
                     "type": "string",
                     "format": "byte",
@@ -163,11 +218,13 @@ CRDS: dict[str, dict[str, Any]] = {
                     "!has(self.c) || quantity(self.c) in [quantity('1'), quantity('2Gi')]",
                     message="c is 1 or 2Gi",
                 ),
+                _r("!has(self.v) || semver(self.v, true) == semver('1.2.0')", message="v is 1.2.0"),
             ],
             "properties": {
                 "a": {"type": "string", "maxLength": 16},
                 "b": {"type": "string", "maxLength": 16},
                 "c": {"type": "string", "maxLength": 16},
+                "v": {"type": "string", "maxLength": 16},
             },
         },
     ),
@@ -228,7 +285,8 @@ CRDS: dict[str, dict[str, Any]] = {
                         }
                     ),
                     "x-kubernetes-validations": [_r("self.kind != 'Secret'", message="no secrets")],
-                }
+                },
+                "more": {"type": "array", "maxItems": 4, "items": _embedded()},
             },
         },
     ),
@@ -421,6 +479,62 @@ CASES: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
     ),
     ("ratchet-ancestor", "ancestor", "note-number-root", _anc(note=5, floor=3), _anc(note=5)),
     ("ratchet-ancestor", "ancestor", "tag-number-item", _anc(tags=["a", 5], note="m"), _anc(tags=["a", 5])),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "ledger-valid-create",
+        _obj("Ledger", {"size": 3, "counts": {"a": 1}, "weights": [{"name": "w", "weight": 2}]}),
+        None,
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "count-string-map-rule",
+        _obj("Ledger", {"counts": {"a": "x"}, "note": "m"}),
+        _obj("Ledger", {"counts": {"a": "x"}}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "size-bool-spec-rule",
+        _obj("Ledger", {"size": True, "note": "m"}),
+        _obj("Ledger", {"size": True}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "size-fraction-spec-rule",
+        _obj("Ledger", {"size": 1.5, "note": "m"}),
+        _obj("Ledger", {"size": 1.5}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "when-not-a-date",
+        _obj("Ledger", {"when": "soon", "note": "m"}),
+        _obj("Ledger", {"when": "soon"}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "weight-string-item",
+        _obj("Ledger", {"weights": [{"name": "w", "weight": "heavy"}], "note": "m"}),
+        _obj("Ledger", {"weights": [{"name": "w", "weight": "heavy"}]}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "int-string-set",
+        _obj("Ledger", {"ints": [1, "two"], "note": "m"}),
+        _obj("Ledger", {"ints": [1, "two"]}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "weight-grows",
+        _obj("Ledger", {"weights": [{"name": "w", "weight": 1}]}),
+        _obj("Ledger", {"weights": [{"name": "w", "weight": 2}]}),
+    ),
     # --- string formats as CEL types ---------------------------------------------------------------------
     ("format-type", "formats", "at-after", _obj("Stamp", {"at": "2024-06-01T10:00:00Z"}), None),
     ("format-type", "formats", "at-before", _obj("Stamp", {"at": "2023-12-31T23:59:59Z"}), None),
@@ -430,6 +544,9 @@ CASES: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
     ("format-type", "formats", "wait-short", _obj("Stamp", {"wait": "90m"}), None),
     ("format-type", "formats", "wait-long", _obj("Stamp", {"wait": "25h"}), None),
     ("format-type", "formats", "wait-words", _obj("Stamp", {"wait": "2 days"}), None),
+    ("format-type", "formats", "lag-negative", _obj("Stamp", {"lag": "-5m"}), None),
+    ("format-type", "formats", "lag-zero", _obj("Stamp", {"lag": "0"}), None),
+    ("format-type", "formats", "at-fraction", _obj("Stamp", {"at": "2024-06-01T10:00:00.123Z"}), None),
     ("format-type", "formats", "blob-short", _obj("Stamp", {"blob": "aGk="}), None),
     ("format-type", "formats", "blob-long", _obj("Stamp", {"blob": "aGVsbG8="}), None),
     (
@@ -454,6 +571,8 @@ CASES: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
     ("quantity-equal", "quantities", "exponent", _obj("Measure", {"a": "1e3", "b": "1k"}), None),
     ("quantity-equal", "quantities", "in-list-millis", _obj("Measure", {"c": "1000m"}), None),
     ("quantity-equal", "quantities", "in-list-mi", _obj("Measure", {"c": "2048Mi"}), None),
+    ("quantity-equal", "quantities", "semver-short", _obj("Measure", {"v": "v1.2"}), None),
+    ("quantity-equal", "quantities", "semver-other", _obj("Measure", {"v": "1.2.1"}), None),
     ("quantity-equal", "quantities", "not-in-list", _obj("Measure", {"c": "3"}), None),
     # --- macros and extensions --------------------------------------------------------------------------------
     ("macro", "macros", "short-distinct", _obj("Mapper", {"labels": {"a": "x", "b": "y"}}), None),
@@ -544,6 +663,20 @@ CASES: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
         None,
     ),
     # --- numbers as the API server decodes them -------------------------------------------------------------
+    (
+        "embedded",
+        "embedded",
+        "list-no-kind",
+        _obj("Holder", {"more": [{"apiVersion": "v1", "kind": "A"}, {"apiVersion": "v1"}]}),
+        None,
+    ),
+    (
+        "embedded",
+        "embedded",
+        "list-bad-generate-name",
+        _obj("Holder", {"more": [{"apiVersion": "v1", "kind": "A", "metadata": {"generateName": "a%b-"}}]}),
+        None,
+    ),
     ("number", "numbers", "ratio-0.3", _obj("Number", {"ratio": 0.3}), None),
     ("number", "numbers", "ratio-0.7", _obj("Number", {"ratio": 0.7}), None),
     ("number", "numbers", "ratio-0.35", _obj("Number", {"ratio": 0.35}), None),
@@ -552,6 +685,9 @@ CASES: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
     ("number", "numbers", "half-1.5", _obj("Number", {"half": 1.5}), None),
     ("number", "numbers", "half-1.25", _obj("Number", {"half": 1.25}), None),
     ("number", "numbers", "count-6", _obj("Number", {"count": 6}), None),
+    ("number", "numbers", "count-minus-6", _obj("Number", {"count": -6}), None),
+    ("number", "numbers", "half-minus-1.5", _obj("Number", {"half": -1.5}), None),
+    ("number", "numbers", "ratio-tiny-off", _obj("Number", {"ratio": 0.1000001}), None),
     ("number", "numbers", "count-7", _obj("Number", {"count": 7}), None),
     ("number", "numbers", "set-1-and-1.0", _obj("Number", {"set": [1, 1.0]}), None),
     ("number", "numbers", "set-0.5-twice", _obj("Number", {"set": [0.5, 0.5]}), None),
