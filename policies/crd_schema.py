@@ -41,6 +41,7 @@ from pulumi_policy.proxy import (
 from nodefleet.apiserver.advice import advise
 from nodefleet.apiserver.previous import PreviousStateError, load_checkpoint, rendered_previous
 from nodefleet.apiserver.schema import (
+    CRD_REFUSED,
     DEFAULT_KUBERNETES_VERSION,
     KUBERNETES_VERSIONS,
     UNKNOWN,
@@ -216,6 +217,8 @@ def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
         todo = (
             f"{fix}, in the stack file (or the program)"
             if fix
+            else "fix the rule in the CRD, or refresh it with one the API server accepts (`nodefleet crds refresh`)"
+            if finding.message.startswith(CRD_REFUSED)
             else "fix the value in the stack file (or the program)"
         )
         report(

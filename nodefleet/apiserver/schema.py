@@ -57,6 +57,7 @@ from nodefleet.apiserver.cel import rule_field_path as _rule_field_path
 from nodefleet.apiserver.store import CrdVersion
 
 __all__ = [
+    "CRD_REFUSED",
     "DEFAULT_KUBERNETES_VERSION",
     "KUBERNETES_VERSIONS",
     "NOT_CHECKED",
@@ -97,6 +98,8 @@ _ABSENT: Any = crd_cel._ABSENT
 #: in a field with a numeric format by Go's types.
 KUBERNETES_VERSIONS = ("1.35", "1.36")
 DEFAULT_KUBERNETES_VERSION = "1.35"
+#: How a finding says the API server refuses the CRD itself (nodefleet.apiserver.crd_rules).
+CRD_REFUSED = "the API server refuses this CRD"
 #: How the API server reads a request body's numbers: ``client`` (kubectl, the Pulumi provider, client-go:
 #: a whole float is marshalled as an integer, so ``1.0`` arrives as ``1``), or ``json`` (a JSON body written by
 #: hand keeps ``1.0``, a float64 on the server).
@@ -1370,8 +1373,7 @@ def validate_object(
         return [
             Finding(
                 "",
-                f"the API server refuses this CRD ({crd.crd.file}, {crd.version}), so no object of it can be "
-                f"created: {r}",
+                f"{CRD_REFUSED} ({crd.crd.file}, {crd.version}), so no object of it can be created: {r}",
                 True,
             )
             for r in refused[:3]
