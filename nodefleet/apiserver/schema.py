@@ -326,18 +326,17 @@ def _format_view(value: str, fmt: str) -> Any:
         if seconds is not None:
             return crd_cel.duration(round(seconds * 1e9))
         return crd_cel.invalid_data(f"Invalid duration {value}: unable to parse {value} as duration")
-    if fmt == "date":
-        day = crd_formats.date_value(value)
-        if day is not None:
-            return crd_cel.timestamp(day)
-        why = crd_formats.go_time_parse_error(value, crd_formats.DATE_LAYOUT)
-        return crd_cel.invalid_data(f"Invalid date formatted string {value}: {why}")
-    if fmt == "date-time":
-        stamp = crd_formats.date_time_value(value)
+    if fmt in ("date", "date-time"):
+        parse, layout = (
+            (crd_formats.date_value, crd_formats.DATE_LAYOUT)
+            if fmt == "date"
+            else (crd_formats.date_time_value, crd_formats.DATE_TIME_LAYOUT)
+        )
+        stamp = parse(value)
         if stamp is not None:
             return crd_cel.timestamp(stamp)
-        why = crd_formats.go_time_parse_error(value, crd_formats.DATE_TIME_LAYOUT)
-        return crd_cel.invalid_data(f"Invalid date-time formatted string {value}: {why}")
+        why = crd_formats.go_time_parse_error(value, layout)
+        return crd_cel.invalid_data(f"Invalid {fmt} formatted string {value}: {why}")
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
