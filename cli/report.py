@@ -168,7 +168,13 @@ def _stack_report(
     from cli.engine import engine_status
     from mockruntime.evaluate import evaluate_run
     from mockruntime.run import read_stack_config, run_program, stack_path
-    from mockruntime.snapshots import plan_of, shown_path, snapshot_from_plan, snapshot_from_render_dir
+    from mockruntime.snapshots import (
+        deployer_of,
+        plan_of,
+        shown_path,
+        snapshot_from_plan,
+        snapshot_from_render_dir,
+    )
     from nodefleet.drift.forecast import Snapshot, forecast
     from nodefleet.stackfile.yamlfile import YAMLFileError
     from policies.pack import POLICIES
@@ -204,7 +210,7 @@ def _stack_report(
     before = snapshot_from_render_dir(plan, base.root) if base.root else None
     if before is not None:
         before = Snapshot(base.label, before.objects)
-    result = forecast(before, snapshot_from_plan(plan, "this change"))
+    result = forecast(before, snapshot_from_plan(plan, "this change"), deployer=deployer_of(mock))
     mandatory = [v for v in violations if v["level"] == "mandatory"]
     return {
         "stack": stack,

@@ -30,6 +30,7 @@ from nodefleet.stackfile.model import Fleet, OutputSettings
 __all__ = [
     "SnapshotError",
     "default_target",
+    "deployer_of",
     "last_render_root",
     "plan_of",
     "render_directory_of",
@@ -59,6 +60,13 @@ def plan_of(run: MockRun) -> RenderPlan:
     then named after their providers, and the directory is not used).
     """
     return plan_render(run, render_directory_of(run) or default_target(run.stack))
+
+
+def deployer_of(run: MockRun) -> str:
+    """Who applies the run's objects: Argo CD or Flux from its render (render mode), or Pulumi (apply mode)."""
+    from nodefleet.drift.forecast import GITOPS, PULUMI
+
+    return GITOPS if render_directory_of(run) else PULUMI
 
 
 def render_directory_of(run: MockRun) -> str | None:

@@ -697,6 +697,19 @@ def _kind_key(kind: k.Kind) -> tuple[str, str]:
     return kind.api_version.split("/")[0], kind.kind
 
 
+def _refuse_refused(doc: Mapping[str, Any], where: str) -> None:
+    """A CRD the API server refuses (a rule that does not compile, an invalid fieldPath, ...) is not shipped:
+    no cluster could serve it (:mod:`nodefleet.apiserver.crd_rules`)."""
+    from nodefleet.apiserver.crd_rules import refusals
+
+    for i, version in enumerate(doc["spec"].get("versions") or []):
+        schema = ((version or {}).get("schema") or {}).get("openAPIV3Schema")
+        if isinstance(schema, Mapping):
+            found = refusals(schema, f"spec.versions[{i}].schema.openAPIV3Schema")
+            if found:
+                raise CrdError(f"{where}: the API server refuses this CRD: {found[0]}; nothing was changed")
+
+
 def refresh(
     source_dir: Path,
     *,
@@ -742,6 +755,7 @@ def refresh(
                 f"{path}: {kind.kind} CRD does not serve {version}, which nodefleet writes (it serves "
                 f"{', '.join(map(str, served)) or 'nothing'}); nothing was changed"
             )
+        _refuse_refused(doc, str(path))
         source = (provenance or {}).get(path.name) or default_source
         if source is None:
             raise CrdError(
@@ -915,6 +929,7 @@ def refresh_karpenter(
             except (CrdError, UnicodeDecodeError):
                 continue
             if _group_kind(doc) in wanted:
+                _refuse_refused(doc, f"{module}@{version}:{inner}")
                 found[_group_kind(doc)] = (str(inner), data, doc)
     missing = [kind.kind for key, kind in wanted.items() if key not in found]
     if missing:
