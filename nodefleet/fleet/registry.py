@@ -107,6 +107,12 @@ def _path_problem(value: str) -> str | None:
         return (
             f"is {len(value)} characters long, more than any path ({_MAX_PATH}); give the kubeconfig's path"
         )
+    if not (value.startswith("~/") or os.path.isabs(value)):
+        return (
+            f"'{value}' is a relative path, which would mean another file in every folder nodefleet, the engine "
+            "and Argo CD's or Flux's set-up scripts run from; give it absolute or from ~/ (a kubeconfig holds "
+            "credentials: keep it outside the repository)"
+        )
     return None
 
 
