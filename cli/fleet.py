@@ -240,35 +240,12 @@ def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list
 
 
 def _read_config(path: Path, shown: str) -> dict[str, Any]:
-    """A stack file's ``config:``, read as strictly as :func:`mockruntime.run.read_stack_config` reads it
-    (duplicate keys refused), with libyaml where PyYAML has it: planning 500 stacks reads 500 files, and the
-    pure-Python parser takes most of the time. Any problem is reported by the strict reader's own message."""
-    import yaml
-
+    """A stack file's ``config:``, read as :func:`mockruntime.run.read_stack_config` reads it, with libyaml
+    where PyYAML has it: planning 500 stacks reads 500 files, and the pure-Python parser takes most of the
+    time."""
     from mockruntime.run import read_stack_config
-    from nodefleet.stackfile import yamlfile
 
-    fast = getattr(yaml, "CSafeLoader", None)
-    if fast is not None:
-        global _STRICT_C_LOADER
-        if _STRICT_C_LOADER is None:
-            _STRICT_C_LOADER = type("_StrictCLoader", (fast,), {})
-            _STRICT_C_LOADER.add_constructor(
-                yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-                yamlfile._construct_mapping,
-            )
-        try:
-            document = yaml.load(path.read_bytes(), Loader=_STRICT_C_LOADER)
-        except (OSError, yaml.YAMLError, UnicodeDecodeError):
-            document = None
-        if isinstance(document, dict) and not yamlfile._too_many_values(document):
-            config = document.get("config")
-            if isinstance(config, dict):
-                return config
-    return read_stack_config(path, shown)
-
-
-_STRICT_C_LOADER: Any = None
+    return read_stack_config(path, shown, fast=True)
 
 
 def _relative(path: Path) -> str:
@@ -288,18 +265,25 @@ def matrix_run(args: argparse.Namespace, known: dict[str, Path], names: list[str
         stacks = [s for s in stacks if s.mode == args.mode]
     touched = None
     if args.changed_files:
-        if args.changed_files == "-":
-            text = sys.stdin.read()
-        else:
-            from nodefleet.files import read_regular_file
+        from nodefleet import files as reader
 
-            try:
-                text = read_regular_file(args.changed_files).decode("utf-8", "replace")
-            except OSError as e:
-                raise InputError(
-                    f"--changed-files {args.changed_files}: cannot read it ({e.strerror or e}); write the "
-                    "output of `git diff --name-only BASE` to a file, or pass - to read it from stdin"
-                ) from None
+        try:
+            if args.changed_files == "-":
+                data = sys.stdin.buffer.read(reader.MAX_FILE_BYTES + 1)
+                if len(data) > reader.MAX_FILE_BYTES:
+                    raise reader.FileProblem(
+                        "-",
+                        f"standard input holds more than {reader.MAX_FILE_BYTES:,} bytes",
+                        "give a list of files",
+                    )
+                text = reader.decode_text(data, "-", what="list of changed files")
+            else:
+                text = reader.read_text(args.changed_files, what="list of changed files")
+        except reader.FileProblem as e:
+            raise InputError(
+                f"--changed-files {e.source}: {e.problem}; {e.fix} (the output of `git diff --name-only BASE`, "
+                "or - to read it from stdin)"
+            ) from None
         touched = touched_stacks(text.splitlines(), stacks)
     try:
         out = matrix(

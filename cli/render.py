@@ -23,9 +23,8 @@ def run(args: argparse.Namespace) -> int:
     from mockruntime.evaluate import evaluate_run
     from mockruntime.render_tree import RenderTreeError, write_tree
     from mockruntime.rendering import plan_render
-    from mockruntime.run import PROJECT_DIR
     from nodefleet.render.wiring import folder_fields
-    from nodefleet.stackfile.paths import PathError, contain, writable_folder_problem
+    from nodefleet.stackfile.paths import PathError, output_folder
     from policies.pack import POLICIES
 
     policy_config = read_policy_config(args)
@@ -43,27 +42,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_VIOLATIONS
     plan = plan_render(mock, fleet.render_directory, fleet.config.wave, folder_fields(fleet))
     if args.out is not None:
-        problem = writable_folder_problem(Path(args.out).expanduser())
-        if problem:
-            raise InputError(f"--out {args.out}: {problem}")
         try:
-            out = contain(
-                str(Path(args.out).expanduser().resolve()),
-                project_dir=PROJECT_DIR,
-                roots=[Path(args.out).expanduser().resolve()],
-                allow="--out",
-                example="--out /tmp/manifests",
-            )
+            root = output_folder(args.out, example="--out /tmp/manifests")
         except PathError as e:
             raise InputError(f"--out {args.out}: {e}") from None
-        if out.path == Path(out.path.anchor):
-            raise InputError(f"--out {args.out}: is the file system root; name a folder for the manifests")
-        if any(p.lower() == ".git" for p in out.path.parts):
-            raise InputError(
-                f"--out {args.out}: lies inside a .git folder, the repository's own files; name a folder of the "
-                "work tree"
-            )
-        root = out.path
     else:
         root = fleet.render_dir.path
     problems = tree_problems(fleet, loaded.shown, root, plan, loaded.siblings)
