@@ -344,6 +344,23 @@ def selected(args: argparse.Namespace) -> tuple[dict[str, Path], list[str]]:
     return known, names
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """``--out`` and ``--out-dir`` are judged before any stack runs, as ``output.directory`` is: never inside
+    ``.git/``, never a file where a folder is meant (:func:`nodefleet.stackfile.paths.output_folder`)."""
+    from nodefleet.stackfile.paths import PathError, output_folder
+
+    for option, value, example in (
+        ("--out", getattr(args, "out", None), "--out rendered/"),
+        ("--out-dir", getattr(args, "out_dir", None), "--out-dir reports/"),
+    ):
+        if value is None:
+            continue
+        try:
+            output_folder(value, example=example)
+        except PathError as e:
+            raise InputError(f"{option} {value}: {e}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     known, names = selected(args)
     if args.fleet_command == "matrix":
@@ -352,6 +369,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--parallel {args.parallel}: must be at least 1")
     if args.fleet_command == "report" and not args.base:
         raise InputError("fleet report needs --base <git ref> (the base of the change)")
+    _check_outputs(args)
     if args.fleet_command in ("check", "preview", "up", "render"):
         problems = tree_problems(args, [(name, known[name]) for name in names])
         if problems:

@@ -45,18 +45,22 @@ def touched_stacks(changed: list[str], project: Path = PROJECT) -> tuple[list[st
     The rules are ``fleet matrix``'s (:func:`nodefleet.stackfile.waves.touched_stacks`), so the report covers exactly the
     stacks the rollout would run.
     """
-    import yaml
-
+    from mockruntime.run import read_stack_config
+    from nodefleet.stackfile.model import CONFIG_KEY
     from nodefleet.stackfile.waves import DEFAULT_WAVE, StackWave, is_shared
     from nodefleet.stackfile.waves import touched_stacks as touching
+    from nodefleet.stackfile.yamlfile import YAMLFileError
 
     stacks = all_stacks(project)
     if any(is_shared(f) for f in changed):
         return stacks, "the program or the policy pack changed: every stack"
     fleet = []
     for stack in stacks:
-        text = (project / "stacks" / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")
-        config = ((yaml.safe_load(text) or {}).get("config") or {}).get("nodefleet:fleet") or {}
+        shown = f"stacks/Pulumi.{stack}.yaml"
+        try:  # a stack file that does not load has no catalogs here; its own check says why
+            config = read_stack_config(project / shown, shown, fast=True).get(CONFIG_KEY) or {}
+        except YAMLFileError:
+            config = {}
         clusters = config.get("clusters") if isinstance(config, dict) else None
         catalogs = tuple(
             str(c["catalog"])
@@ -250,6 +254,17 @@ def as_json(report: dict[str, Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from cli.verdicts import read_policy_config
+    from nodefleet.stackfile.paths import PathError, output_file
+
+    for option, value, example in (
+        ("--out", args.out, "report.md"),
+        ("--json-out", args.json_out, "report.json"),
+    ):
+        try:
+            if value is not None:
+                output_file(value, example=f"{option} {example}")
+        except PathError as e:
+            raise InputError(f"{option} {value}: {e}") from None
 
     changed = [
         line

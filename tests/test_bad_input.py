@@ -364,3 +364,93 @@ def test_a_lookalike_quoted_by_a_validator_is_escaped_too(dev_fleet: dict[str, A
     dev_fleet["clusters"][0]["machineSets"][0]["labels"] = {"n\u043ede-tier": "infra"}  # Cyrillic o
     msg = _error(dev_fleet)
     assert "'n\\u043ede-tier'" in msg and "\u043e" not in msg and "U+043E (CYRILLIC SMALL LETTER O)" in msg
+
+
+# --- 17: every file nodefleet reads goes through the guarded reader ------------------------------------
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from cli.main import main
+
+    code = _within(120, lambda: main(list(argv)))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and "internal error" not in err, err
+    return code, out, err
+
+
+def test_a_render_record_that_is_a_pipe_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / ".nodefleet-render-dev")
+    code, _, err = _run(capsys, "render", "--stack", "dev", "--out", str(out))
+    assert code == 2 and ".nodefleet-render-dev: the render record is a named pipe" in err, err
+    assert "restore it from version control, or remove it" in err
+
+
+def test_a_render_journal_in_latin1_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".nodefleet-render-dev.journal").write_bytes("write dev/caf\xe9\n".encode("latin-1"))
+    code, _, err = _run(capsys, "render", "--stack", "dev", "--out", str(out))
+    assert code == 2 and "the journal of an interrupted render" in err and "is not UTF-8" in err, err
+    assert "remove it and render again" in err
+
+
+def test_a_pipe_where_a_manifest_goes_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert _run(capsys, "render", "--stack", "dev", "--out", str(out))[0] == 0
+    manifest = next((out / "dev" / "1-manifest").glob("*.yaml"))
+    manifest.unlink()
+    os.mkfifo(manifest)
+    code, _, err = _run(capsys, "render", "--stack", "dev", "--out", str(out))
+    assert code == 2 and "is a named pipe (FIFO), not a regular file where a manifest goes; remove it" in err
+
+
+def test_a_state_export_too_deep_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "state.json"
+    state.write_text("[" * 100_000 + "]" * 100_000)
+    code, out, err = _run(capsys, "forecast", "--stack", "dev", "--state", str(state))
+    assert code == 2 and out == "" and "nested more than 100 levels deep" in err, err
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('{"deployment": "caf\xe9"}'.encode("latin-1"))
+    code, _, err = _run(capsys, "forecast", "--stack", "dev", "--state", str(latin1))
+    assert code == 2 and "byte 0xe9 is not UTF-8" in err, err
+
+
+def test_a_previous_state_for_the_crd_policy_is_read_bounded(tmp_path: Path) -> None:
+    from nodefleet.apiserver.previous import PreviousStateError, load_checkpoint
+
+    state = tmp_path / "state.json"
+    state.write_text('{"deployment": {"resources": ' + "[" * 5000 + "]" * 5000 + "}}")
+    with pytest.raises(PreviousStateError, match="nested more than 100 levels deep"):
+        load_checkpoint(state, tmp_path)
+    os.mkfifo(tmp_path / "fifo.json")
+    with pytest.raises(PreviousStateError, match="named pipe"):
+        _within(10, lambda: load_checkpoint(tmp_path / "fifo.json", tmp_path))
+
+
+def test_json_a_user_wrote_into_a_value_is_read_bounded() -> None:
+    """A pull secret and userData hold JSON a user wrote: deep JSON is refused or ignored, never a crash."""
+    from nodefleet.render.ignition import merge_headers
+    from nodefleet.stackfile.secrets import secret_value_problem
+
+    deep = '{"auths": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert "nested deeper than any pull secret" in str(secret_value_problem(".dockerconfigjson", deep))
+    assert merge_headers('{"ignition": ' + "[" * 100_000 + "]" * 100_000 + "}") == {}
+
+
+def test_report_reads_every_stack_file_guarded(tmp_path: Path) -> None:
+    """`report` looks at every stack file for the catalogs it names: a pipe among them must not hang it."""
+    from cli.report import touched_stacks
+
+    project = tmp_path / "project"
+    (project / "stacks").mkdir(parents=True)
+    (project / "stacks" / "Pulumi.ok.yaml").write_text(
+        "config:\n  nodefleet:fleet:\n    clusters:\n    - {name: a, catalog: catalogs/a.yaml}\n"
+    )
+    os.mkfifo(project / "stacks" / "Pulumi.pipe.yaml")
+    (project / "stacks" / "Pulumi.deep.yaml").write_text("config: " + "[" * 20_000 + "]" * 20_000 + "\n")
+    stacks, _ = _within(20, lambda: touched_stacks(["catalogs/a.yaml"], project))
+    assert stacks == ["ok"]
