@@ -22,6 +22,7 @@ failing stack never stops the others.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -83,17 +84,20 @@ def _command(args: argparse.Namespace, stack: str, path: Path) -> list[str]:
     source = (
         ["--stack", stack]
         if path.parent.resolve() == (PROJECT / "stacks").resolve()
-        else ["--config-file", str(path)]
+        else ["--config-file", os.path.abspath(path)]  # the stack runs from the project, not from here
     )
     cmd = [sys.executable, "-m", "nodefleet", args.fleet_command]
     if args.fleet_command in ("check", "forecast"):
         cmd += [*source, "--json"]
         if args.fleet_command == "forecast" and args.out:
-            cmd += ["--rendered", str(args.out / stack)]  # where `fleet render --out` put the stack
+            cmd += [
+                "--rendered",
+                os.path.join(os.path.abspath(args.out), stack),
+            ]  # where `fleet render --out` put it
     elif args.fleet_command == "render":
         cmd += source
-        if args.out:
-            cmd += ["--out", str(args.out / stack)]
+        if args.out:  # absolute: the stack runs from the project, not from here
+            cmd += ["--out", os.path.join(os.path.abspath(args.out), stack)]
     elif args.fleet_command in ("preview", "up"):
         cmd += ["--stack", stack, "--json"]
     elif args.fleet_command == "report":
@@ -426,7 +430,7 @@ def run(args: argparse.Namespace) -> int:
             stopped = f"wave {label_value(wave)} failed ({', '.join(failed)})"
         elif health:
             # After the last wave too: the rollout is complete only when its last wave is healthy.
-            stopped = _health_gate(health, wave, [m.stack for m in members])
+            stopped = _health_gate(health, wave, [m.stack for m in members], args.timeout)
         elif last:
             continue
         print(
@@ -510,19 +514,76 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _health_gate(command: str, wave: str, stacks: list[str]) -> str:
-    """Run the user's health command after a wave; the reason to stop, or "" when it passed."""
+#: How much of a health command's output is kept (its end): enough for the reason it gives, never a flood.
+HEALTH_OUTPUT_KEPT = 4096
+#: The longest line of it printed or stored.
+HEALTH_LINE_CHARS = 300
+
+
+@dataclass
+class Bounded:
+    """A shell command run with a time limit: its exit code (None when it was killed at the limit) and the end
+    of its output, decoded leniently, credentials redacted."""
+
+    code: int | None
+    tail: str
+
+
+def run_bounded(command: str, *, env: dict[str, str], cwd: Path, timeout: float) -> Bounded:
+    """Run ``command`` in a shell, in a process group of its own, killed with the whole group after
+    ``timeout`` seconds; only the last :data:`HEALTH_OUTPUT_KEPT` bytes of stdout and stderr are kept (a command
+    printing without end fills neither memory nor disk), decoded with replacement characters (any bytes),
+    its last two lines shortened to :data:`HEALTH_LINE_CHARS` and redacted (:func:`nodefleet.files.redact`),
+    so what is printed and stored is bounded and holds no token the command printed."""
+    import signal
+
+    from nodefleet.files import redact
+
+    proc = subprocess.Popen(
+        command, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    kept = {"out": b"", "err": b""}
+
+    def drain(name: str, stream: Any) -> None:
+        for chunk in iter(lambda: stream.read1(65536), b""):
+            kept[name] = (kept[name] + chunk)[-HEALTH_OUTPUT_KEPT:]
+
+    readers = [
+        threading.Thread(target=drain, args=(name, stream), daemon=True)
+        for name, stream in (("out", proc.stdout), ("err", proc.stderr))
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        code: int | None = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # what the command started, too, so its pipes close
+    for reader in readers:
+        reader.join(5)
+    text = (kept["err"] or kept["out"]).decode("utf-8", "replace")
+    lines = [line.strip()[:HEALTH_LINE_CHARS] for line in text.strip().splitlines()[-2:]]
+    return Bounded(code, redact(" ".join(line for line in lines if line)))
+
+
+def _health_gate(command: str, wave: str, stacks: list[str], timeout: float = 1800) -> str:
+    """Run the user's health command after a wave, within ``timeout`` seconds (``--timeout``); the reason to
+    stop, or "" when it passed."""
     env = {**os.environ, "NODEFLEET_WAVE": wave, "NODEFLEET_WAVE_STACKS": ",".join(stacks)}
     try:
-        proc = subprocess.run(command, shell=True, cwd=PROJECT, env=env, capture_output=True, text=True)
+        done = run_bounded(command, env=env, cwd=PROJECT, timeout=timeout)
     except OSError as e:
         return f"--health-command could not start ({e.strerror})"
-    if proc.returncode == 0:
+    if done.code == 0:
         return ""
-    tail = " ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:])
-    return f"--health-command exited {proc.returncode} after wave {label_value(wave)}" + (
-        f": {tail}" if tail else ""
-    )
+    if done.code is None:
+        reason = f"--health-command did not finish within {timeout:.0f}s (--timeout) after wave {label_value(wave)}"
+    else:
+        reason = f"--health-command exited {done.code} after wave {label_value(wave)}"
+    return reason + (f": {done.tail}" if done.tail else "")
 
 
 def _table(command: str, results: list[StackResult], wall: float, parallel: int, worst: int) -> str:
