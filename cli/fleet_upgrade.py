@@ -239,7 +239,7 @@ def _gate(
     if args.health_command:
         os.environ["NODEFLEET_UPGRADE_PHASE"] = phase
         try:
-            return Verdict(_health_gate(args.health_command, wave["wave"], stacks))
+            return Verdict(_health_gate(args.health_command, wave["wave"], stacks, args.timeout))
         finally:
             os.environ.pop("NODEFLEET_UPGRADE_PHASE", None)
     if args.confirmed:

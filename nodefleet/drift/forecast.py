@@ -62,6 +62,7 @@ from nodefleet.drift.rules import (
     karpenter_minor,
     node_pool_static_view,
 )
+from nodefleet.files import load_json
 from nodefleet.render.gitops import ControllerOwnedError, controller_owned, json_pointer
 from nodefleet.render.ignition import TARGET_CONFIG_VERSION_HASH, hypershift_stub, merge_headers, user_data
 
@@ -523,7 +524,7 @@ def _user_data_reason(before: str, after: str) -> str:
 
 def _merge_source(text: str) -> str | None:
     try:
-        config = json.loads(text)
+        config = load_json(text, "userData")
         return str(config["ignition"]["config"]["merge"][0]["source"])
     except (ValueError, KeyError, IndexError, TypeError):
         return None
