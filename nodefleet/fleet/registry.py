@@ -47,7 +47,6 @@ from nodefleet.stackfile.modelbase import DNS_LABEL, DNS_SUBDOMAIN, REGION, Conf
 from nodefleet.stackfile.yamlfile import YAMLFileError, load_yaml, read_text
 
 __all__ = [
-    "DEFAULT_KUBERNETES_VERSION",
     "DEFAULT_MANAGEMENT_CLUSTER",
     "REGISTRY_FILE",
     "STACKS_DIR_ENV",
@@ -70,7 +69,6 @@ __all__ = [
 
 #: The Kubernetes minor of a management cluster's API server when the registry does not say: OpenShift 4.22's,
 #: the version nodefleet's CRD validation follows (k8s.io/apiextensions-apiserver 1.35).
-DEFAULT_KUBERNETES_VERSION = "1.35"
 #: Set by whoever runs the program on a stack file outside ``stacks/`` (``preview --config-file``): the folder of that
 #: file, absolute, where the program finds the registry (the stack file's own name may be relative to another
 #: directory than the one the engine runs the program in).
@@ -198,10 +196,6 @@ class ManagementClusterEntry(ConfigModel):
         FluxKubeConfig(), description="Render mode: the Secret Flux reaches it through."
     )
     hypershift: HyperShiftSettings = HyperShiftSettings()
-    kubernetes_version: Annotated[str, Field(pattern=_MINOR)] = Field(
-        DEFAULT_KUBERNETES_VERSION,
-        description=f"The Kubernetes minor of its API server (default {DEFAULT_KUBERNETES_VERSION}, OpenShift 4.22).",
-    )
 
     @model_validator(mode="after")
     def _a_path(self) -> ManagementClusterEntry:
@@ -239,7 +233,6 @@ class ManagementClusterEntry(ConfigModel):
             argocd_cluster_name=None,
             flux_kube_config=FluxKubeConfig(),
             hypershift=HyperShiftSettings(),
-            kubernetes_version=DEFAULT_KUBERNETES_VERSION,
         )
 
 

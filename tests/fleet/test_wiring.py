@@ -124,7 +124,7 @@ def test_a_partial_wiring_never_replaces_the_fleets(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--out", "{tmp}/repo/.git/wiring"), "lies inside a .git folder"),
+        (("--out", "{tmp}/repo/.git/wiring"), "lies inside .git/"),
         (("--out", "{tmp}/a-file"), "is a file, not a folder"),
         (("--out", "{tmp}/a-file/below"), "runs through a file where a folder must be"),
         (("--argocd-namespace", "Argo_CD"), "--argocd-namespace 'Argo_CD': not a Kubernetes namespace"),

@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 from nodefleet.fleet.registry import (
-    DEFAULT_KUBERNETES_VERSION,
     Registry,
     RegistryError,
     fleet_problems,
@@ -69,7 +68,6 @@ def test_the_documented_registry_loads_with_its_defaults(tmp_path: Path) -> None
     )
     assert (b.argocd_cluster, b.flux_secret_name, b.flux_secret_key) == ("hub-b", "b", "kc")
     assert a.supported_versions == ("4.22", "4.21") and b.supported_versions == ()
-    assert a.kubernetes_version == DEFAULT_KUBERNETES_VERSION == "1.35"
     assert registry.kubeconfig("mgmt-use1-a", "/etc/ignored") == "~/.kube/mgmt-use1-a"
     assert registry.gitops is not None
     assert (registry.gitops.branch, registry.gitops.tool, registry.gitops.flux_namespace) == (
@@ -124,8 +122,8 @@ def test_without_a_file_the_fleet_has_one_management_cluster(tmp_path: Path) -> 
             "managementClusters[0].hypershift.supportedVersions[0]: must be",
         ),
         (
-            {"managementClusters": [_entry(kubernetesVersion=1.35)]},
-            "managementClusters[0].kubernetesVersion: Input should be a valid string",
+            {"managementClusters": [_entry(kubernetesVersion="1.35")]},
+            "managementClusters[0].kubernetesVersion: unknown key 'kubernetesVersion'",
         ),
         (
             {"managementClusters": [_entry()], "gitops": {"tool": "jenkins"}},
