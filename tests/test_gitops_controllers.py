@@ -11,6 +11,7 @@ management cluster ``management`` and the hosted cluster's own ``prod-east-hoste
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -19,11 +20,12 @@ from typing import Any
 import pytest
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from tests.applymode import HOSTED_KARPENTER, prepare
+from tests.applymode import HOSTED_KARPENTER, MCO_CONTROLLER, prepare
 from tests.gitopsctl import ARGOCD_NAMESPACE, FLUX_NAMESPACE, Controllers
 from tests.gitopsfleet import (
     TOOL_MANAGER,
     Repo,
+    annotate,
     applications,
     compare,
     condition,
@@ -174,8 +176,6 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
                "prod-east", "clusters") is None  # fmt: skip
     _register(ctl, shipped, only=("dev",))
     if tool == "flux":
-        from tests.gitopsfleet import annotate
-
         annotate(ctl, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", names[0], FLUX_NAMESPACE,
                  {"reconcile.fluxcd.io/requestedAt": "registered"})  # fmt: skip
     else:
@@ -201,3 +201,69 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
             if live is not None and TOOL_MANAGER[tool] not in managers(live):
                 problems.append(f"{where}: not applied by {TOOL_MANAGER[tool]} ({sorted(managers(live))})")
     assert not problems, "\n".join(problems)
+
+
+def _sync_now(ctl: Controllers, tool: str, name: str) -> str:
+    """Request the next sync of one folder by hand (``flux reconcile kustomization``; ``argocd app sync``, which
+    syncs with the Application's own sync options); a token that :func:`_synced` recognises."""
+    token = f"by-hand-{time.time_ns()}"
+    if tool == "flux":
+        annotate(ctl, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", name, FLUX_NAMESPACE,
+                 {"reconcile.fluxcd.io/requestedAt": token})  # fmt: skip
+        return token
+    app = applications(ctl)[name]
+    api = ctl.hub_client.resources.get(api_version="argoproj.io/v1alpha1", kind="Application")
+    operation = {
+        "initiatedBy": {"username": token},
+        "sync": {"revision": app["status"]["sync"]["revision"],
+                 "syncOptions": app["spec"]["syncPolicy"]["syncOptions"]},
+    }  # fmt: skip
+    ctl.hub_client.patch(api, name=name, namespace=ARGOCD_NAMESPACE, body={"operation": operation},
+                         content_type="application/merge-patch+json")  # fmt: skip
+    return token
+
+
+def _synced(ctl: Controllers, tool: str, name: str, token: str) -> bool:
+    if tool == "flux":
+        k = kustomizations(ctl)[name]
+        status = k.get("status") or {}
+        return bool(
+            status.get("lastHandledReconcileAt") == token and condition(k, "Ready").get("status") == "True"
+        )
+    op = (applications(ctl)[name].get("status") or {}).get("operationState") or {}
+    initiated = ((op.get("operation") or {}).get("initiatedBy") or {}).get("username")
+    return bool(initiated == token and op.get("phase") == "Succeeded")
+
+
+def test_a_controller_owned_field_survives_the_next_sync_and_a_declared_one_is_put_back(
+    gitops_controllers: Controllers, shipped: Shipped
+) -> None:
+    ctl, tool = gitops_controllers, shipped.tool
+    commit = shipped.repo.publish()
+    wait_for("the first sync", lambda: all(_applied(ctl, shipped, commit).values()) or None, ctl, tool)
+    dev = shipped.servers["dev"].dynamic()
+    machine_sets = dev.resources.get(api_version="machine.openshift.io/v1beta1", kind="MachineSet")
+    managed, pinned = "dev-7xk2p-worker-us-east-1a", "dev-7xk2p-worker-us-east-1b"
+
+    def write(name: str, patch: dict[str, Any], manager: str) -> None:
+        dev.patch(machine_sets, name=name, namespace="openshift-machine-api", body=patch,
+                  content_type="application/merge-patch+json", field_manager=manager)  # fmt: skip
+
+    def ami(name: str) -> str:
+        live = dev.get(machine_sets, name=name, namespace="openshift-machine-api").to_dict()
+        return str(live["spec"]["template"]["spec"]["providerSpec"]["value"]["ami"]["id"])
+
+    rendered = {name: ami(name) for name in (managed, pinned)}
+    new_ami = {
+        "spec": {"template": {"spec": {"providerSpec": {"value": {"ami": {"id": "ami-0c0ffee0c0ffee000"}}}}}}
+    }
+    write(managed, new_ami, MCO_CONTROLLER)  # the MCO's boot image controller: the AMI is its field
+    write(pinned, new_ami, "kubectl-edit")  # by hand: a pinned MachineSet's AMI is nodefleet's
+    write(managed, {"spec": {"replicas": 7}}, "kubectl-edit")  # by hand: replicas are nodefleet's
+    name = "nodefleet-dev-dev"
+    token = _sync_now(ctl, tool, name)
+    wait_for(f"{name} synced again ({token})", lambda: _synced(ctl, tool, name, token), ctl, tool)
+    assert ami(managed) == "ami-0c0ffee0c0ffee000", f"{tool} put its rendered AMI back over the MCO's"
+    assert ami(pinned) == rendered[pinned], f"{tool} left a hand-written AMI on a pinned MachineSet"
+    live = dev.get(machine_sets, name=managed, namespace="openshift-machine-api").to_dict()
+    assert live["spec"]["replicas"] == 3, f"{tool} left a hand-written replica count"
