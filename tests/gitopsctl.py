@@ -464,7 +464,8 @@ class Controllers:
         health_urls = {
             "argocd-repo-server": f"http://127.0.0.1:{free_port()}/healthz",
             "argocd-application-controller": f"http://127.0.0.1:{free_port()}/metrics",
-            "argocd-applicationset-controller": f"http://127.0.0.1:{free_port()}/healthz",
+            # it registers no health check: its metrics server answering is its sign of life
+            "argocd-applicationset-controller": f"http://127.0.0.1:{free_port()}/metrics",
         }
 
         def port(name: str) -> str:
@@ -509,8 +510,9 @@ class Controllers:
                 "--repo-server-plaintext",
                 "--enable-leader-election=false",
                 "--enable-progressive-syncs",
-                f"--metrics-addr=127.0.0.1:{free_port()}",
-                f"--probe-addr=127.0.0.1:{port('argocd-applicationset-controller')}",
+                f"--metrics-addr=127.0.0.1:{port('argocd-applicationset-controller')}",
+                f"--probe-addr=127.0.0.1:{free_port()}",
+                f"--webhook-addr=127.0.0.1:{free_port()}",
                 "--loglevel=info",
             ],
             env=env,

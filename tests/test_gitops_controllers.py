@@ -34,6 +34,7 @@ from tests.gitopsfleet import (
     managers,
     refresh_argocd,
     refresh_flux,
+    report_ready,
     wait_for,
 )
 from tests.testcluster import PROJECT, ApiServer, TestClusters
@@ -123,6 +124,20 @@ def _register(ctl: Controllers, shipped: Shipped, only: tuple[str, ...] | None =
             ctl.argocd_cluster(server, names[server_name])
 
 
+def _appset_error(ctl: Controllers, name: str = "nodefleet") -> str:
+    appset = get(ctl.hub_client, "argoproj.io/v1alpha1", "ApplicationSet", name, ARGOCD_NAMESPACE)
+    return str(condition(appset, "ErrorOccurred").get("message", ""))
+
+
+def _rollout(ctl: Controllers, name: str = "nodefleet") -> dict[str, str]:
+    """The ApplicationSet's RollingSync status of each Application (Waiting, Pending, Progressing, Healthy)."""
+    appset = get(ctl.hub_client, "argoproj.io/v1alpha1", "ApplicationSet", name, ARGOCD_NAMESPACE) or {}
+    return {
+        a["application"]: a.get("status", "")
+        for a in (appset.get("status") or {}).get("applicationStatus") or []
+    }
+
+
 def _applied(ctl: Controllers, shipped: Shipped, commit: str) -> dict[str, Any]:
     """Per wiring object (Kustomization or Application), the commit it reports applied and healthy, or None."""
     out: dict[str, Any] = {}
@@ -169,8 +184,18 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
         )
     else:
         refresh_argocd(ctl)
-        wait_for("the ApplicationSet generates the three Applications",
-                 lambda: set(names) <= set(applications(ctl)), ctl, tool)  # fmt: skip
+        # Argo CD does not create an Application whose destination it does not know: the ApplicationSet
+        # reports it, and the main wave's Applications wait at their step.
+        wait_for(
+            "the ApplicationSet reports the canary's unknown cluster, the main wave waiting",
+            lambda: (
+                "no clusters with this name: dev" in _appset_error(ctl)
+                and set(names[1:]) <= set(applications(ctl))
+                and all(_rollout(ctl).get(n) == "Waiting" for n in names[1:])
+            ),
+            ctl,
+            tool,
+        )
     # Held: nothing of the main wave is on its API servers.
     assert get(shipped.servers["management"], "hypershift.openshift.io/v1beta1", "HostedCluster",
                "prod-east", "clusters") is None  # fmt: skip
@@ -182,7 +207,12 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
         refresh_argocd(ctl)
     applied = wait_for(
         f"every folder applied at {commit[:12]} and healthy",
-        lambda: (a := _applied(ctl, shipped, commit)) and all(a.get(n) for n in names) and a,
+        lambda: (
+            (report_ready(shipped.servers["prod-east-hosted"]) or True)
+            and (a := _applied(ctl, shipped, commit))
+            and all(a.get(n) for n in names)
+            and a
+        ),
         ctl,
         tool,
     )
@@ -240,7 +270,16 @@ def test_a_controller_owned_field_survives_the_next_sync_and_a_declared_one_is_p
 ) -> None:
     ctl, tool = gitops_controllers, shipped.tool
     commit = shipped.repo.publish()
-    wait_for("the first sync", lambda: all(_applied(ctl, shipped, commit).values()) or None, ctl, tool)
+    wait_for(
+        "the first sync",
+        lambda: (
+            (report_ready(shipped.servers["prod-east-hosted"]) or True)
+            and (a := _applied(ctl, shipped, commit))
+            and all(a.values())
+        ),
+        ctl,
+        tool,
+    )
     dev = shipped.servers["dev"].dynamic()
     machine_sets = dev.resources.get(api_version="machine.openshift.io/v1beta1", kind="MachineSet")
     managed, pinned = "dev-7xk2p-worker-us-east-1a", "dev-7xk2p-worker-us-east-1b"
