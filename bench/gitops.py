@@ -102,7 +102,7 @@ def _until_applied(
     done: dict[str, float] = {}
     deadline = since + fleet.DEADLINE
     while len(done) < len(DESTINATIONS) and time.monotonic() < deadline:
-        fleet.report_ready(servers["prod-east-hosted"])
+        fleet.play_controllers(*servers.values())
         for name, ok in _applied(fleet, ctl, tool, commit).items():
             if ok and name not in done:
                 done[name] = round(time.monotonic() - since, 1)

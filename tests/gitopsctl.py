@@ -191,6 +191,7 @@ def _build(recipe: Recipe, out: Path) -> None:
     shutil.copytree(
         root, src, ignore=lambda folder, names: [n for n in names if folder == root and n in recipe.leave_out]
     )
+    src.chmod(0o755)
     for folder, dirs, files in os.walk(src):  # the module cache's files are read-only
         for name in dirs + files:
             Path(folder, name).chmod(0o755 if name in dirs else 0o644)

@@ -103,7 +103,11 @@ class Repo:
         result = self.nodefleet("gitops", "--repo-url", self.url, "--out", "gitops", *args)
         assert result.returncode == 0, result.stdout + result.stderr
         out = {}
-        for tool, rel in (("argocd", "argocd/applicationset.yaml"), ("flux", "flux/kustomizations.yaml")):
+        for tool, rel in (
+            ("argocd", "argocd/applicationset.yaml"),
+            ("argocd-cm", "argocd/argocd-cm.yaml"),
+            ("flux", "flux/kustomizations.yaml"),
+        ):
             file = self.path / "gitops" / rel
             if file.exists():
                 out[tool] = [d for d in yaml.safe_load_all(file.read_text()) if d]
@@ -315,38 +319,106 @@ def servers_by_folder(folders: Iterable[str], servers: Mapping[str, ApiServer]) 
 # --- playing the clusters' own controllers ----------------------------------------------------------------
 
 NOW = "2026-11-27T10:00:00Z"
-#: Who writes the status of each kind whose health gates a wave, in a cluster (the tests play them).
+#: The field manager each kind's status is written with when a test plays its controller.
 STATUS_WRITERS = {
     ("karpenter.sh/v1", "NodePool"): "karpenter",
     ("karpenter.hypershift.openshift.io/v1", "OpenshiftEC2NodeClass"): "karpenter",
     ("karpenter.k8s.aws/v1", "EC2NodeClass"): "karpenter",
+    ("hypershift.openshift.io/v1beta1", "HostedCluster"): "hypershift-operator",
+    ("hypershift.openshift.io/v1beta1", "NodePool"): "hypershift-operator",
+    ("machine.openshift.io/v1beta1", "MachineSet"): "machineset-controller",
 }
 
 
-def ready_condition(status: str = "True", reason: str = "Ready", message: str = "") -> dict[str, Any]:
-    return {"type": "Ready", "status": status, "reason": reason, "message": message, "lastTransitionTime": NOW,
-            "observedGeneration": 1}  # fmt: skip
+def _condition(kind: str, status: str, generation: int, message: str = "") -> dict[str, Any]:
+    return {"type": kind, "status": status, "reason": "AsExpected", "message": message,
+            "lastTransitionTime": NOW, "observedGeneration": generation}  # fmt: skip
 
 
-def report_ready(server: ApiServer, kinds: Iterable[tuple[str, str]] = tuple(STATUS_WRITERS)) -> int:
-    """Play Karpenter on a hosted cluster: every object of ``kinds`` that reports no ``Ready`` yet gets
-    ``Ready=True`` (with its observed generation) through the status subresource, by its controller's field
-    manager; how many were written."""
-    client = server.dynamic()
+def release_version(image: str) -> str:
+    """``4.22.3`` of ``quay.io/openshift-release-dev/ocp-release:4.22.3-multi``."""
+    return image.rsplit(":", 1)[-1].removesuffix("-multi").removesuffix("-x86_64")
+
+
+def healthy_status(live: Mapping[str, Any]) -> dict[str, Any]:
+    """The status the object's controller writes once it has done what the spec asks: HyperShift's for a
+    HostedCluster (the release Completed, ``Available``) and a NodePool (``Ready``, its release), Karpenter's
+    ``Ready``, the Machine API's available replicas."""
+    kind, spec = live["kind"], live.get("spec") or {}
+    generation = int(live["metadata"].get("generation", 1))
+    group = live["apiVersion"].split("/")[0]
+    if kind == "HostedCluster":
+        image = (spec.get("release") or {}).get("image", "")
+        version = release_version(image)
+        history = [h for h in ((live.get("status") or {}).get("version") or {}).get("history") or []
+                   if h.get("image") != image]  # fmt: skip
+        entry = {"version": version, "image": image, "state": "Completed", "verified": True,
+                 "startedTime": NOW, "completionTime": NOW}  # fmt: skip
+        return {
+            "version": {
+                "desired": {"version": version, "image": image},
+                "history": [entry, *history],
+                "observedGeneration": generation,
+            },
+            "conditions": [
+                _condition("Available", "True", generation),
+                _condition("Progressing", "False", generation),
+                _condition("Degraded", "False", generation),
+            ],
+        }
+    if kind == "NodePool" and group == "hypershift.openshift.io":
+        image = (spec.get("release") or {}).get("image", "")
+        return {
+            "version": release_version(image),
+            "replicas": spec.get("replicas", 0),
+            "conditions": [
+                _condition("Ready", "True", generation),
+                _condition("UpdatingVersion", "False", generation),
+                _condition("UpdatingConfig", "False", generation),
+            ],
+        }
+    if kind == "MachineSet":
+        replicas = spec.get("replicas", 1)
+        return {"replicas": replicas, "availableReplicas": replicas, "readyReplicas": replicas,
+                "fullyLabeledReplicas": replicas, "observedGeneration": generation}  # fmt: skip
+    return {"conditions": [_condition("Ready", "True", generation)]}
+
+
+def _current(live: Mapping[str, Any]) -> bool:
+    """The object's status already answers its latest generation."""
+    status = live.get("status") or {}
+    generation = live["metadata"].get("generation", 1)
+    if live["kind"] == "MachineSet":
+        return bool(status.get("observedGeneration") == generation)
+    if live["kind"] == "HostedCluster":
+        image = ((live.get("spec") or {}).get("release") or {}).get("image")
+        history = (status.get("version") or {}).get("history") or [{}]
+        return bool(
+            history[0].get("image") == image
+            and condition(live, "Available").get("observedGeneration") == generation
+        )
+    return bool(condition(live, "Ready").get("observedGeneration") == generation)
+
+
+def play_controllers(*servers: ApiServer, holding: Iterable[str] = ()) -> int:
+    """Play the clusters' own controllers once: every object of the kinds whose health gates a wave gets the
+    status its controller writes when done (:func:`healthy_status`), through the status subresource with that
+    controller's field manager, unless it is current already or ``<kind>/<name>`` is in ``holding`` (a
+    controller still working on it). How many were written."""
+    held = set(holding)
     written = 0
-    for api_version, kind in kinds:
-        try:
-            api = client.resources.get(api_version=api_version, kind=kind)
-        except Exception:
-            continue
-        for item in client.get(api).items:
-            live = item.to_dict()
-            if condition(live, "Ready"):
+    for server in servers:
+        client = server.dynamic()
+        for (api_version, kind), manager in STATUS_WRITERS.items():
+            try:
+                api = client.resources.get(api_version=api_version, kind=kind)
+            except Exception:
                 continue
-            ready = ready_condition() | {"observedGeneration": live["metadata"].get("generation", 1)}
-            live["status"] = {**(live.get("status") or {}), "conditions": [ready]}
-            client.replace(
-                api.subresources["status"], body=live, field_manager=STATUS_WRITERS[(api_version, kind)]
-            )
-            written += 1
+            for item in client.get(api).items:
+                live = item.to_dict()
+                if f"{kind}/{live['metadata']['name']}" in held or _current(live):
+                    continue
+                live["status"] = healthy_status(live)
+                client.replace(api.subresources["status"], body=live, field_manager=manager)
+                written += 1
     return written

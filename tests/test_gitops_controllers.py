@@ -32,9 +32,9 @@ from tests.gitopsfleet import (
     get,
     kustomizations,
     managers,
+    play_controllers,
     refresh_argocd,
     refresh_flux,
-    report_ready,
     wait_for,
 )
 from tests.testcluster import PROJECT, ApiServer, TestClusters
@@ -109,19 +109,25 @@ def _remove_wiring(ctl: Controllers, tool: str) -> None:
                              content_type="application/merge-patch+json")  # fmt: skip
 
 
-def _register(ctl: Controllers, shipped: Shipped, only: tuple[str, ...] | None = None) -> None:
-    """The credentials the wiring references, created as docs/gitops.md tells users: an Argo CD cluster
-    Secret per API server, or a Flux kubeconfig Secret (CA inline) per Secret name the Kustomizations use."""
-    names = {"dev": "dev", "management": "management", "prod-east-hosted": "prod-east-hosted"}
-    flux_secrets = {"dev": "dev-kubeconfig", "management": "management-kubeconfig",
-                    "prod-east-hosted": "prod-east-admin-kubeconfig"}  # fmt: skip
+def _register(
+    ctl: Controllers, shipped: Shipped, wiring: list[dict[str, Any]], only: tuple[str, ...] | None = None
+) -> None:
+    """The credentials the wiring references, created as docs/gitops.md tells users: per API server an Argo CD
+    cluster Secret named as its folders' destination, or the Flux kubeconfig Secret (CA inline) each
+    Kustomization names, under the key it names (Flux's default ``value`` when it names none)."""
     for server_name, server in shipped.servers.items():
         if only is not None and server_name not in only:
             continue
-        if shipped.tool == "flux":
-            ctl.flux_kubeconfig_secret(server, flux_secrets[server_name])
-        else:
-            ctl.argocd_cluster(server, names[server_name])
+        if shipped.tool == "argocd":
+            ctl.argocd_cluster(server, server_name)
+            continue
+        for doc in wiring:
+            if doc["kind"] != "Kustomization":
+                continue
+            folder = doc["spec"]["path"].removeprefix("./")
+            if shipped.destinations[folder] == server_name:
+                ref = doc["spec"]["kubeConfig"]["secretRef"]
+                ctl.flux_kubeconfig_secret(server, ref["name"], ref.get("key", "value"))
 
 
 def _appset_error(ctl: Controllers, name: str = "nodefleet") -> str:
@@ -160,9 +166,12 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
 ) -> None:
     ctl, repo, tool = gitops_controllers, shipped.repo, shipped.tool
     commit = repo.publish()
-    wiring = repo.gitops("--tool", tool)[tool]
+    written = repo.gitops("--tool", tool)
+    wiring = written[tool]
+    if "argocd-cm" in written:  # the health checks, merged into argocd-cm as docs/gitops.md says
+        ctl.apply(written["argocd-cm"], manager="nodefleet")
     # The canary's API server is not registered yet: its folder cannot apply, and the main wave must wait.
-    _register(ctl, shipped, only=("management", "prod-east-hosted"))
+    _register(ctl, shipped, wiring, only=("management", "prod-east-hosted"))
     ctl.apply(wiring)
     names = ["nodefleet-dev-dev", "nodefleet-hosted-prod-east", "nodefleet-hosted-prod-east-hosted"]
     if tool == "flux":
@@ -199,7 +208,7 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
     # Held: nothing of the main wave is on its API servers.
     assert get(shipped.servers["management"], "hypershift.openshift.io/v1beta1", "HostedCluster",
                "prod-east", "clusters") is None  # fmt: skip
-    _register(ctl, shipped, only=("dev",))
+    _register(ctl, shipped, wiring, only=("dev",))
     if tool == "flux":
         annotate(ctl, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", names[0], FLUX_NAMESPACE,
                  {"reconcile.fluxcd.io/requestedAt": "registered"})  # fmt: skip
@@ -208,7 +217,7 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
     applied = wait_for(
         f"every folder applied at {commit[:12]} and healthy",
         lambda: (
-            (report_ready(shipped.servers["prod-east-hosted"]) or True)
+            (play_controllers(*shipped.servers.values()) or True)
             and (a := _applied(ctl, shipped, commit))
             and all(a.get(n) for n in names)
             and a
@@ -273,7 +282,7 @@ def test_a_controller_owned_field_survives_the_next_sync_and_a_declared_one_is_p
     wait_for(
         "the first sync",
         lambda: (
-            (report_ready(shipped.servers["prod-east-hosted"]) or True)
+            (play_controllers(*shipped.servers.values()) or True)
             and (a := _applied(ctl, shipped, commit))
             and all(a.values())
         ),
