@@ -247,13 +247,16 @@ def _gate(
         return Verdict("", passed="confirmed with --confirmed")
     unseen = ""
     if all(m == "apply" for m in wave["modes"].values()):
-        read = upgrade_gates.load(known, wave)
+        from cli.stacks import registry_of
+
+        registry = registry_of(args.stacks_dir)
+        read = upgrade_gates.load(known, wave, registry)
         unseen = ", ".join(upgrade_gates.has_auto_node(read)) if phase == "nodes" else ""
         if not unseen:
             readings = (
-                upgrade_gates.control_planes(read, release)
+                upgrade_gates.control_planes(read, release, registry)
                 if phase == "control-plane"
-                else upgrade_gates.node_pools(read)
+                else upgrade_gates.node_pools(read, registry)
             )
             return upgrade_gates.verdict(readings, phase, wave["wave"], release)
     if phase == "control-plane":
