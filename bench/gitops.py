@@ -29,8 +29,6 @@ DESTINATIONS = {
     "nodefleet-hosted-prod-east": ("management", "2-main"),
     "nodefleet-hosted-prod-east-hosted": ("prod-east-hosted", "2-main"),
 }
-FLUX_SECRETS = {"dev": "dev-kubeconfig", "management": "management-kubeconfig",
-                "prod-east-hosted": "prod-east-admin-kubeconfig"}  # fmt: skip
 
 
 def _applied(fleet: Any, ctl: Any, tool: str, commit: str) -> dict[str, bool]:
@@ -64,14 +62,20 @@ def run_tool(ctl: Any, clusters: Any, tool: str, work: Path) -> dict[str, Any]:
         "prod-east-hosted": clusters.cluster(f"bench-{tool}-prod-east-hosted", applymode.HOSTED_KARPENTER),
     }
     applymode.prepare(servers["dev"])
-    for name, server in servers.items():
-        if tool == "flux":
-            ctl.flux_kubeconfig_secret(server, FLUX_SECRETS[name])
-        else:
-            ctl.argocd_cluster(server, name)
     stacks = {s: (PROJECT / "stacks" / f"Pulumi.{s}.yaml").read_text() for s in STACKS}
     repo = fleet.Repo.create(work / tool, ctl.repository(f"bench-{tool}"), stacks)
-    wiring = repo.gitops("--tool", tool)[tool]
+    written = repo.gitops("--tool", tool)
+    wiring = written[tool]
+    if "argocd-cm" in written:
+        ctl.apply(written["argocd-cm"], manager="nodefleet")
+    for doc in wiring:  # the Secret (name, key) each Kustomization reads; an Argo CD cluster per server
+        if doc["kind"] == "Kustomization":
+            ref = doc["spec"]["kubeConfig"]["secretRef"]
+            server = DESTINATIONS[doc["metadata"]["name"]][0]
+            ctl.flux_kubeconfig_secret(servers[server], ref["name"], ref.get("key", "value"))
+    if tool == "argocd":
+        for name, server in servers.items():
+            ctl.argocd_cluster(server, name)
     commit = repo.publish()
     pushed = time.monotonic()
     ctl.apply(wiring)

@@ -359,6 +359,7 @@ def healthy_status(live: Mapping[str, Any]) -> dict[str, Any]:
                 "desired": {"version": version, "image": image},
                 "history": [entry, *history],
                 "observedGeneration": generation,
+                "availableUpdates": [],
             },
             "conditions": [
                 _condition("Available", "True", generation),

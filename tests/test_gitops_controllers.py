@@ -30,6 +30,7 @@ from tests.gitopsfleet import (
     compare,
     condition,
     get,
+    git,
     kustomizations,
     managers,
     play_controllers,
@@ -144,6 +145,28 @@ def _rollout(ctl: Controllers, name: str = "nodefleet") -> dict[str, str]:
     }
 
 
+def _canary_applied_unhealthy(ctl: Controllers, tool: str, name: str, commit: str, dev: ApiServer) -> bool:
+    """The canary's MachineSets are on its API server, and the tool, having applied ``commit``, waits for their
+    health."""
+    machine_sets = dev.dynamic().resources.get(api_version="machine.openshift.io/v1beta1", kind="MachineSet")
+    if not dev.dynamic().get(machine_sets, namespace="openshift-machine-api").items:
+        return False
+    if tool == "flux":
+        k = kustomizations(ctl).get(name) or {}
+        attempted = str((k.get("status") or {}).get("lastAttemptedRevision", ""))
+        return attempted.endswith(commit) and condition(k, "Ready").get("status") != "True"
+    status = (applications(ctl).get(name) or {}).get("status") or {}
+    sync, health = status.get("sync") or {}, status.get("health") or {}
+    return bool(sync.get("status") == "Synced" and sync.get("revision") == commit
+                and health.get("status") == "Progressing")  # fmt: skip
+
+
+def _waiting(ctl: Controllers, tool: str, name: str) -> bool:
+    if tool == "flux":
+        return condition(kustomizations(ctl).get(name), "Ready").get("reason") == "DependencyNotReady"
+    return _rollout(ctl).get(name) in ("Waiting", "Pending")
+
+
 def _applied(ctl: Controllers, shipped: Shipped, commit: str) -> dict[str, Any]:
     """Per wiring object (Kustomization or Application), the commit it reports applied and healthy, or None."""
     out: dict[str, Any] = {}
@@ -214,6 +237,19 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
                  {"reconcile.fluxcd.io/requestedAt": "registered"})  # fmt: skip
     else:
         refresh_argocd(ctl)
+    # Registered, the canary's MachineSets are applied, but no machine is available yet (nothing plays the
+    # Machine API): the canary is not healthy, and the main wave still waits, by what each tool reports.
+    wait_for(
+        "the canary applied at the commit but not healthy, the main wave waiting",
+        lambda: (
+            _canary_applied_unhealthy(ctl, tool, names[0], commit, shipped.servers["dev"])
+            and all(_waiting(ctl, tool, n) for n in names[1:])
+        ),
+        ctl,
+        tool,
+    )
+    assert get(shipped.servers["management"], "hypershift.openshift.io/v1beta1", "HostedCluster",
+               "prod-east", "clusters") is None  # fmt: skip
     applied = wait_for(
         f"every folder applied at {commit[:12]} and healthy",
         lambda: (
@@ -310,8 +346,100 @@ def test_a_controller_owned_field_survives_the_next_sync_and_a_declared_one_is_p
     write(managed, {"spec": {"replicas": 7}}, "kubectl-edit")  # by hand: replicas are nodefleet's
     name = "nodefleet-dev-dev"
     token = _sync_now(ctl, tool, name)
-    wait_for(f"{name} synced again ({token})", lambda: _synced(ctl, tool, name, token), ctl, tool)
+    wait_for(
+        f"{name} synced again ({token}) and healthy",
+        lambda: (play_controllers(shipped.servers["dev"]) or True) and _synced(ctl, tool, name, token),
+        ctl,
+        tool,
+    )
     assert ami(managed) == "ami-0c0ffee0c0ffee000", f"{tool} put its rendered AMI back over the MCO's"
     assert ami(pinned) == rendered[pinned], f"{tool} left a hand-written AMI on a pinned MachineSet"
     live = dev.get(machine_sets, name=managed, namespace="openshift-machine-api").to_dict()
     assert live["spec"]["replicas"] == 3, f"{tool} left a hand-written replica count"
+
+
+#: What the ``hosted`` stack puts on each API server: (server, apiVersion, kind, namespace, name).
+HOSTED_OBJECTS = (
+    ("management", "hypershift.openshift.io/v1beta1", "HostedCluster", "clusters", "prod-east"),
+    ("management", "hypershift.openshift.io/v1beta1", "NodePool", "clusters", "prod-east-infra"),
+    ("management", "v1", "Namespace", None, "clusters"),
+    ("prod-east-hosted", "karpenter.sh/v1", "NodePool", None, "on-demand"),
+    ("prod-east-hosted", "karpenter.sh/v1", "NodePool", None, "spot"),
+    ("prod-east-hosted", "karpenter.hypershift.openshift.io/v1", "OpenshiftEC2NodeClass", None, "general"),
+)
+
+
+def _uids(shipped: Shipped) -> dict[str, str | None]:
+    out = {}
+    for server, api_version, kind, namespace, name in HOSTED_OBJECTS:
+        live = get(shipped.servers[server], api_version, kind, name, namespace)
+        out[f"{kind} {namespace or ''}/{name} on {server}"] = live["metadata"]["uid"] if live else None
+    return out
+
+
+def _rewire(ctl: Controllers, shipped: Shipped) -> tuple[str, set[str]]:
+    """Publish the stacks as they are now and apply the wiring ``gitops`` writes for them, as a user does:
+    ``kubectl apply`` of the files, and for Flux ``kubectl delete`` of the Kustomizations the new wiring no
+    longer has (Argo CD's ApplicationSet controller deletes the Applications itself). The commit and the
+    names of the wiring's objects now."""
+    commit = shipped.repo.publish()
+    written = shipped.repo.gitops("--tool", shipped.tool)
+    wiring = written[shipped.tool]
+    ctl.apply(wiring)
+    names = {d["metadata"]["name"] for d in wiring if d["kind"] == "Kustomization"}
+    if shipped.tool == "flux":
+        api = ctl.hub_client.resources.get(api_version="kustomize.toolkit.fluxcd.io/v1", kind="Kustomization")
+        for stale in set(kustomizations(ctl)) - names:
+            ctl.hub_client.delete(api, name=stale, namespace=FLUX_NAMESPACE)
+        refresh_flux(ctl)
+    else:
+        names = {f"nodefleet-{f.split('/')[1]}-{f.split('/')[2]}" for f in shipped.repo.rendered(commit)}
+        refresh_argocd(ctl)
+    return commit, names
+
+
+def test_renaming_or_removing_a_stack_deletes_none_of_its_clusters_or_capacity(
+    gitops_controllers: Controllers, shipped: Shipped
+) -> None:
+    ctl, tool, repo = gitops_controllers, shipped.tool, shipped.repo
+    commit = repo.publish()
+    wait_for(
+        "the first sync",
+        lambda: (
+            (play_controllers(*shipped.servers.values()) or True)
+            and (a := _applied(ctl, shipped, commit))
+            and all(a.values())
+        ),
+        ctl,
+        tool,
+    )
+    before = _uids(shipped)
+    assert all(before.values()), before
+    # Renamed: its folders move to rendered/hosted-east, its Applications or Kustomizations get new names.
+    git(repo.path, "mv", "stacks/Pulumi.hosted.yaml", "stacks/Pulumi.hosted-east.yaml")
+    git(repo.path, "commit", "-qm", "rename the hosted stack")
+    commit, names = _rewire(ctl, shipped)
+    wait_for(
+        "the renamed stack's folders applied and healthy, the old names gone",
+        lambda: (
+            (play_controllers(*shipped.servers.values()) or True)
+            and (a := _applied(ctl, shipped, commit))
+            and set(a) == names
+            and all(a.values())
+        ),
+        ctl,
+        tool,
+    )
+    assert _uids(shipped) == before, "an object of the renamed stack was deleted (and created again)"
+    # Removed: the stack file goes; so do its folders and the wiring's objects for them.
+    git(repo.path, "rm", "-q", "stacks/Pulumi.hosted-east.yaml")
+    git(repo.path, "commit", "-qm", "remove the hosted stack")
+    commit, names = _rewire(ctl, shipped)
+    wait_for(
+        "only the dev stack's wiring left, applied",
+        lambda: (a := _applied(ctl, shipped, commit)) and set(a) == names and all(a.values()),
+        ctl,
+        tool,
+    )
+    assert names == {"nodefleet-dev-dev"}
+    assert _uids(shipped) == before, "an object of the removed stack was deleted"
