@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -159,17 +159,25 @@ _GOREF_REPORT = pytest.StashKey[dict[str, Any]]()
 def _deselect_go_references(config: pytest.Config, items: list[pytest.Item]) -> None:
     from tests.goref import go_missing
 
-    goref_items = [i for i in items if i.get_closest_marker("goref") is not None]
-    reason = go_missing()
-    not_run = goref_items if reason else []
+    _deselect_marked(config, items, "goref", go_missing, _GOREF_REPORT)
+
+
+def _deselect_marked(
+    config: pytest.Config,
+    items: list[pytest.Item],
+    marker: str,
+    missing: Callable[[], str | None],
+    key: pytest.StashKey[dict[str, Any]],
+) -> None:
+    """Deselect the tests marked ``marker`` when ``missing()`` says why they cannot run here, and keep the
+    count and the reason for the closing lines."""
+    marked = [i for i in items if i.get_closest_marker(marker) is not None]
+    reason = missing() if marked else None
+    not_run = marked if reason else []
     if not_run:
         config.hook.pytest_deselected(items=not_run)
         items[:] = [i for i in items if i not in not_run]
-    config.stash[_GOREF_REPORT] = {
-        "total": len(goref_items),
-        "not_run": [i.nodeid for i in not_run],
-        "why": reason,
-    }
+    config.stash[key] = {"total": len(marked), "not_run": [i.nodeid for i in not_run], "why": reason}
 
 
 # --- The test API server ---------------------------------------------------------------------------------
@@ -183,17 +191,7 @@ _APISERVER_REPORT = pytest.StashKey[dict[str, Any]]()
 def _deselect_apiserver_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
     from tests.testcluster import missing
 
-    marked = [i for i in items if i.get_closest_marker("apiserver") is not None]
-    reason = missing() if marked else None
-    not_run = marked if reason else []
-    if not_run:
-        config.hook.pytest_deselected(items=not_run)
-        items[:] = [i for i in items if i not in not_run]
-    config.stash[_APISERVER_REPORT] = {
-        "total": len(marked),
-        "not_run": [i.nodeid for i in not_run],
-        "why": reason,
-    }
+    _deselect_marked(config, items, "apiserver", missing, _APISERVER_REPORT)
 
 
 # --- The GitOps controllers ------------------------------------------------------------------------------
@@ -205,20 +203,9 @@ _GITOPS_REPORT = pytest.StashKey[dict[str, Any]]()
 
 
 def _deselect_gitops_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from tests.gitopsctl import missing as gitops_missing
-    from tests.testcluster import missing as apiserver_missing
+    from tests.gitopsctl import missing
 
-    marked = [i for i in items if i.get_closest_marker("gitops") is not None]
-    reason = (apiserver_missing() or gitops_missing()) if marked else None
-    not_run = marked if reason else []
-    if not_run:
-        config.hook.pytest_deselected(items=not_run)
-        items[:] = [i for i in items if i not in not_run]
-    config.stash[_GITOPS_REPORT] = {
-        "total": len(marked),
-        "not_run": [i.nodeid for i in not_run],
-        "why": reason,
-    }
+    _deselect_marked(config, items, "gitops", missing, _GITOPS_REPORT)
 
 
 @pytest.fixture(scope="session")

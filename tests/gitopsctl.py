@@ -36,7 +36,6 @@ from typing import Any
 import yaml
 
 from engine import gomod
-from tests import goref
 from tests.testcluster import (
     PROJECT,
     ApiServer,
@@ -47,6 +46,7 @@ from tests.testcluster import (
     start_process,
     stop_process,
 )
+from tests.testcluster import missing as apiserver_missing
 
 #: Where the controllers are built, once per machine (``NODEFLEET_CACHE`` moves it).
 CACHE = (
@@ -122,8 +122,8 @@ class Built:
 
 
 def missing() -> str | None:
-    """Why the GitOps controllers cannot run here, or None when they can."""
-    reason = goref.go_missing()
+    """Why the GitOps controllers cannot run here (they need the test API server too), or None when they can."""
+    reason = apiserver_missing()
     if reason:
         return reason
     if shutil.which("git") is None:

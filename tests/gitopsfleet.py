@@ -28,6 +28,7 @@ import yaml
 from nodefleet.apiserver.schema import _default
 from nodefleet.apiserver.store import load_index
 from tests.applymode import missing_from
+from tests.conftest import copy_project
 from tests.gitopsctl import ARGOCD_NAMESPACE, FLUX_NAMESPACE, Controllers
 from tests.testcluster import PROJECT, ApiServer
 
@@ -43,9 +44,6 @@ TOOL_METADATA = {
 }
 #: The field managers the tools apply with.
 TOOL_MANAGER = {"flux": "kustomize-controller", "argocd": "argocd-controller"}
-#: What a copy of the project needs to render and wire a fleet and publish it.
-PARTS = ("__main__.py", "Pulumi.yaml", "nodefleet", "components", "mockruntime", "cli", "engine", "policies",
-         "catalogs", "scripts")  # fmt: skip
 
 
 def run(cmd: list[str], cwd: Path, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:
@@ -70,13 +68,9 @@ class Repo:
     def create(cls, path: Path, url: str, stacks: Mapping[str, str]) -> Repo:
         """A copy of the project with ``stacks`` (name -> stack file text) as its only stacks, committed on
         ``main`` and pushed."""
-        path.mkdir(parents=True)
-        for name in PARTS:
-            src = PROJECT / name
-            if src.is_dir():
-                shutil.copytree(src, path / name, ignore=shutil.ignore_patterns("__pycache__"))
-            else:
-                shutil.copy2(src, path / name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        copy_project(path)
+        shutil.copytree(PROJECT / "scripts", path / "scripts")  # the pipeline's publish step
         (path / "stacks").mkdir()
         for name, text in stacks.items():
             (path / "stacks" / f"Pulumi.{name}.yaml").write_text(text)

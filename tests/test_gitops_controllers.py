@@ -278,6 +278,21 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
     assert not problems, "\n".join(problems)
 
 
+def _first_sync(ctl: Controllers, shipped: Shipped) -> None:
+    """The stacks published and every folder applied and healthy (the first test's end state)."""
+    commit = shipped.repo.publish()
+    wait_for(
+        "the first sync",
+        lambda: (
+            (play_controllers(*shipped.servers.values()) or True)
+            and (a := _applied(ctl, shipped, commit))
+            and all(a.values())
+        ),
+        ctl,
+        shipped.tool,
+    )
+
+
 def _sync_now(ctl: Controllers, tool: str, name: str) -> str:
     """Request the next sync of one folder by hand (``flux reconcile kustomization``; ``argocd app sync``, which
     syncs with the Application's own sync options); a token that :func:`_synced` recognises."""
@@ -314,17 +329,7 @@ def test_a_controller_owned_field_survives_the_next_sync_and_a_declared_one_is_p
     gitops_controllers: Controllers, shipped: Shipped
 ) -> None:
     ctl, tool = gitops_controllers, shipped.tool
-    commit = shipped.repo.publish()
-    wait_for(
-        "the first sync",
-        lambda: (
-            (play_controllers(*shipped.servers.values()) or True)
-            and (a := _applied(ctl, shipped, commit))
-            and all(a.values())
-        ),
-        ctl,
-        tool,
-    )
+    _first_sync(ctl, shipped)
     dev = shipped.servers["dev"].dynamic()
     machine_sets = dev.resources.get(api_version="machine.openshift.io/v1beta1", kind="MachineSet")
     managed, pinned = "dev-7xk2p-worker-us-east-1a", "dev-7xk2p-worker-us-east-1b"
@@ -402,17 +407,7 @@ def test_renaming_or_removing_a_stack_deletes_none_of_its_clusters_or_capacity(
     gitops_controllers: Controllers, shipped: Shipped
 ) -> None:
     ctl, tool, repo = gitops_controllers, shipped.tool, shipped.repo
-    commit = repo.publish()
-    wait_for(
-        "the first sync",
-        lambda: (
-            (play_controllers(*shipped.servers.values()) or True)
-            and (a := _applied(ctl, shipped, commit))
-            and all(a.values())
-        ),
-        ctl,
-        tool,
-    )
+    _first_sync(ctl, shipped)
     before = _uids(shipped)
     assert all(before.values()), before
     # Renamed: its folders move to rendered/hosted-east, its Applications or Kustomizations get new names.
