@@ -23,6 +23,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 
 _REFUSED = re.compile(
     r"(?P<module>[^\s@:]+)@(?P<version>v[^\s:]+): (?:reading|verifying) \S+: (?:403|404|410)\b[^\n]*"
@@ -111,16 +112,18 @@ def _list(moddir: str, pattern: str, env: dict[str, str]) -> str:
     return run.stdout + run.stderr
 
 
-def fit(moddir: str, patterns: list[str]) -> list[tuple[str, str, str]]:
+def fit(moddir: str, patterns: list[str], env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
     """Substitute refused requirements until every module the packages of ``patterns`` need (their go.mod
     for the module graph, their zips for the packages built) comes from the proxy; the substitutions made.
 
     Only what the build needs is fetched: a module of the graph whose packages are not built (the
-    provider's .NET code generator, say) is not substituted, so it drags no other module forward."""
-    env = {**os.environ, "GOFLAGS": (os.environ.get("GOFLAGS", "") + " -mod=mod").strip()}
+    provider's .NET code generator, say) is not substituted, so it drags no other module forward. ``env``
+    replaces the environment of the ``go`` commands (to choose a toolchain with ``GOTOOLCHAIN``, say)."""
+    base = os.environ if env is None else env
+    goenv = {**base, "GOFLAGS": (base.get("GOFLAGS", "") + " -mod=mod").strip()}
     done: list[tuple[str, str, str]] = []
     for _ in range(MAX_ROUNDS):
-        said = "".join(_list(moddir, pattern, env) for pattern in patterns)
+        said = "".join(_list(moddir, pattern, goenv) for pattern in patterns)
         refused = _REFUSED.search(said)
         if not refused:
             return done
@@ -134,7 +137,9 @@ def fit(moddir: str, patterns: list[str]) -> list[tuple[str, str, str]]:
             raise RuntimeError(
                 f"{module}@{version} is not served by the module proxy, nor any version near it"
             )
-        subprocess.run(["go", "mod", "edit", f"-require={module}@{choice}"], cwd=moddir, env=env, check=True)
+        subprocess.run(
+            ["go", "mod", "edit", f"-require={module}@{choice}"], cwd=moddir, env=goenv, check=True
+        )
         done.append((module, version, choice))
     raise RuntimeError(f"more than {MAX_ROUNDS} refused versions; giving up")
 

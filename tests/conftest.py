@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from cli.tree import TREE_JUDGED_ENV
 from mockruntime.run import stack_fleet
 
 if TYPE_CHECKING:
+    from tests.gitopsctl import Controllers
     from tests.testcluster import TestClusters
 
 __all__ = ["PROJECT", "SHARED_DATA", "copy_project", "nodefleet", "own_tree", "stack_fleet"]
@@ -124,6 +125,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     }
     _deselect_go_references(config, items)
     _deselect_apiserver_tests(config, items)
+    _deselect_gitops_tests(config, items)
 
 
 def _engine_banner(terminalreporter: Any, config: pytest.Config) -> None:
@@ -157,17 +159,25 @@ _GOREF_REPORT = pytest.StashKey[dict[str, Any]]()
 def _deselect_go_references(config: pytest.Config, items: list[pytest.Item]) -> None:
     from tests.goref import go_missing
 
-    goref_items = [i for i in items if i.get_closest_marker("goref") is not None]
-    reason = go_missing()
-    not_run = goref_items if reason else []
+    _deselect_marked(config, items, "goref", go_missing, _GOREF_REPORT)
+
+
+def _deselect_marked(
+    config: pytest.Config,
+    items: list[pytest.Item],
+    marker: str,
+    missing: Callable[[], str | None],
+    key: pytest.StashKey[dict[str, Any]],
+) -> None:
+    """Deselect the tests marked ``marker`` when ``missing()`` says why they cannot run here, and keep the
+    count and the reason for the closing lines."""
+    marked = [i for i in items if i.get_closest_marker(marker) is not None]
+    reason = missing() if marked else None
+    not_run = marked if reason else []
     if not_run:
         config.hook.pytest_deselected(items=not_run)
         items[:] = [i for i in items if i not in not_run]
-    config.stash[_GOREF_REPORT] = {
-        "total": len(goref_items),
-        "not_run": [i.nodeid for i in not_run],
-        "why": reason,
-    }
+    config.stash[key] = {"total": len(marked), "not_run": [i.nodeid for i in not_run], "why": reason}
 
 
 # --- The test API server ---------------------------------------------------------------------------------
@@ -181,17 +191,34 @@ _APISERVER_REPORT = pytest.StashKey[dict[str, Any]]()
 def _deselect_apiserver_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
     from tests.testcluster import missing
 
-    marked = [i for i in items if i.get_closest_marker("apiserver") is not None]
-    reason = missing() if marked else None
-    not_run = marked if reason else []
-    if not_run:
-        config.hook.pytest_deselected(items=not_run)
-        items[:] = [i for i in items if i not in not_run]
-    config.stash[_APISERVER_REPORT] = {
-        "total": len(marked),
-        "not_run": [i.nodeid for i in not_run],
-        "why": reason,
-    }
+    _deselect_marked(config, items, "apiserver", missing, _APISERVER_REPORT)
+
+
+# --- The GitOps controllers ------------------------------------------------------------------------------
+# Tests marked `gitops` run Flux's and Argo CD's controllers (tests/gitopsctl.py), built from the Go module
+# proxy once per machine, against test API servers, with a local Git server and Redis. Where they cannot be
+# built or started they are deselected, never skipped, and the run ends with a banner naming them.
+
+_GITOPS_REPORT = pytest.StashKey[dict[str, Any]]()
+
+
+def _deselect_gitops_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.gitopsctl import missing
+
+    _deselect_marked(config, items, "gitops", missing, _GITOPS_REPORT)
+
+
+@pytest.fixture(scope="session")
+def gitops_controllers(test_clusters: TestClusters) -> Iterator[Controllers]:
+    """Flux's and Argo CD's controllers, a Git server and Redis for the session (tests/gitopsctl.py), on a hub
+    API server of their own; stopped, and their folder removed, at the end of the session, however it ends."""
+    from tests.gitopsctl import Controllers
+
+    controllers = Controllers(test_clusters)
+    try:
+        yield controllers
+    finally:
+        controllers.close()
 
 
 def _deselected_banner(terminalreporter: Any, report: dict[str, Any] | None, title: str, what: str) -> None:
@@ -230,6 +257,7 @@ def _real_parts_line(terminalreporter: Any, config: pytest.Config) -> None:
         (_ENGINE_REPORT, "on the Pulumi engine"),
         (_APISERVER_REPORT, "against kube-apiserver and etcd"),
         (_GOREF_REPORT, "against upstream Go code"),
+        (_GITOPS_REPORT, "on the Flux and Argo CD controllers"),
     )
     parts = []
     for key, where in tiers:
@@ -256,6 +284,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         config.stash.get(_GOREF_REPORT, None),
         "Go reference",
         "compare nodefleet with upstream Go code",
+    )
+    _deselected_banner(
+        terminalreporter,
+        config.stash.get(_GITOPS_REPORT, None),
+        "GitOps",
+        "run the rendered tree through Flux's and Argo CD's controllers",
     )
 
 

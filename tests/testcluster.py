@@ -35,7 +35,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,7 +81,7 @@ def binaries() -> tuple[Path, Path, Path]:
     )
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -95,15 +95,25 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
     os.setsid()  # a Ctrl-C to pytest's process group reaches pytest, which stops us in order
 
 
-def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+def start_process(
+    argv: list[str], log: Path, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``argv`` in a process of its own that dies with the test process, its output in ``log``."""
     out = log.open("wb")
     try:
-        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        return subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+            env=None if env is None else dict(env),
+            cwd=cwd,
+        )
     finally:
         out.close()
 
 
-def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+def stop_process(proc: subprocess.Popen[bytes] | None) -> None:
     if proc is None or proc.poll() is not None:
         return
     proc.terminate()
@@ -114,17 +124,17 @@ def _stop(proc: subprocess.Popen[bytes] | None) -> None:
         proc.wait(timeout=15)
 
 
-def _tail(log: Path, n: int = 30) -> str:
+def log_tail(log: Path, n: int = 30) -> str:
     try:
         return "\n".join(log.read_text(errors="replace").splitlines()[-n:])
     except OSError:
         return ""
 
 
-def remove_stale_runs() -> list[Path]:
-    """Remove the folders of test clusters whose test process is gone (a run that was killed)."""
+def remove_stale_runs(prefix: str = RUN_PREFIX) -> list[Path]:
+    """Remove the folders (``$TMPDIR/<prefix>*``) of runs whose test process is gone (a run that was killed)."""
     removed = []
-    for folder in Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*"):
+    for folder in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
         try:
             owner = int((folder / "owner.pid").read_text())
             os.kill(owner, 0)
@@ -207,10 +217,10 @@ class TestClusters:
 
     # -- etcd ---------------------------------------------------------------------------------------------
     def _start_etcd(self) -> None:
-        client, peer = _free_port(), _free_port()
+        client, peer = free_port(), free_port()
         self.etcd_url = f"http://127.0.0.1:{client}"
         log = self.folder / "etcd.log"
-        self.etcd = _start(
+        self.etcd = start_process(
             [
                 str(self.etcd_binary),
                 "--name=test",
@@ -228,7 +238,7 @@ class TestClusters:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while time.monotonic() < deadline:
             if self.etcd.poll() is not None:
-                raise RuntimeError(f"etcd exited with {self.etcd.returncode}:\n{_tail(log)}")
+                raise RuntimeError(f"etcd exited with {self.etcd.returncode}:\n{log_tail(log)}")
             try:
                 with urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2) as r:
                     if b'"health":"true"' in r.read():
@@ -236,7 +246,7 @@ class TestClusters:
             except OSError:
                 pass
             time.sleep(0.1)
-        raise RuntimeError(f"etcd did not become healthy in {STARTUP_TIMEOUT:.0f}s:\n{_tail(log)}")
+        raise RuntimeError(f"etcd did not become healthy in {STARTUP_TIMEOUT:.0f}s:\n{log_tail(log)}")
 
     # -- API servers --------------------------------------------------------------------------------------
     def cluster(self, name: str = "default", karpenter_set: str | None = None) -> ApiServer:
@@ -262,10 +272,10 @@ class TestClusters:
         (folder / "tokens.csv").write_text(f'{token},admin,admin-uid,"system:masters"\n')
         key = folder / "sa.key"
         subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
-        port = _free_port()
+        port = free_port()
         log = folder / "kube-apiserver.log"
         t0 = time.monotonic()
-        proc = _start(
+        proc = start_process(
             [
                 str(self.apiserver_binary),
                 f"--etcd-servers={self.etcd_url}",
@@ -322,15 +332,15 @@ class TestClusters:
 
     def stop(self, name: str) -> None:
         server = self.clusters.pop(name)
-        _stop(server.controllers)
-        _stop(server.process)
+        stop_process(server.controllers)
+        stop_process(server.process)
         shutil.rmtree(server.folder, ignore_errors=True)
 
     def _start_controllers(self, server: ApiServer) -> subprocess.Popen[bytes]:
         """kube-controller-manager with the garbage collector and the namespace controller only: the
         Kubernetes provider deletes in the foreground, which only the garbage collector completes, and a
         deleted namespace is emptied by the namespace controller."""
-        return _start(
+        return start_process(
             [
                 str(self.controller_manager_binary),
                 f"--kubeconfig={server.kubeconfig}",
@@ -347,20 +357,22 @@ class TestClusters:
         cafile = server.folder / "certs" / "apiserver.crt"
         while time.monotonic() < deadline:
             if server.process.poll() is not None:
-                raise RuntimeError(f"kube-apiserver exited with {server.process.returncode}:\n{_tail(log)}")
+                raise RuntimeError(
+                    f"kube-apiserver exited with {server.process.returncode}:\n{log_tail(log)}"
+                )
             if cafile.exists():
                 with contextlib.suppress(OSError, ssl.SSLError):
                     status, _ = server.get("/readyz")
                     if status == 200:
                         return
             time.sleep(0.1)
-        raise RuntimeError(f"kube-apiserver was not ready in {STARTUP_TIMEOUT:.0f}s:\n{_tail(log)}")
+        raise RuntimeError(f"kube-apiserver was not ready in {STARTUP_TIMEOUT:.0f}s:\n{log_tail(log)}")
 
     def close(self) -> None:
         for server in list(self.clusters.values()):
-            _stop(server.controllers)
-            _stop(server.process)
-        _stop(self.etcd)
+            stop_process(server.controllers)
+            stop_process(server.process)
+        stop_process(self.etcd)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
