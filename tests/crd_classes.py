@@ -33,7 +33,10 @@ FOLDER = Path(__file__).resolve().parent / "data" / "crd-classes"
 GROUP = "classes.nodefleet.io"
 
 
-def _crd(kind: str, spec: dict[str, Any], root_rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def crd_document(
+    group: str, kind: str, spec: dict[str, Any], root_rules: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A namespaced CRD of ``group``, one version ``v1``, whose objects' ``spec`` has the schema ``spec``."""
     plural = kind.lower() + "s"
     schema: dict[str, Any] = {
         "type": "object",
@@ -49,9 +52,9 @@ def _crd(kind: str, spec: dict[str, Any], root_rules: list[dict[str, Any]] | Non
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
-            "group": GROUP,
+            "group": group,
             "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
             "scope": "Namespaced",
             "versions": [
@@ -59,6 +62,10 @@ def _crd(kind: str, spec: dict[str, Any], root_rules: list[dict[str, Any]] | Non
             ],
         },
     }
+
+
+def _crd(kind: str, spec: dict[str, Any], root_rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return crd_document(GROUP, kind, spec, root_rules)
 
 
 def _r(rule: str, **extra: Any) -> dict[str, Any]:
