@@ -194,6 +194,32 @@ def test_refresh_refuses_an_incomplete_or_unrecorded_source(tmp_path: Path) -> N
     assert not (tmp_path / "out").exists()
 
 
+def test_refresh_refuses_a_crd_whose_rule_costs_more_than_the_api_server_allows(tmp_path: Path) -> None:
+    """A rule the API server estimates over its per-expression budget (a nested loop over the parts of an
+    unbounded string) keeps the CRD from being installed, so the refresh ships nothing."""
+    upstream = _upstream_copy(tmp_path)
+    path = upstream / "hypershift.openshift.io_nodepools.yaml"
+    doc = yaml.safe_load(path.read_text())
+    spec = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["note"] = {"type": "string"}
+    spec.setdefault("x-kubernetes-validations", []).append(
+        {"rule": "!has(self.note) || self.note.split(',').all(a, self.note.split(',').exists(b, a == b))"}
+    )
+    path.write_text(yaml.safe_dump(doc))
+    dest = tmp_path / "crds"
+    shutil.copytree(CRD_DIR, dest)
+    result = _nodefleet("crds", "refresh", "--from", str(upstream), "--to", str(dest))
+    assert result.returncode == 2, result.stderr
+    index = len(spec["x-kubernetes-validations"]) - 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: {path}: the API server refuses this CRD: spec.validation.openAPIV3Schema"
+        f".properties[spec].x-kubernetes-validations[{index}].rule: Forbidden: estimated rule cost exceeds "
+        "budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and "
+        "maxLength where arrays, maps, and strings are declared); nothing was changed"
+    ]
+    assert (dest / SOURCES_FILE).read_text() == (CRD_DIR / SOURCES_FILE).read_text()
+
+
 def test_coverage_lists_every_crd_and_no_missing_function() -> None:
     result = _nodefleet("crds", "coverage")
     assert result.returncode == 0, result.stderr
