@@ -4,13 +4,16 @@ for tests/test_cel_cost_reference.py to hold nodefleet's estimator (nodefleet/ap
 Deterministic by seed. Every CRD has one to four rules, each at a schema node drawn from a fixed set of shapes:
 strings with and without ``maxLength``, with an ``enum``, of the formats CEL converts (``date-time``, ``date``,
 ``duration``, ``byte``), numbers, booleans, int-or-string, lists and maps with and without bounds, lists of
-objects, of lists and of maps, objects, an embedded resource and a preserve-unknown-fields object; rules sit at
-``spec``, at a field, at list items and map values (so the cardinality of lists and maps above them counts).
+objects, of lists and of maps, maps of maps, objects, an embedded resource, a preserve-unknown-fields object and
+names CEL escapes or cannot reach; rules sit at the root, ``spec``, a field, list items and map values (so the
+cardinality of lists and maps above them counts).
 Each rule is drawn from typed templates: string functions (``split``/``join``/``replace``/``find``/``format``...),
 regular expressions, the quantity, IP, CIDR, URL, semver and format libraries, comparisons, arithmetic,
 conversions, comprehensions (``all``/``exists``/``exists_one``/``map``/``filter``, their two-variable forms,
 ``transformList``/``transformMap``/``transformMapEntry``), nested comprehensions, the lists and sets extensions,
 optionals, conditionals, ``messageExpression`` and ``optionalOldSelf`` transition rules.
+
+:data:`HAND_WRITTEN_RULES` are rules written by hand where the templates do not reach, one CRD each.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from nodefleet.apiserver.cel import escape_property
 from tests.crd_classes import crd_document
 
 GROUP = "costs.nodefleet.io"
@@ -99,6 +103,14 @@ FIELDS: dict[str, dict[str, Any]] = {
         "x-kubernetes-preserve-unknown-fields": True,
         "properties": {"k": {"type": "integer"}},
     },
+    # names CEL escapes (a dash, a dot, a reserved word) or cannot reach (a leading digit)
+    "x-y": _str(maxLength=12),
+    "a.b": {"type": "integer"},
+    "namespace": _str(maxLength=7),
+    "1st": S,
+    "mm": _map(_map(_str(maxLength=3), maxProperties=2), maxProperties=3),
+    "lml": _list(_map(_list(_str(maxLength=2), maxItems=2)), maxItems=2),
+    "deep": _obj({"lst": _list(_obj({"in": _list(_obj({"v": _str(maxLength=9)}), maxItems=4)}), maxItems=3)}),
 }
 
 _COMPARABLE = ("string", "int", "double", "bool", "timestamp", "duration", "bytes")
@@ -120,9 +132,13 @@ def _kind(schema: dict[str, Any]) -> str:
 
 
 def _fields(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    props = dict(schema.get("properties") or {})
-    if schema.get("x-kubernetes-embedded-resource"):
-        props.pop("metadata", None)
+    """The properties a rule can select, by their CEL names."""
+    props: dict[str, dict[str, Any]] = {}
+    for name, sub in (schema.get("properties") or {}).items():
+        cel_name = escape_property(name)
+        if cel_name is not None:
+            # a resource's metadata is, to CEL, its name and generateName
+            props[cel_name] = _obj({"name": S, "generateName": S}) if name == "metadata" else sub
     return props
 
 
@@ -467,7 +483,7 @@ def corpus(seed: int = 7, count: int = 600) -> list[tuple[str, dict[str, Any]]]:
         spec = _spec()
         document = crd_document(GROUP, f"C{seed}n{n}", spec)
         root = document["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-        places = _places(spec, ("spec",))
+        places = [*_places(spec, ("spec",)), ((), root)]
         for _ in range(rng.choice((1, 1, 1, 2, 3, 4))):
             path, _ = rng.choice(places)
             node = _node(root, path)
@@ -487,4 +503,326 @@ def corpus(seed: int = 7, count: int = 600) -> list[tuple[str, dict[str, Any]]]:
                 entry = {"rule": gen.rule("oldSelf", node) + " || self == oldSelf"}
             node.setdefault("x-kubernetes-validations", []).append(entry)
         out.append((f"c{seed}-{n}", document))
+    return out
+
+
+#: The ``spec`` the hand-written rules read.
+HAND_SPEC: dict[str, Any] = _obj(
+    {
+        "s": S,
+        "b": _str(maxLength=10),
+        "e": _str(enum=["ab", "abcd"]),
+        "n": {"type": "integer"},
+        "d": {"type": "number"},
+        "f": {"type": "boolean"},
+        "l": _list(S),
+        "lb": _list(_str(maxLength=3), maxItems=5),
+        "ln": _list({"type": "integer"}, maxItems=10),
+        "m": _map(S),
+        "mb": _map({"type": "integer"}, maxProperties=4),
+        "o": _obj(
+            {"x": {"type": "integer"}, "y": _str(maxLength=2), "c": _list(S, maxItems=2)}, required=["x"]
+        ),
+        "ol": _list(_obj({"k": S, "v": _list(S)}, required=["k"])),
+        "ll": _list(_list(_str(maxLength=5), maxItems=2), maxItems=3),
+        "objs": _list(
+            _obj({"name": _str(maxLength=20), "vals": _list(S, maxItems=3)}, required=["name"]), maxItems=5
+        ),
+        "objsu": _list(_obj({"name": S, "vals": _list(_str(maxLength=4))}, required=["name"])),
+        "ios": {"x-kubernetes-int-or-string": True},
+        "t": _str(format="date-time"),
+        "du": _str(format="duration"),
+        "by": _str(format="byte", maxLength=8),
+        "emb": FIELDS["emb"],
+        "free": FIELDS["free"],
+        "x-y": _str(maxLength=12),
+        "a.b": {"type": "integer"},
+        "namespace": _str(maxLength=7),
+        "mm": FIELDS["mm"],
+        "lml": FIELDS["lml"],
+        "deep": FIELDS["deep"],
+    }
+)
+
+#: Rules written by hand at ``spec`` of :data:`HAND_SPEC`, where the generator's templates do not reach: list
+#: and map literals, concatenations and conditionals of lists, comprehensions over computed lists nested three
+#: deep, the lists extension chained, optionals in every form, regular expressions from fields, every library
+#: function on fields and on literals, invalid duration, timestamp and regex literals (which the API server
+#: refuses to compile), mixed literals, names CEL escapes, transition rules.
+HAND_WRITTEN_RULES: tuple[str, ...] = (
+    "self.s.size() > 1",
+    "self.b.size() > 1",
+    "self.s == 'a'",
+    "self.b == self.e",
+    "self.s.startsWith('x')",
+    "self.b.contains('ab')",
+    "self.s.matches('^a+$')",
+    "matches(self.s, '^a$')",
+    "self.l.all(x, x.size() < 3)",
+    "self.lb.all(x, x.size() < 3)",
+    "self.l.exists(x, x == 'a')",
+    "self.lb.exists_one(x, x == 'a')",
+    "self.lb.map(x, x + 'a').size() > 0",
+    "self.lb.filter(x, x != '').size() > 0",
+    "self.m.all(k, self.m[k] != '')",
+    "self.mb.exists(k, self.mb[k] > 1)",
+    "self.o.x > 0 && has(self.o.y)",
+    "self.ol.all(i, i.k != '' && i.v.all(w, w != i.k))",
+    "self.ll.all(a, a.all(b, b.size() < 4))",
+    "self.s.split(',').all(x, self.s.split(',').exists(y, x == y))",
+    "self.s.split('-').join('.') != ''",
+    "quantity(self.s) != quantity('1')",
+    "quantity(self.b) == quantity('1')",
+    "quantity(self.b).isLessThan(quantity('2'))",
+    "isQuantity(self.b)",
+    "self.b.lowerAscii() == 'a'",
+    "self.lb.isSorted()",
+    "self.lb.indexOf('a') > 0",
+    "self.s.indexOf('a') > 0",
+    "self.b.replace('a', 'bb') != ''",
+    "self.b.find('[a-z]+') != ''",
+    "self.b.findAll('x').size() > 0",
+    "isIP(self.b) && ip(self.b).family() == 4",
+    "cidr(self.b).containsIP('1.2.3.4')",
+    "cidr(self.b).containsCIDR(cidr('10.0.0.0/8'))",
+    "isURL(self.b) && url(self.b).getHost() != ''",
+    "isSemver(self.b) && semver(self.b).major() > 1",
+    "format.dns1123Label().validate(self.b).hasValue()",
+    "type(self.ios) == int",
+    "self.ios == 1",
+    "self.t < timestamp('2024-01-01T00:00:00Z')",
+    "self.du > duration('1h')",
+    "self.by.size() > 1",
+    "sets.contains(self.lb, ['x'])",
+    "self.lb.reverse().size() >= 0",
+    "self.lb.slice(0, 2).size() > 0",
+    "self.lb.sort() == self.lb",
+    "self.lb.distinct().size() > 0",
+    "lists.range(3).size() > 0",
+    "self.mb.transformMap(k, v, v + 1).size() > 0",
+    "self.lb.all(i, x, i >= 0 && x != '')",
+    "self.m.exists(k, v, v == k)",
+    "self.lb.existsOne(x, x == 'a')",
+    "self.?o.?y.orValue('') == ''",
+    "self.o.?y.hasValue()",
+    "'x' in self.lb",
+    "'x' in self.m",
+    "self.lb[0] == 'a'",
+    "self.mb['a'] == 1",
+    "[1, 2, 3].all(x, x > 0)",
+    "{'a': 1}.size() > 0",
+    "self.s + self.b == ''",
+    "self.lb + self.l == []",
+    "string(self.n) == '1'",
+    "int(self.s) > 1",
+    "self.d > 1.5 && self.n < 3",
+    "dyn(self.n) == 1",
+    "self.s.format([1]) != ''",
+    "strings.quote(self.b) != ''",
+    "self.b.charAt(1) == 'a'",
+    "self.b.substring(1) == 'a'",
+    "self.b.trim() == 'a'",
+    "self.b.upperAscii() == 'A'",
+    "self == oldSelf",
+    "self.s.size() > 0 ? self.s.size() < 10 : false",
+    "self.l.map(x, x.split(',')).flatten().distinct().size() > 0",
+    "self.l.map(x, x.split(',')).all(p, p.all(q, q.size() < 5))",
+    "(self.f ? self.l : self.lb).all(x, x.size() > 0)",
+    "(self.f ? self.l : ['a', 'b']).exists(x, x == 'a')",
+    "(self.lb + ['x']).all(x, x.size() < 10)",
+    "(['x'] + self.lb).all(x, x.size() < 10)",
+    "[self.s, self.b].all(x, x.size() < 10)",
+    "{'a': self.s}.all(k, k.size() < 3)",
+    "{'a': self.s}['a'].size() < 3",
+    "{self.b: 1}.exists(k, k.contains('z'))",
+    "self.ol.map(o, o.v).flatten().all(x, x.size() < 3)",
+    "self.ol.all(o, o.v.all(w, self.ol.exists(p, p.k == w)))",
+    "self.ol.filter(o, o.k != '').map(o, o.k).join(',').size() < 100",
+    "self.ll.all(a, a.all(b, self.ll.all(c, c.all(d, d == b))))",
+    "self.ll.map(a, a.map(b, b.size())).all(x, x.all(y, y < 10))",
+    "self.m.map(k, self.m[k]).all(v, v.size() < 5)",
+    "self.mb.map(k, self.mb[k] + 1).all(v, v > 0)",
+    "self.m.transformMap(k, v, v.split(',')).all(k, k != '')",
+    "self.m.transformMapEntry(k, v, {v: k}).all(k, k != '')",
+    "self.lb.transformMap(i, v, v.size()).all(k, k >= 0)",
+    "self.lb.transformList(i, v, i).all(x, x >= 0)",
+    "self.l.exists(x, x.matches(self.s))",
+    "self.s.matches(self.l.join('|'))",
+    "self.b.split('').all(c, c != 'x')",
+    "self.s.split(',', 2).all(c, c != 'x')",
+    "self.s.split(',', self.n).all(c, c != 'x')",
+    "self.l.slice(1, 3).all(x, x != '')",
+    "self.l.slice(0, self.n).all(x, x != '')",
+    "lists.range(10).all(i, i < 10)",
+    "lists.range(self.n).all(i, i < 10)",
+    "self.ll.flatten().all(x, x != '')",
+    "self.ll.flatten(2).size() >= 0",
+    "self.lb.sort().all(x, x != '')",
+    "self.lb.sortBy(e, e.size()).all(x, x != '')",
+    "self.lb.sortBy(e, e).size() > 0",
+    "self.lb.distinct().all(x, self.lb.exists(y, y == x))",
+    "self.lb.reverse().reverse().size() > 0",
+    "sets.contains(self.l, self.lb) && sets.intersects(self.lb, ['a'])",
+    "sets.equivalent(self.l.map(x, x.lowerAscii()), self.lb)",
+    "self.lb.first().orValue('') == ''",
+    "self.lb.last().optMap(v, v.size()).orValue(0) > 0",
+    "self.?o.?b.optFlatMap(v, optional.of(v + 'x')).hasValue()",
+    "optional.ofNonZeroValue(self.s).hasValue()",
+    "optional.none().orValue(1) == 1",
+    "[?self.?s, ?optional.none()].size() > 0",
+    "{?'a': self.?s}.size() > 0",
+    "self.lb[?0].orValue('') == ''",
+    "self.mb[?'a'].orValue(0) == 0",
+    "self.?lb.orValue([]).size() > 0",
+    "self.?mb.orValue({}).size() >= 0",
+    "self.o.?c.orValue([]).all(x, x != '')",
+    "self.s.indexOf(self.b) > 0",
+    "self.s.lastIndexOf(self.b, 3) > 0",
+    "self.b.replace(self.e, self.s) != ''",
+    "self.b.replace('a', '') != ''",
+    "self.b.replace('aa', 'b') != ''",
+    "self.s.replace(self.b, self.b) != ''",
+    "self.l.join(self.b) != ''",
+    "self.lb.join(self.s) != ''",
+    "self.ln.sum() > 0 && self.ln.max() > self.ln.min()",
+    "self.ln.isSorted() && self.ln.indexOf(3) >= 0",
+    "self.l.isSorted() && self.l.lastIndexOf('a') >= 0",
+    "self.ln.map(x, double(x)).sum() > 1.0",
+    "self.ln.exists_one(i, v, i == v)",
+    "self.mb.exists_one(k, v, k == string(v))",
+    "self.mb.all(k, v, v > 0)",
+    "self.l.all(i, v, self.l[i] == v)",
+    "self.m.all(k, v, self.m[k] == v)",
+    "type(self.ios) == string && self.ios.size() < 5",
+    "self.ios.size() < 5",
+    "string(self.ios) == '1'",
+    "self.ios == self.ios",
+    "dyn(self.l).size() > 0",
+    "dyn(self.m)['a'] == 'b'",
+    "dyn(self.o).a > 0",
+    "dyn(self.o).zz == 1",
+    "self.t.getDayOfWeek('America/New_York') > 0",
+    "timestamp(self.s) < self.t",
+    "duration(self.s) > self.du",
+    "self.du.getMilliseconds() > 0",
+    "self.by.size() < 3 && string(self.by).size() < 3",
+    "bytes(self.s) == self.by",
+    "self.s.format([self.n, self.l]) != ''",
+    "strings.quote(self.l.join(',')).size() > 0",
+    "self.l.all(x, strings.quote(x).size() < 10)",
+    "url(self.s).getQuery().all(k, url(self.s).getQuery()[k].size() > 0)",
+    "cidr(self.b).containsIP(self.s)",
+    "cidr(self.s).containsCIDR(self.b)",
+    "ip(self.s) == cidr(self.b).ip()",
+    "ip(self.s).isCanonical() == false || ip.isCanonical(self.s)",
+    "semver(self.b) != semver('1.0.0')",
+    "quantity(self.s).add(quantity(self.b)).isInteger()",
+    "quantity(self.b).sub(1).asInteger() > 0",
+    "format.named(self.b).hasValue() && format.named(self.b).value().validate(self.s).hasValue()",
+    "format.named('dns1123Label') == format.named('dns1123Label')",
+    "format.dns1123Label() == format.named('x').value()",
+    "url(self.s) == url(self.b)",
+    "self.l.map(x, url(x)).all(u, u == url('https://a'))",
+    "self.l.map(x, quantity(x)).all(q, q == quantity('1'))",
+    "self.l.map(x, quantity(x)).all(q, q != quantity('1'))",
+    "[quantity(self.b)].all(q, q.isLessThan(quantity('1')))",
+    "self.l.filter(x, isQuantity(x)).map(x, quantity(x)).exists(q, q.sign() < 0)",
+    "self.objs.all(o, o.vals.all(v, v.size() <= o.name.size()))",
+    "self.objsu.all(o, o.vals.exists(v, v == o.name))",
+    "self.objs.map(o, o.vals).flatten().size() < 10",
+    "self.emb.kind == 'Pod' && self.emb.metadata.name != ''",
+    "has(self.emb.metadata.generateName)",
+    "self.free.k > 0",
+    "self.x__dash__y.size() < 3",
+    "self.a__dot__b > 0",
+    "self.__namespace__.size() > 0",
+    "self.mm.all(k, self.mm[k].all(j, self.mm[k][j].size() < 2))",
+    "self.lml.all(m, m.all(k, m[k].all(v, v.size() < 2)))",
+    "self.deep.lst.all(l, l.in.all(i, i.v.size() < 5))",
+    "self.deep.lst.exists(l, l.in.exists(i, self.deep.lst.exists(l2, l2.in.exists(i2, i2.v == i.v))))",
+    "self.l.all(a, self.l.all(b, a.size() + b.size() < 10))",
+    "self.l.all(a, a.split(',').all(p, self.l.exists(b, b == p)))",
+    "self.s.size() > 0 ? self.s.split(',').size() > 1 : self.b.split(',').size() > 1",
+    "self.l.size() > 0 && self.l[0].matches('^a') && self.l[self.l.size() - 1].matches('b$')",
+    "self.m.exists(k, k.matches('^[a-z]+$') && self.m[k].matches('^[0-9]+$'))",
+    "!(self.s in self.l) || self.s in self.m",
+    "self.l.exists(x, x in self.m)",
+    "self.lb.all(x, x in self.l)",
+    "self.l.map(x, x.size()).exists(n, n in self.ln)",
+    "int(self.r) + self.n > 0 && uint(self.n) > 0u && double(uint(1)) > 0.5",
+    "self.n / 2 > 0 && self.n % 3 == 0 && -self.n < 0 && -self.r < 0.0",
+    "self.r < self.n && self.n <= self.r && self.ln.exists(x, x > self.r)",
+    "self == oldSelf",
+    "oldSelf.l.all(x, x in self.l)",
+    "self.l.size() >= oldSelf.l.size()",
+    'duration("1x") > duration("1s")',
+    'duration("1h30m") > duration("1s")',
+    'duration("1.5h") > self.du',
+    'duration("-1.5h") > self.du',
+    'duration("1d") > self.du',
+    'duration("") > self.du',
+    'duration("0") > self.du',
+    'duration("1µs") > self.du',
+    'timestamp("2020-13-01T00:00:00Z") < self.t',
+    'timestamp("2020-12-01T00:00:00.5+02:00") < self.t',
+    'timestamp("2020-12-01T00:00:00") < self.t',
+    'timestamp("2020-12-01") < self.t',
+    'self.s.matches("[")',
+    'self.s.matches("(?i)abc")',
+    'self.s.matches("\\\\pL")',
+    'self.s.matches("a{1001}")',
+    'matches("(", self.s)',
+    '[1, "a"].size() > 0',
+    "[self.ios, 1].size() > 0",
+    "[1, 2.0].size() > 0",
+    "[self.n, self.r].size() > 0",
+    '{"a": 1, "b": "x"}.size() > 0',
+    '[[1], ["a"]].size() > 0',
+    "[self.l, []].size() > 0",
+    '[self.l, ["a"]].size() > 0',
+    "timestamp('2020-01-01t00:00:00Z') < self.t",
+    "timestamp('2020-01-01T00:00:00z') < self.t",
+    "timestamp('2020-01-01T24:00:00Z') < self.t",
+    "timestamp('0000-01-01T00:00:00Z') < self.t",
+    "timestamp('0001-01-01T00:00:00Z') < self.t",
+    "timestamp('9999-12-31T23:59:59Z') < self.t",
+    "timestamp('2020-02-30T00:00:00Z') < self.t",
+    "timestamp('2020-01-01T00:00:00+24:00') < self.t",
+    "timestamp('2020-01-01T00:00:00+23:59') < self.t",
+    "timestamp('2020-01-01T00:00:00.123456789123Z') < self.t",
+    "timestamp('2020-01-01T00:00:60Z') < self.t",
+    "timestamp(' 2020-01-01T00:00:00Z') < self.t",
+    "duration('1.5µs') > self.du",
+    "duration('9223372036854775807ns') > self.du",
+    "duration('9223372036854775808ns') > self.du",
+    "duration('-9223372036854775808ns') > self.du",
+    "duration('2562047h') > self.du",
+    "duration('2562048h') > self.du",
+    "duration('.5s') > self.du",
+    "duration('5.s') > self.du",
+    "duration('.s') > self.du",
+    "duration('+0') > self.du",
+    "duration('1h 2m') > self.du",
+    "timestamp('2020-01-01T1:00:00Z') < self.t",
+    "timestamp('2020-01-01T00:00:00,5Z') < self.t",
+    "timestamp('2020-01-01T00:00:00+24:60') < self.t",
+    "timestamp('2020-01-01T00:00:00+25:00') < self.t",
+    "timestamp('0000-02-29T00:00:00Z') < self.t",
+    "timestamp('0001-01-01T00:00:00+00:01') < self.t",
+    "timestamp('9999-12-31T23:59:59-00:01') < self.t",
+    "timestamp('2019-02-29T00:00:00Z') < self.t",
+    "timestamp('2020-02-29T00:00:00Z') < self.t",
+    "timestamp('2020-1-01T00:00:00Z') < self.t",
+    "timestamp(1) < self.t",
+    "duration(1) < self.du",
+)
+
+
+def hand_written() -> list[tuple[str, dict[str, Any]]]:
+    """A CRD for each of :data:`HAND_WRITTEN_RULES`, the rule at ``spec``."""
+    out = []
+    for i, rule in enumerate(HAND_WRITTEN_RULES):
+        spec = json.loads(json.dumps(HAND_SPEC))
+        spec["x-kubernetes-validations"] = [{"rule": rule}]
+        out.append((f"hand-{i}", crd_document(GROUP, f"Hand{i}", spec)))
     return out

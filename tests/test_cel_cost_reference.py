@@ -32,7 +32,7 @@ import yaml
 from nodefleet.apiserver import cel_check, cel_cost
 from nodefleet.apiserver.store import CRD_DIR, load_index
 from tests import goref
-from tests.cel_cost_corpus import corpus
+from tests.cel_cost_corpus import HAND_WRITTEN_RULES, corpus, hand_written
 from tests.conftest import PROJECT
 from tests.crd_classes import REFUSAL_CRDS
 
@@ -185,6 +185,12 @@ def test_costs_equal_the_api_servers_on_the_generated_corpus() -> None:
         differ += found
     assert total["rules"] >= 3000 and total["refused for cost"] >= 300 and total["not compiled"] >= 10, total
     _report("generated corpus", total, differ)
+
+
+def test_costs_equal_the_api_servers_on_the_hand_written_rules() -> None:
+    counts, differ = compare(hand_written())
+    assert counts["rules"] == len(HAND_WRITTEN_RULES) and counts["not compiled"] >= 15, counts
+    _report("hand-written rules", counts, differ)
 
 
 def test_costs_equal_the_api_servers_on_every_shipped_crd() -> None:

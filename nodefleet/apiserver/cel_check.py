@@ -29,6 +29,7 @@ from typing import Any
 
 from nodefleet.apiserver import cel as crd_cel
 from nodefleet.apiserver.cel_ast import Node, parsed_tree
+from nodefleet.apiserver.formats import is_cel_timestamp, is_go_duration, re2_compile
 
 __all__ = [
     "DECLARATIONS",
@@ -1244,9 +1245,8 @@ class _Checker:
             return current
         if self.assignable(previous, current):
             return _most_general(previous, current)
-        # HomogeneousAggregateLiterals: a literal mixing types is an error.
-        self.error(f"expected type '{previous}' but found '{current}'")
-        return ERROR
+        # cel-go's checker makes a literal of mixed types dyn; the API server's validator refuses it (below).
+        return DYN
 
     def check_comprehension(self, node: Node) -> None:
         assert node.iter_range and node.accu_init and node.condition and node.step and node.result
@@ -1315,4 +1315,91 @@ def check(expression: str, self_decl: Decl, optional_old_self: bool = False) -> 
     if checker.errors:
         raise CheckError(checker.errors[0])
     types = {i: _substitute(checker.mapping, t, True) for i, t in checker.types.items()}
+    found = next(_invalid_literals(tree, types, False), None)
+    if found is not None:
+        raise CheckError(found)
     return Checked(tree, types, checker.overloads, checker.structs)
+
+
+def _equivalent(a: Type, b: Type) -> bool:
+    """cel-go ``IsEquivalentType``: equal but for the names of type parameters."""
+    if a.kind != b.kind or len(a.params) != len(b.params):
+        return False
+    if a.kind != "param" and a.name != b.name:
+        return False
+    return all(_equivalent(x, y) for x, y in zip(a.params, b.params, strict=True))
+
+
+def _mixed(types: list[Type]) -> str | None:
+    for t in types[1:]:
+        if not _equivalent(types[0], t):
+            return f"expected type '{types[0]}' but found '{t}'"
+    return None
+
+
+def _invalid_literals(node: Node, types: dict[int, Type], in_format: bool) -> Iterator[str]:
+    """The API server's AST validators (``environment/base.go``): list and map literals of one type each,
+    except within a ``format`` call (``ValidateHomogeneousAggregateLiterals``), and literal arguments of
+    ``duration``, ``timestamp`` and ``matches`` that are valid (``ValidateDurationLiterals``,
+    ``ValidateTimestampLiterals``, ``ValidateRegexLiterals``)."""
+    if node.kind == "list" and not in_format:
+        elems = [types.get(e.id, DYN) for e in node.args]
+        elems = [_unwrap_optional(t)[0] if i in node.optional else t for i, t in enumerate(elems)]
+        found = _mixed(elems)
+        if found:
+            yield found
+    if node.kind == "map" and not in_format:
+        keys = [types.get(e.key.id, DYN) for e in node.entries if e.key is not None]
+        values = [types.get(e.value.id, DYN) for e in node.entries]
+        values = [
+            _unwrap_optional(t)[0] if e.optional else t for e, t in zip(node.entries, values, strict=True)
+        ]
+        found = _mixed(keys) or _mixed(values)
+        if found:
+            yield found
+    if node.kind == "call" and node.name in _LITERAL_CHECKS and node.args:
+        literal = node.args[0]
+        if literal.kind == "literal" and not _LITERAL_CHECKS[node.name](literal):
+            yield f"invalid {node.name} argument"
+    in_format = in_format or (node.kind == "call" and node.name == "format")
+    for child in (
+        node.target,
+        *node.args,
+        node.iter_range,
+        node.accu_init,
+        node.condition,
+        node.step,
+        node.result,
+    ):
+        if child is not None:
+            yield from _invalid_literals(child, types, in_format)
+    for entry in node.entries:
+        if entry.key is not None:
+            yield from _invalid_literals(entry.key, types, in_format)
+        yield from _invalid_literals(entry.value, types, in_format)
+
+
+def _compiles(literal: Node) -> bool:
+    """Whether a ``matches`` pattern (its first argument: the pattern of a member call, the text of a global
+    one, as cel-go's validator reads it) is a valid RE2 expression."""
+    if literal.literal != "string":
+        return True
+    try:
+        re2_compile(str(literal.value))
+    except Exception:  # re2.error
+        return False
+    return True
+
+
+def _go_duration(literal: Node) -> bool:
+    """Whether a ``duration`` literal is one Go's ``time.ParseDuration`` reads (an integer literal is not valid
+    there either: cel-go 0.26's evaluation of ``duration(1)`` fails)."""
+    return literal.literal == "string" and is_go_duration(str(literal.value))
+
+
+def _cel_timestamp(literal: Node) -> bool:
+    """Whether a ``timestamp`` literal is one cel-go converts (RFC 3339 as Go reads it, in CEL's range)."""
+    return literal.literal != "string" or is_cel_timestamp(str(literal.value))
+
+
+_LITERAL_CHECKS = {"duration": _go_duration, "timestamp": _cel_timestamp, "matches": _compiles}
