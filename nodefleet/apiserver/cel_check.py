@@ -38,6 +38,7 @@ __all__ = [
     "Decl",
     "Overload",
     "Type",
+    "bound",
     "check",
     "schema_decl",
 ]
@@ -749,7 +750,12 @@ class Decl:
     key: Decl | None = None
 
 
-def _non_negative(value: Any) -> int:
+def bound(schema: Mapping[str, Any], key: str) -> int | None:
+    """``schema[key]`` (``maxLength``, ``maxItems``, ``maxProperties``), negative as 0 (``zeroIfNegative``);
+    None when it is absent, or not an integer (a schema the API server refuses for it)."""
+    value = schema.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        return None
     return max(int(value), 0)
 
 
@@ -783,10 +789,10 @@ def _with_type_and_object_meta(schema: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _string_decl(schema: Mapping[str, Any]) -> Decl:
     fmt = schema.get("format")
-    max_length = schema.get("maxLength")
+    max_length = bound(schema, "maxLength")
     unbounded = MAX_REQUEST_BYTES - 2
     if fmt == "byte":
-        limit = _non_negative(max_length) if max_length is not None else unbounded
+        limit = max_length if max_length is not None else unbounded
         return Decl(BYTES, limit, _MIN_STRING)
     if fmt == "duration":
         return Decl(DURATION, _MAX_DURATION_JSON, _MIN_DURATION_JSON)
@@ -795,7 +801,7 @@ def _string_decl(schema: Mapping[str, Any]) -> Decl:
     if fmt == "date-time":
         return Decl(TIMESTAMP, _MAX_DATETIME_JSON, _MIN_DATETIME_JSON)
     if max_length is not None:
-        limit = _non_negative(max_length) * 4  # maxLength counts characters, of up to 4 bytes each
+        limit = max_length * 4  # maxLength counts characters, of up to 4 bytes each
     elif schema.get("enum"):
         limit = max((len(v.encode()) for v in schema["enum"] if isinstance(v, str)), default=0)
     else:
@@ -807,8 +813,8 @@ def schema_decl(schema: Mapping[str, Any], resource_root: bool, name: str = "sel
     """``SchemaDeclType``: the declared type of ``schema`` (None where CEL cannot see it), its objects named
     after their place under ``name`` as the API server names them (``MaybeAssignTypeName``)."""
     if schema.get("x-kubernetes-int-or-string"):
-        max_length = schema.get("maxLength")
-        limit = _non_negative(max_length) * 4 if max_length is not None else MAX_REQUEST_BYTES - 2
+        max_length = bound(schema, "maxLength")
+        limit = max_length * 4 if max_length is not None else MAX_REQUEST_BYTES - 2
         return Decl(DYN, limit, 1)
     if resource_root:
         schema = _with_type_and_object_meta(schema)
@@ -857,15 +863,15 @@ def schema_decl(schema: Mapping[str, Any], resource_root: bool, name: str = "sel
 
 
 def _element(
-    schema: Mapping[str, Any], child: Mapping[str, Any], bound: str, overhead: int, name: str
+    schema: Mapping[str, Any], child: Mapping[str, Any], limit_key: str, overhead: int, name: str
 ) -> tuple[Decl, int] | None:
-    """A list's items or a map's values, and how many the API server estimates there are: ``bound``
+    """A list's items or a map's values, and how many the API server estimates there are: ``limit_key``
     (``maxItems``/``maxProperties``) when set, else as many of the smallest as fit in the largest request."""
     elem = schema_decl(child, bool(child.get("x-kubernetes-embedded-resource")), name)
     if elem is None:
         return None
-    most = schema.get(bound)
-    count = _non_negative(most) if most is not None else (MAX_REQUEST_BYTES - 2) // (elem.min_size + overhead)
+    most = bound(schema, limit_key)
+    count = most if most is not None else (MAX_REQUEST_BYTES - 2) // (elem.min_size + overhead)
     return elem, count
 
 

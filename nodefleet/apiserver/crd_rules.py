@@ -93,6 +93,8 @@ def _chain(
             by_cel_name = {crd_cel_name(k): v for k, v in props.items()}
             if name not in by_cel_name:
                 return None, name
+            if not isinstance(by_cel_name[name], Mapping):
+                return None, None  # no schema: the API server refuses the CRD for that
             node = _resolved(by_cel_name[name], False)
         elif isinstance(node.get("additionalProperties"), Mapping):
             node = node["additionalProperties"]

@@ -91,3 +91,22 @@ def test_a_rule_that_does_not_type_check_is_not_estimated() -> None:
             cel_cost.estimate(rule, decl)
     (rc,) = cel_cost.rule_costs({"type": "object", "x-kubernetes-validations": [{"rule": "self.nope > 0"}]})
     assert rc.estimated is None and rc.cost is None and "undefined field 'nope'" in rc.unestimated
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"type": "string", "maxLength": "ten"}}},
+        {"type": "object", "properties": {"a": {"type": "array"}}},
+        {"type": "object", "properties": {"a": {"type": "array", "items": True, "maxItems": 2.5}}},
+        {"type": "object", "properties": {"a": None, "b": "text"}},
+        {"type": "object", "properties": {"a": {"type": "object", "additionalProperties": False}}},
+    ],
+)
+def test_a_schema_the_api_server_refuses_for_its_shape_is_not_a_crash(schema: dict) -> None:
+    """Such a CRD is refused for its schema (which crd-schema does not model); its rules are estimated where
+    they can be, and never crash the check."""
+    from nodefleet.apiserver.crd_rules import refusals
+
+    for rule in ("self.a.size() > 0", "has(self.a)", "self.a.all(x, x == x)"):
+        assert refusals({**schema, "x-kubernetes-validations": [{"rule": rule}]}) is not None
