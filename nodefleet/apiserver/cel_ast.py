@@ -209,6 +209,14 @@ class Node:
     step: Node | None = None
     result: Node | None = None
 
+    def children(self) -> list[Node]:
+        """The expressions directly under this one."""
+        out = [c for c in (self.target, *self.args, self.iter_range, self.accu_init) if c is not None]
+        out += [c for c in (self.condition, self.step, self.result) if c is not None]
+        for entry in self.entries:
+            out += [entry.key, entry.value] if entry.key is not None else [entry.value]
+        return out
+
 
 def _signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value

@@ -922,23 +922,10 @@ def _max_id(node: Node) -> int:
     return max((n.id for n in _nodes(node)), default=0)
 
 
-def _nodes(node: Node | None) -> Iterator[Node]:
-    if node is None:
-        return
+def _nodes(node: Node) -> Iterator[Node]:
     yield node
-    for child in (
-        node.target,
-        *node.args,
-        node.iter_range,
-        node.accu_init,
-        node.condition,
-        node.step,
-        node.result,
-    ):
+    for child in node.children():
         yield from _nodes(child)
-    for entry in node.entries:
-        yield from _nodes(entry.key)
-        yield from _nodes(entry.value)
 
 
 def _expand(node: Node, ids: _Ids) -> Node:
@@ -1368,21 +1355,8 @@ def _invalid_literals(node: Node, types: dict[int, Type], in_format: bool) -> It
         if literal.kind == "literal" and not _LITERAL_CHECKS[node.name](literal):
             yield f"invalid {node.name} argument"
     in_format = in_format or (node.kind == "call" and node.name == "format")
-    for child in (
-        node.target,
-        *node.args,
-        node.iter_range,
-        node.accu_init,
-        node.condition,
-        node.step,
-        node.result,
-    ):
-        if child is not None:
-            yield from _invalid_literals(child, types, in_format)
-    for entry in node.entries:
-        if entry.key is not None:
-            yield from _invalid_literals(entry.key, types, in_format)
-        yield from _invalid_literals(entry.value, types, in_format)
+    for child in node.children():
+        yield from _invalid_literals(child, types, in_format)
 
 
 def _compiles(literal: Node) -> bool:

@@ -849,22 +849,21 @@ def _replace(c: _Coster, target: _AstNode | None, args: list[_AstNode]) -> tuple
     sz = c.node_size(target)
     old = c.node_size(args[0])
     new = c.node_size(args[1])
-    if old[0] == 0:
-        count_max = sz[1] + 1 if sz[1] < MAX else sz[1]
-        kept_max = sz[1]
-    elif new[1] <= old[0]:
-        count_max, kept_max = 0, sz[1]
-    else:
-        count_max, kept_max = _go_ceil_div(sz[1], old[0]), 0
-    if old[1] == 0:
-        count_min = sz[0] + 1 if sz[0] < MAX else sz[0]
-        kept_min = sz[0]
-    elif old[1] <= new[0]:
-        count_min, kept_min = 0, sz[0]
-    else:
-        count_min, kept_min = _go_ceil_div(sz[0], old[1]), 0
+    # the longest result replaces the shortest matches, the shortest result the longest
+    count_max, kept_max = _replaced(sz[1], old[0], new[1] <= old[0])
+    count_min, kept_min = _replaced(sz[0], old[1], old[1] <= new[0])
     result = _add(_mul((count_min, count_max), new), (kept_min, kept_max))
     return _factor(sz, 2 * _STRING_TRAVERSAL), result
+
+
+def _replaced(length: int, old_length: int, not_longer: bool) -> tuple[int, int]:
+    """How many replacements a string of ``length`` gets, and how much of it is kept: an empty string replaced
+    surrounds every character, a replacement no longer than what it replaces keeps the length."""
+    if old_length == 0:
+        return (length + 1 if length < MAX else length), length
+    if not_longer:
+        return 0, length
+    return _go_ceil_div(length, old_length), 0
 
 
 def _go_ceil_div(a: int, b: int) -> int:
