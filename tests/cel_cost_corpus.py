@@ -1,17 +1,18 @@
-"""A generated corpus of CRDs whose rules' estimated costs the API server's own code computes (tests/celcost_reference),
-for tests/test_cel_cost_reference.py to hold nodefleet's estimator (nodefleet/apiserver/cel_cost.py) to.
+"""A generated corpus of CRDs whose rules' estimated costs the API server's own code computes
+(tests/celcost_reference), for tests/test_cel_cost_reference.py to hold nodefleet's estimator
+(nodefleet/apiserver/cel_cost.py) to.
 
-Deterministic by seed. Every CRD has one to four rules, each at a schema node drawn from a fixed set of shapes:
-strings with and without ``maxLength``, with an ``enum``, of the formats CEL converts (``date-time``, ``date``,
-``duration``, ``byte``), numbers, booleans, int-or-string, lists and maps with and without bounds, lists of
-objects, of lists and of maps, maps of maps, objects, an embedded resource, a preserve-unknown-fields object and
-names CEL escapes or cannot reach; rules sit at the root, ``spec``, a field, list items and map values (so the
-cardinality of lists and maps above them counts).
-Each rule is drawn from typed templates: string functions (``split``/``join``/``replace``/``find``/``format``...),
-regular expressions, the quantity, IP, CIDR, URL, semver and format libraries, comparisons, arithmetic,
-conversions, comprehensions (``all``/``exists``/``exists_one``/``map``/``filter``, their two-variable forms,
-``transformList``/``transformMap``/``transformMapEntry``), nested comprehensions, the lists and sets extensions,
-optionals, conditionals, ``messageExpression`` and ``optionalOldSelf`` transition rules.
+Deterministic by seed. Every CRD has one to four rules, each at a schema node drawn from a fixed set of
+shapes: strings with and without ``maxLength``, with an ``enum``, of the formats CEL converts (``date-time``,
+``date``, ``duration``, ``byte``), numbers, booleans, int-or-string, lists and maps with and without bounds,
+lists of objects, of lists and of maps, maps of maps, objects, an embedded resource, a preserve-unknown-fields
+object and names CEL escapes or cannot reach; rules sit at the root, ``spec``, a field, list items and map
+values (so the cardinality of lists and maps above them counts). Each rule is drawn from typed templates:
+string functions (``split``/``join``/``replace``/``find``/``format``...), regular expressions, the quantity,
+IP, CIDR, URL, semver and format libraries, comparisons, arithmetic, conversions, comprehensions
+(``all``/``exists``/``exists_one``/``map``/``filter``, their two-variable forms,
+``transformList``/``transformMap``/``transformMapEntry``), nested comprehensions, the lists and sets
+extensions, optionals, conditionals, ``messageExpression`` and ``optionalOldSelf`` transition rules.
 
 :data:`HAND_WRITTEN_RULES` are rules written by hand where the templates do not reach, one CRD each.
 """

@@ -1,10 +1,10 @@
 """The estimated cost of CRD rules (nodefleet/apiserver/cel_cost.py) against the API server's own code.
 
-The reference (tests/celcost_reference) is k8s.io/apiextensions-apiserver and k8s.io/apiserver v0.36.3 (the test
-API server's Kubernetes, 1.36.3, and its cel-go 0.26.0) from the Go module proxy: for every rule of a CRD it
-compiles the rule as the API server does and reports the estimated cost, the cardinality and the cost the limits
-are checked against, and it validates the CRD as the API server does when it is created. The numbers must be
-equal, not only the verdicts, on:
+The reference (tests/celcost_reference) is k8s.io/apiextensions-apiserver and k8s.io/apiserver v0.36.3 (the
+test API server's Kubernetes, 1.36.3, and its cel-go 0.26.0) from the Go module proxy: for every rule of a CRD
+it compiles the rule as the API server does and reports the estimated cost, the cardinality and the cost the
+limits are checked against, and it validates the CRD as the API server does when it is created. The numbers
+must be equal, not only the verdicts, on:
 
 - the generated corpus (tests/cel_cost_corpus.py): rules of every shape over schemas with and without bounds;
 - every rule of every shipped CRD;
@@ -70,8 +70,8 @@ def reference(crds: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any
 
 
 def _schemas(crd: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Each schema the API server validates, named as it names it: ``spec.validation`` when every version has the
-    same one (the internal form hoists it), else per version."""
+    """Each schema the API server validates, named as it names it: ``spec.validation`` when every version has
+    the same one (the internal form hoists it), else per version."""
     versions = crd["spec"]["versions"]
     if all(v.get("schema") == versions[0].get("schema") for v in versions):
         return [("spec.validation.openAPIV3Schema", versions[0]["schema"]["openAPIV3Schema"])]

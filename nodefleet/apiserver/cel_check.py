@@ -4,17 +4,18 @@ The API server compiles a CRD rule with ``self`` typed by the rule's schema node
 ``SchemaDeclType``: objects are structs with their properties as fields, lists, maps of strings, formats as
 timestamps, durations and bytes, int-or-string as ``dyn``) and the functions of its CEL environment. The cost
 estimator (:mod:`nodefleet.apiserver.cel_cost`) needs what that check gives it: the type of every expression
-and the overloads every call may resolve to. cel-expr-python's checker cannot give them: it has no struct types
-but protobuf messages, which cannot hold a list of lists, and no Kubernetes types. So this module:
+and the overloads every call may resolve to. cel-expr-python's checker cannot give them: it has no struct
+types but protobuf messages, which cannot hold a list of lists, and no Kubernetes types. So this module:
 
-- builds :class:`Decl`, the schema's declared type with the sizes the API server estimates for it (``maxLength``,
-  ``maxItems``, ``maxProperties``, and for unbounded values the largest request divided by the smallest
-  serialized element), as ``SchemaDeclType`` does;
+- builds :class:`Decl`, the schema's declared type with the sizes the API server estimates for it
+  (``maxLength``, ``maxItems``, ``maxProperties``, and for unbounded values the largest request divided by the
+  smallest serialized element), as ``SchemaDeclType`` does;
 - parses a rule with cel-expr-python (its parser and macros are cel-go's: the same tree), expanding the one
   macro of the API server's environment it lacks, the three-argument ``exists_one``;
-- type-checks the tree as cel-go's ``checker`` does (``checker.go``, ``types.go``: overload resolution with type
-  parameters and their substitution, the first match's result type or ``dyn``), against :data:`DECLARATIONS`,
-  the functions of the API server's environment for CRD rules, each overload with cel-go's id.
+- type-checks the tree as cel-go's ``checker`` does (``checker.go``, ``types.go``: overload resolution with
+  type parameters and their substitution, the first match's result type or ``dyn``), against
+  :data:`DECLARATIONS`, the functions of the API server's environment for CRD rules, each overload with
+  cel-go's id.
 
 :data:`DECLARATIONS` is checked against the API server's own environment by tests/test_cel_cost_reference.py.
 """
@@ -166,7 +167,8 @@ def _unwrap_optional(t: Type) -> tuple[Type, bool]:
 
 
 def _assignable_type(t: Type, source: Type) -> bool:
-    """cel-go ``Type.IsAssignableType``: whether ``t`` accepts ``source`` (dyn and type parameters accept all)."""
+    """cel-go ``Type.IsAssignableType``: whether ``t`` accepts ``source`` (dyn and type parameters accept
+    all)."""
     if t == source or t.kind in ("dyn", "any", "param"):
         return True
     if t.kind != source.kind or t.name != source.name or len(t.params) != len(source.params):
@@ -739,8 +741,9 @@ _MIN_STRING = 2
 
 @dataclass(eq=False)
 class Decl:
-    """A schema node as CEL declares it (``apiservercel.DeclType``): its CEL type, the most elements (characters,
-    bytes, items or properties) the API server estimates it holds, and its smallest serialized size in bytes."""
+    """A schema node as CEL declares it (``apiservercel.DeclType``): its CEL type, the most elements
+    (characters, bytes, items or properties) the API server estimates it holds, and its smallest serialized
+    size in bytes."""
 
     type: Type
     max_elements: int = 0
@@ -760,8 +763,8 @@ def bound(schema: Mapping[str, Any], key: str) -> int | None:
 
 
 def _with_type_and_object_meta(schema: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``WithTypeAndObjectMeta``: a resource's ``kind``, ``apiVersion`` and ``metadata.name``/``generateName``,
-    which rules may always read."""
+    """``WithTypeAndObjectMeta``: a resource's ``kind``, ``apiVersion`` and
+    ``metadata.name``/``generateName``, which rules may always read."""
     props = schema.get("properties")
     meta = (props or {}).get("metadata") or {}
     meta_props = meta.get("properties") or {}
@@ -1372,8 +1375,8 @@ def _compiles(literal: Node) -> bool:
 
 
 def _go_duration(literal: Node) -> bool:
-    """Whether a ``duration`` literal is one Go's ``time.ParseDuration`` reads (an integer literal is not valid
-    there either: cel-go 0.26's evaluation of ``duration(1)`` fails)."""
+    """Whether a ``duration`` literal is one Go's ``time.ParseDuration`` reads (an integer literal is not
+    valid there either: cel-go 0.26's evaluation of ``duration(1)`` fails)."""
     return literal.literal == "string" and is_go_duration(str(literal.value))
 
 

@@ -1,16 +1,17 @@
 """The estimated cost of CRD rules, and the CRDs the API server refuses for it.
 
-When a CRD is created the API server estimates, for every ``x-kubernetes-validations`` rule, the worst-case cost
-of evaluating it (apiextensions-apiserver ``schema/cel/compilation.go``: cel-go's ``checker.Cost`` over the checked
-rule, with Kubernetes' ``library.CostEstimator`` and the schema's size estimates), multiplies it by how many times
-the rule's node can occur (the ``maxItems``/``maxProperties`` of the lists and maps above it, or when one is
-unbounded the largest request divided by the node's smallest serialized size), and refuses the CRD when a rule
-costs more than ``StaticEstimatedCostLimit`` or all rules of a schema more than ``StaticEstimatedCRDCostLimit``
-(``apis/apiextensions/validation``). This module follows that code:
+When a CRD is created the API server estimates, for every ``x-kubernetes-validations`` rule, the worst-case
+cost of evaluating it (apiextensions-apiserver ``schema/cel/compilation.go``: cel-go's ``checker.Cost`` over
+the checked rule, with Kubernetes' ``library.CostEstimator`` and the schema's size estimates), multiplies it
+by how many times the rule's node can occur (the ``maxItems``/``maxProperties`` of the lists and maps above
+it, or when one is unbounded the largest request divided by the node's smallest serialized size), and refuses
+the CRD when a rule costs more than ``StaticEstimatedCostLimit`` or all rules of a schema more than
+``StaticEstimatedCRDCostLimit`` (``apis/apiextensions/validation``). This module follows that code:
 
 - :class:`_Coster` is ``checker/cost.go`` (cel-go 0.26): the cost of each expression kind, the sizes it tracks
-  through calls, comprehensions and local variables, and the field paths it hands the size estimator — Go slices
-  whose appends may share storage, which this models as Go does, since the API server's estimates depend on it;
+  through calls, comprehensions and local variables, and the field paths it hands the size estimator — Go
+  slices whose appends may share storage, which this models as Go does, since the API server's estimates
+  depend on it;
 - :func:`_kubernetes_call` is ``k8s.io/apiserver/pkg/cel/library/cost.go``'s ``EstimateCallCost`` (strings,
   regex, lists, quantity, IP/CIDR, URL, format, semver), :data:`_EXTENSIONS` the estimators cel-go's lists and
   sets extensions register, :meth:`_Coster.estimate_size` the CRD size estimator (``sizeEstimator``);
@@ -18,8 +19,8 @@ costs more than ``StaticEstimatedCostLimit`` or all rules of a schema more than 
   refusal as the API server does.
 
 The types and overloads the estimate reads come from :mod:`nodefleet.apiserver.cel_check`. A rule this cannot
-type-check is not estimated (and not refused for its cost); tests/test_cel_cost_reference.py compares the numbers
-with the API server's own code.
+type-check is not estimated (and not refused for its cost); tests/test_cel_cost_reference.py compares the
+numbers with the API server's own code.
 """
 
 from __future__ import annotations
@@ -98,8 +99,8 @@ def _fixed(n: int) -> Est:
 
 
 class _Slice:
-    """A Go ``[]string`` header: ``append`` writes into the shared array while it has room, as Go's does, so two
-    paths appended to the same parent may see each other's last element (the API server's estimates do)."""
+    """A Go ``[]string`` header: ``append`` writes into the shared array while it has room, as Go's does, so
+    two paths appended to the same parent may see each other's last element (the API server's estimates do)."""
 
     __slots__ = ("array", "length")
 
@@ -132,8 +133,8 @@ def _append(path: _Slice | None, item: str) -> _Slice:
 
 @dataclass(slots=True)
 class _AstNode:
-    """cel-go's ``checker.AstNode``: a path (read when asked, as Go reads the slice), a type, the expression and
-    the size computed when the node was made."""
+    """cel-go's ``checker.AstNode``: a path (read when asked, as Go reads the slice), a type, the expression
+    and the size computed when the node was made."""
 
     path: _Slice | None
     type: ck.Type
@@ -958,9 +959,9 @@ def _walk(
     root: bool,
     out: list[RuleCost],
 ) -> None:
-    """One node of ``ValidateCustomResourceDefinitionOpenAPISchema``'s walk with its ``CELSchemaContext``: a node
-    under a rule (``in_scope``) takes its declared type from its parent's, as the API server does, any other
-    node with rules converts its own schema."""
+    """One node of ``ValidateCustomResourceDefinitionOpenAPISchema``'s walk with its ``CELSchemaContext``: a
+    node under a rule (``in_scope``) takes its declared type from its parent's, as the API server does, any
+    other node with rules converts its own schema."""
     rules = schema.get("x-kubernetes-validations") or ()
     in_scope = in_scope or bool(rules)
     if decl is None and in_scope:

@@ -1,6 +1,6 @@
-"""The estimated cost of CRD rules without the Go reference: numbers the API server's own code gave for the same
-rules (tests/test_cel_cost_reference.py compares every rule of its corpora; these hold the estimator to a few of
-them where `go` is not on PATH), and what the refusals say."""
+"""The estimated cost of CRD rules without the Go reference: numbers the API server's own code gave for the
+same rules (tests/test_cel_cost_reference.py compares every rule of its corpora; these hold the estimator to a
+few of them where `go` is not on PATH), and what the refusals say."""
 
 from __future__ import annotations
 
