@@ -41,6 +41,7 @@ admission webhooks and ValidatingAdmissionPolicies.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -1511,21 +1512,19 @@ _REFUSALS: dict[tuple[str, str, int], list[str]] = {}
 
 def _crd_refusals(crd: CrdVersion) -> list[str]:
     """Why the API server refuses ``crd``'s schema, as :mod:`nodefleet.apiserver.crd_rules` tells (kept per CRD
-    file and version, and the schema's identity; and in the cache by the file's digest and the analysing
-    code's, since estimating every rule's cost is most of what checking a CRD costs)."""
+    file and version, and the schema's identity; and in the cache by the schema's content and the analysing
+    code, since estimating every rule's cost is most of what checking a CRD costs)."""
     from nodefleet.apiserver.crd_rules import analysis_digest, refusals
 
     key = (crd.crd.file, crd.version, id(crd.schema))
     if key not in _REFUSALS:
+        content = json.dumps(crd.schema, sort_keys=True, separators=(",", ":"), default=str)
+        digest = hashlib.sha256(content.encode()).hexdigest()
 
         def analyse() -> list[str]:
             return [str(r) for r in refusals(crd.schema)]
 
-        if crd.crd.sha256:
-            remembered_key = f"refusals-{crd.crd.sha256}-{crd.version}-{analysis_digest()}"
-            _REFUSALS[key] = remembered(remembered_key, analyse)
-        else:
-            _REFUSALS[key] = analyse()
+        _REFUSALS[key] = remembered(f"refusals-{digest}-{analysis_digest()}", analyse)
     return _REFUSALS[key]
 
 

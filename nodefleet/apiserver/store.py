@@ -311,8 +311,8 @@ def _keep(digest: str, doc: dict[str, Any]) -> None:
 
 def remembered(key: str, compute: Callable[[], list[str]]) -> list[str]:
     """``compute()``, kept in the cache under ``key`` (which must name everything the answer depends on: a CRD
-    file's digest, the analysing code's): what nodefleet concluded about a shipped CRD, e.g. that the API
-    server accepts it, is computed once, not in every process that judges objects by it."""
+    schema's digest, the analysing code's): what nodefleet concluded about a CRD, e.g. that the API server
+    accepts it, is computed once, not in every process that judges objects by it."""
     folder = _cache_dir()
     entry = folder / "analysis" / f"{key}.json" if folder is not None else None
     if entry is not None:
