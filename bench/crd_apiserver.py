@@ -89,7 +89,7 @@ def judge(lines: Iterator[str]) -> dict[str, Any]:
     refused = 0
     for case in cases:
         findings = validate_object(
-            case["object"], crds[(case["crd"], case["version"])], old=case.get("oldObject")
+            case["object"], crds[(case["crd"], case["version"])], old=case.get("oldObject"), installed=True
         )
         refused += any(f.blocking for f in findings)
     return {"cases": len(cases), "refused": refused, "startupCpu": round(startup, 3)}

@@ -33,7 +33,10 @@ FOLDER = Path(__file__).resolve().parent / "data" / "crd-classes"
 GROUP = "classes.nodefleet.io"
 
 
-def _crd(kind: str, spec: dict[str, Any], root_rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def crd_document(
+    group: str, kind: str, spec: dict[str, Any], root_rules: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A namespaced CRD of ``group``, one version ``v1``, whose objects' ``spec`` has the schema ``spec``."""
     plural = kind.lower() + "s"
     schema: dict[str, Any] = {
         "type": "object",
@@ -49,9 +52,9 @@ def _crd(kind: str, spec: dict[str, Any], root_rules: list[dict[str, Any]] | Non
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
-            "group": GROUP,
+            "group": group,
             "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
             "scope": "Namespaced",
             "versions": [
@@ -59,6 +62,10 @@ def _crd(kind: str, spec: dict[str, Any], root_rules: list[dict[str, Any]] | Non
             ],
         },
     }
+
+
+def _crd(kind: str, spec: dict[str, Any], root_rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return crd_document(GROUP, kind, spec, root_rules)
 
 
 def _r(rule: str, **extra: Any) -> dict[str, Any]:
@@ -323,9 +330,13 @@ CRDS: dict[str, dict[str, Any]] = {
 
 
 def _one_rule(
-    tag: str, rule: dict[str, Any], at: str = "spec", extra: dict[str, Any] | None = None
+    tag: str,
+    rule: dict[str, Any] | list[dict[str, Any]],
+    at: str = "spec",
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A CRD whose schema has one rule, at ``spec`` or at one of its fields."""
+    """A CRD whose schema has one rule (or several), at ``spec`` or at one of its fields."""
+    rules = rule if isinstance(rule, list) else [rule]
     spec: dict[str, Any] = {
         "type": "object",
         "properties": {
@@ -350,16 +361,32 @@ def _one_rule(
     }
     root_rules = None
     if at == "":
-        root_rules = [rule]
+        root_rules = rules
     elif at == "spec":
-        spec["x-kubernetes-validations"] = [rule]
+        spec["x-kubernetes-validations"] = rules
     else:
         node = spec["properties"][at]
         if node.get("type") == "array":
             node = node["items"]
-        node["x-kubernetes-validations"] = [rule]
+        node["x-kubernetes-validations"] = rules
     kind = "R" + "".join(part.capitalize() for part in tag.split("-"))
     return _crd(kind, spec, root_rules)
+
+
+_NAME_RULE = "self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')"
+_NAMES_RULE = f"self.names.all(x, x.{_NAME_RULE.removeprefix('self.')})"
+
+
+def _names(max_items: int | None) -> dict[str, Any]:
+    """A list of names (strings of up to 63 characters), of at most ``max_items`` (None: unbounded)."""
+    bound = {} if max_items is None else {"maxItems": max_items}
+    return {"names": {"type": "array", **bound, "items": {"type": "string", "maxLength": 63}}}
+
+
+def _grid(rows: int) -> dict[str, Any]:
+    """A list of ``rows`` lists of as many names."""
+    names = _names(rows)["names"]
+    return {"grid": {"type": "array", "maxItems": rows, "items": names}}
 
 
 #: CRDs, each with one rule the API server refuses or accepts when the CRD is created (tag: CRD).
@@ -392,6 +419,26 @@ REFUSAL_CRDS: dict[str, dict[str, Any]] = {
         ("cost-split-join", _r("self.s.split('-').join('.') != ''")),
         ("cost-quantity-ne", _r("quantity(self.s) != quantity('1')")),
         ("cost-quantity-bounded", _r("quantity(self.q) != quantity('1')")),
+        # Near the per-rule budget (10,000,000): a name check over every item of a list of 63-character
+        # strings, 47,169 items cost 9,999,831, 47,170 cost 10,000,043.
+        ("accepted-cost-rule-under", _r(_NAMES_RULE), "spec", _names(47169)),
+        ("cost-rule-over", _r(_NAMES_RULE), "spec", _names(47170)),
+        ("cost-rule-over-2x", _r(_NAMES_RULE), "spec", _names(120000)),
+        # Near the per-CRD budget (100,000,000): rules each under the per-rule budget.
+        (
+            "accepted-cost-crd-under",
+            [_r(_NAMES_RULE, message=f"m{i}") for i in range(10)],
+            "spec",
+            _names(47169),
+        ),
+        ("cost-crd-over", [_r(_NAMES_RULE, message=f"m{i}") for i in range(11)], "spec", _names(47169)),
+        # A rule on list items counts once per item: maxItems bounds it, else the largest request does.
+        ("accepted-cost-items-bounded", _r(_NAME_RULE), "names", _names(47846)),
+        ("cost-items-bounded-over", _r(_NAME_RULE), "names", _names(47847)),
+        ("cost-items-unbounded", _r(_NAME_RULE), "names", _names(None)),
+        ("accepted-cost-grid", _r(_NAMES_RULE.replace("self.names", "self")), "grid", _grid(216)),
+        ("cost-grid-over", _r(_NAMES_RULE.replace("self.names", "self")), "grid", _grid(219)),
+        ("cost-message-expression", _r("self.a > 0", messageExpression="self.s.split(',').join('-')")),
     ]
 }
 

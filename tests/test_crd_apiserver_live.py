@@ -14,7 +14,7 @@ Where the two references differ, each difference is listed here with its cause (
   the generated name are compared with the suffix masked.
 
 The test CRD of ``tests/crd_corpus.EDGES`` cannot be installed at all (its rules' estimated cost exceeds the
-budget), so its cases stay with the Go reference.
+budget, and crd-schema refuses it with the API server's words), so its cases stay with the Go reference.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from tests.crd_corpus import corpus
-from tests.crd_live import Answer, install_edges, send_corpus, shipped
+from nodefleet.apiserver import cel_cost
+from tests.crd_corpus import EDGES, corpus
+from tests.crd_live import Answer, install_edges, load_crd, send_corpus, shipped
 from tests.test_crd_apiserver import Outcome, _explain, judge, message_differences, summary
 from tests.testcluster import TestClusters
 
@@ -107,9 +108,12 @@ def test_messages_read_as_the_running_api_server_writes_them(
 
 
 def test_the_edge_crd_is_refused_for_its_rule_cost(test_clusters: TestClusters) -> None:
-    """Why the test CRD's cases are answered by the Go reference only."""
+    """Why the test CRD's cases are answered by the Go reference only; crd-schema refuses it with the API
+    server's words, at its fields."""
     with test_clusters.fresh("corpus-edges") as server:
         status, answer = install_edges(server)
     assert status == 422, answer
-    messages = [c["message"] for c in answer["details"]["causes"]]
-    assert any("exceeds budget by factor of more than 100x" in m for m in messages), messages
+    causes = sorted((c["field"], c["message"]) for c in answer["details"]["causes"])
+    assert any("exceeds budget by factor of more than 100x" in m for _, m in causes), causes
+    schema = load_crd(EDGES)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert sorted(cel_cost.refusals(schema, "spec.validation.openAPIV3Schema")) == causes

@@ -17,7 +17,7 @@ import yaml
 from mockruntime.run import stack_fleet
 from nodefleet import kinds as k
 from nodefleet.apiserver.store import CRD_DIR, SOURCES_FILE
-from tests.conftest import nodefleet, own_tree
+from tests.conftest import PROJECT, copy_project, nodefleet, own_tree
 from tests.crdobjects import rendered
 
 
@@ -95,6 +95,32 @@ def test_check_evaluates_transition_rules_against_a_checkpoint(tmp_path: Path) -
     (v,) = json.loads(result.stdout)["violations"]
     assert v["resource"].endswith("HostedCluster::prod-east-hostedcluster")
     assert "spec.infraID: Invalid value: " in v["message"] and "infraID is immutable" in v["message"]
+
+
+def test_check_refuses_the_objects_of_a_crd_refused_for_its_rules_cost(tmp_path: Path) -> None:
+    """A NodePool CRD edited by hand with a rule the API server estimates over budget: `check` as the README
+    shows it refuses the stack's NodePool with the API server's words, and says the fix is the CRD's."""
+    project = copy_project(tmp_path / "project")
+    (project / "stacks").mkdir()
+    shutil.copy2(PROJECT / "stacks" / "Pulumi.hosted.yaml", project / "stacks")
+    path = project / "nodefleet" / "crds" / "hypershift.openshift.io_nodepools.yaml"
+    doc = yaml.safe_load(path.read_text())
+    spec = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["note"] = {"type": "string"}
+    rules = spec.setdefault("x-kubernetes-validations", [])
+    rules.append(
+        {"rule": "!has(self.note) || self.note.split(',').all(a, self.note.split(',').exists(b, a == b))"}
+    )
+    path.write_text(yaml.safe_dump(doc))
+    result = nodefleet("check", "--stack", "hosted", cwd=project, env={"NODEFLEET_CACHE_DIR": str(tmp_path)})
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "the API server refuses this CRD (hypershift.openshift.io_nodepools.yaml, v1beta1), so no object of it "
+        f"can be created: openAPIV3Schema.properties[spec].x-kubernetes-validations[{len(rules) - 1}].rule: "
+        "Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, "
+        "or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+    ) in " ".join(result.stdout.split()), result.stdout
+    assert "`nodefleet crds refresh`" in result.stdout
 
 
 def test_shipped_crds_are_the_recorded_upstream_files() -> None:
@@ -192,6 +218,32 @@ def test_refresh_refuses_an_incomplete_or_unrecorded_source(tmp_path: Path) -> N
     assert result.returncode == 2
     assert "no upstream source recorded" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_refresh_refuses_a_crd_whose_rule_costs_more_than_the_api_server_allows(tmp_path: Path) -> None:
+    """A rule the API server estimates over its per-expression budget (a nested loop over the parts of an
+    unbounded string) keeps the CRD from being installed, so the refresh ships nothing."""
+    upstream = _upstream_copy(tmp_path)
+    path = upstream / "hypershift.openshift.io_nodepools.yaml"
+    doc = yaml.safe_load(path.read_text())
+    spec = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["note"] = {"type": "string"}
+    spec.setdefault("x-kubernetes-validations", []).append(
+        {"rule": "!has(self.note) || self.note.split(',').all(a, self.note.split(',').exists(b, a == b))"}
+    )
+    path.write_text(yaml.safe_dump(doc))
+    dest = tmp_path / "crds"
+    shutil.copytree(CRD_DIR, dest)
+    result = _nodefleet("crds", "refresh", "--from", str(upstream), "--to", str(dest))
+    assert result.returncode == 2, result.stderr
+    index = len(spec["x-kubernetes-validations"]) - 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: {path}: the API server refuses this CRD: spec.validation.openAPIV3Schema"
+        f".properties[spec].x-kubernetes-validations[{index}].rule: Forbidden: estimated rule cost exceeds "
+        "budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and "
+        "maxLength where arrays, maps, and strings are declared); nothing was changed"
+    ]
+    assert (dest / SOURCES_FILE).read_text() == (CRD_DIR / SOURCES_FILE).read_text()
 
 
 def test_coverage_lists_every_crd_and_no_missing_function() -> None:

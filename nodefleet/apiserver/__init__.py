@@ -1,7 +1,8 @@
 """What the Kubernetes API server would say about an object: the CRD store (shipped and user CRDs), the
 structural schema with defaulting, pruning and ratcheting (`schema`), the value parsers and string formats
 (`formats`, `strfmt`, `quantity`), the CEL rules (`cel`, their checked AST: `cel_ast`) and Kubernetes' CEL
-libraries (`cel_library`), what the API server refuses in a CRD's rules (`crd_rules`), the
+libraries (`cel_library`), what the API server refuses in a CRD's rules (`crd_rules`), among it their
+estimated cost (`cel_cost`, over the rules type-checked as the API server checks them: `cel_check`), the
 previous object an update is judged against (`previous`), which
 rules a run exercised (`coverage`, `rule_log`) and the advice printed beside a refusal (`advice`).
 

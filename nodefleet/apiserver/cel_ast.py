@@ -12,14 +12,19 @@ map) and redirects calls:
   value (``quantity('1000m') == quantity('1')``), a map compares by representation;
 - ``cel.@mapInsert``, the accumulator of ``transformMap`` and ``transformMapEntry``, which the C++ runtime
   declares but does not implement.
+
+It also reads a parsed expression (a ``cel.expr.ParsedExpr``: the tree after macro expansion, before type
+checking) into :class:`Node` objects, which :mod:`nodefleet.apiserver.cel_check` type-checks as cel-go does.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["redirect_calls"]
+__all__ = ["Entry", "Node", "parsed_tree", "redirect_calls"]
 
 Field = tuple[int, int, Any]  # (field number, wire type, value: int for varints, bytes otherwise)
 
@@ -157,3 +162,168 @@ def redirect_calls(serialized: bytes, redirect: Redirect) -> bytes | None:
             value = expr
         rebuilt.append((number, wire, value))
     return _encode([(n, w, _encode(rebuilt) if n == 2 else v) for n, w, v in outer])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a parsed expression as a tree
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False, slots=True)
+class Entry:
+    """An entry of a map literal (``key``) or of a message literal (``field``)."""
+
+    id: int
+    key: Node | None
+    field: str
+    value: Node
+    optional: bool
+
+
+@dataclass(eq=False, slots=True)
+class Node:
+    """One expression of a CEL tree (syntax.proto's ``Expr``), as cel-go's ``ast.Expr`` sees it.
+
+    ``kind`` is ``literal`` (``value``, of CEL type ``literal``), ``ident`` (``name``), ``select`` (``target``
+    the operand, ``name`` the field, ``test_only`` for ``has()``), ``call`` (``name`` the function, ``target``
+    the receiver of a member call, ``args``), ``list`` (``args`` the elements, ``optional`` the optional
+    indices), ``map`` and ``struct`` (``entries``, ``name`` the message type) or ``comprehension``.
+    """
+
+    id: int
+    kind: str
+    name: str = ""
+    value: Any = None
+    literal: str = ""
+    target: Node | None = None
+    args: list[Node] = field(default_factory=list)
+    test_only: bool = False
+    optional: tuple[int, ...] = ()
+    entries: list[Entry] = field(default_factory=list)
+    iter_var: str = ""
+    iter_var2: str = ""
+    accu_var: str = ""
+    iter_range: Node | None = None
+    accu_init: Node | None = None
+    condition: Node | None = None
+    step: Node | None = None
+    result: Node | None = None
+
+    def children(self) -> list[Node]:
+        """The expressions directly under this one."""
+        out = [c for c in (self.target, *self.args, self.iter_range, self.accu_init) if c is not None]
+        out += [c for c in (self.condition, self.step, self.result) if c is not None]
+        for entry in self.entries:
+            out += [entry.key, entry.value] if entry.key is not None else [entry.value]
+        return out
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+#: Constant fields (syntax.proto): the CEL type of each and how its value reads.
+_CONSTANTS: dict[int, tuple[str, Callable[[Any], Any]]] = {
+    1: ("null", lambda v: None),
+    2: ("bool", bool),
+    3: ("int", _signed),
+    4: ("uint", int),
+    5: ("double", lambda v: struct.unpack("<d", v)[0]),
+    6: ("string", lambda v: v.decode("utf-8", errors="surrogateescape")),
+    7: ("bytes", bytes),
+}
+
+
+def _node(data: bytes) -> Node:
+    fields = _decode(data)
+    node_id = int(_field(fields, 2) or 0)
+    for number, _, value in fields:
+        inner = _decode(value) if isinstance(value, bytes) and number >= 3 else []
+        if number == 3:
+            kind, read = next(((_CONSTANTS[n][0], _CONSTANTS[n][1](v)) for n, _, v in inner), ("null", None))
+            return Node(node_id, "literal", value=read, literal=kind)
+        if number == 4:
+            return Node(node_id, "ident", name=_text(_field(inner, 1)))
+        if number == 5:
+            return Node(
+                node_id,
+                "select",
+                name=_text(_field(inner, 2)),
+                target=_node(_field(inner, 1)),
+                test_only=bool(_field(inner, 3)),
+            )
+        if number == 6:
+            target = _field(inner, 1)
+            return Node(
+                node_id,
+                "call",
+                name=_text(_field(inner, 2)),
+                target=_node(target) if target is not None else None,
+                args=[_node(v) for n, _, v in inner if n == 3],
+            )
+        if number == 7:
+            return Node(
+                node_id,
+                "list",
+                args=[_node(v) for n, _, v in inner if n == 1],
+                optional=tuple(_packed(inner, 2)),
+            )
+        if number == 8:
+            entries = []
+            for n, _, v in inner:
+                if n != 2:
+                    continue
+                entry = _decode(v)
+                key = _field(entry, 3)
+                entries.append(
+                    Entry(
+                        int(_field(entry, 1) or 0),
+                        _node(key) if key is not None else None,
+                        _text(_field(entry, 2)),
+                        _node(_field(entry, 4)),
+                        bool(_field(entry, 5)),
+                    )
+                )
+            name = _text(_field(inner, 1))
+            return Node(node_id, "struct" if name else "map", name=name, entries=entries)
+        if number == 9:
+            return Node(
+                node_id,
+                "comprehension",
+                iter_var=_text(_field(inner, 1)),
+                iter_var2=_text(_field(inner, 8)),
+                accu_var=_text(_field(inner, 3)),
+                iter_range=_node(_field(inner, 2)),
+                accu_init=_node(_field(inner, 4)),
+                condition=_node(_field(inner, 5)),
+                step=_node(_field(inner, 6)),
+                result=_node(_field(inner, 7)),
+            )
+    raise ValueError(f"expression {node_id} has no kind")
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else ""
+
+
+def _packed(fields: list[Field], number: int) -> list[int]:
+    out: list[int] = []
+    for n, wire, value in fields:
+        if n != number:
+            continue
+        if wire == 0:
+            out.append(int(value))
+            continue
+        i = 0
+        while i < len(value):
+            item, i = _varint(value, i)
+            out.append(item)
+    return out
+
+
+def parsed_tree(serialized: bytes) -> Node:
+    """The expression of ``serialized``, an ``Any`` holding a ``ParsedExpr`` (or a ``CheckedExpr``)."""
+    outer = _decode(serialized)
+    type_url = _text(_field(outer, 1))
+    message = _decode(_field(outer, 2))
+    return _node(_field(message, 4 if type_url.endswith("CheckedExpr") else 2))

@@ -15,25 +15,31 @@ test API server, tests/test_crd_classes_live.py):
   ``string``;
 - a ``fieldPath`` that names no field of the node's schema, a ``reason`` other than the four field error types;
 - a transition rule (``oldSelf``) under the items of a list the API server cannot correlate (``set`` and
-  ``atomic`` lists).
+  ``atomic`` lists);
+- a rule whose estimated cost exceeds the per-expression limit, and rules whose costs together exceed the
+  per-CRD limit (:mod:`nodefleet.apiserver.cel_cost`: cel-go's ``checker.Cost`` with Kubernetes' size
+  estimates and library costs, as the API server computes them).
 
-Not checked: type errors that need the schema's types (``int == 2.5``, ``string == 1``, a list literal of
-mixed types) and the estimated cost of rules (cel-go's ``checker.Cost`` with Kubernetes' size estimates),
-which the API server refuses over budget: docs/crd-validation.md says what that means for a CRD a user brings.
+Not checked: type errors that need the schema's types elsewhere than in the shapes above (a newer strings
+extension function on a field): docs/crd-validation.md says what that means for a CRD a user brings.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from nodefleet.apiserver import cel as crd_cel
+from nodefleet.apiserver import cel_cost
 from nodefleet.apiserver import cel_library as library
 
-__all__ = ["Refusal", "refusals"]
+__all__ = ["Refusal", "analysis_digest", "refusals"]
 
 _REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
 
@@ -87,6 +93,8 @@ def _chain(
             by_cel_name = {crd_cel_name(k): v for k, v in props.items()}
             if name not in by_cel_name:
                 return None, name
+            if not isinstance(by_cel_name[name], Mapping):
+                return None, None  # no schema: the API server refuses the CRD for that
             node = _resolved(by_cel_name[name], False)
         elif isinstance(node.get("additionalProperties"), Mapping):
             node = node["additionalProperties"]
@@ -171,10 +179,11 @@ def crd_cel_name(name: str) -> str:
 
 
 def _rule_refusals(
-    entry: Mapping[str, Any], schema: Mapping[str, Any], where: str, root: bool, uncorrelatable: str | None
+    entry: Mapping[str, Any], schema: Mapping[str, Any], at: str, root: bool, uncorrelatable: str | None
 ) -> Iterator[Refusal]:
+    """Why the API server refuses the rule ``entry`` of ``schema``, named ``at``
+    (``...x-kubernetes-validations[i]``)."""
     rule = str(entry.get("rule", ""))
-    at = f"{where}.x-kubernetes-validations"
     for part, text in (("rule", rule), ("messageExpression", entry.get("messageExpression"))):
         if not text:
             continue
@@ -234,9 +243,10 @@ def _return_type(expression: str) -> str | None:
 
 
 def _walk(schema: Mapping[str, Any], where: str, root: bool, uncorrelatable: str | None) -> Iterator[Refusal]:
-    for entry in schema.get("x-kubernetes-validations") or ():
+    for i, entry in enumerate(schema.get("x-kubernetes-validations") or ()):
         if isinstance(entry, Mapping):
-            yield from _rule_refusals(entry, schema, where, root, uncorrelatable)
+            at = f"{where}.x-kubernetes-validations[{i}]"
+            yield from _rule_refusals(entry, schema, at, root, uncorrelatable)
     for name, sub in (schema.get("properties") or {}).items():
         if isinstance(sub, Mapping):
             yield from _walk(sub, f"{where}.properties[{name}]", False, uncorrelatable)
@@ -253,5 +263,22 @@ def _walk(schema: Mapping[str, Any], where: str, root: bool, uncorrelatable: str
 
 def refusals(schema: Mapping[str, Any], where: str = "openAPIV3Schema") -> list[Refusal]:
     """Why the API server refuses a CRD version whose schema is ``schema`` (empty: it accepts it, as far as
-    this can tell)."""
-    return list(_walk(schema, where, True, None))
+    this can tell): its rules' refusals, then their estimated costs'."""
+    found = list(_walk(schema, where, True, None))
+    found += [Refusal(path, words) for path, words in cel_cost.refusals(schema, where)]
+    return found
+
+
+#: The modules whose code decides what :func:`refusals` answers.
+_ANALYSIS_MODULES = ("crd_rules.py", "cel_cost.py", "cel_check.py", "cel_ast.py", "cel_library.py", "cel.py")
+
+
+@cache
+def analysis_digest() -> str:
+    """A digest of the code that decides :func:`refusals` (these modules and the CEL engine's version): an
+    answer kept under it is the one this code gives."""
+    h = hashlib.sha256(metadata.version("cel-expr-python").encode())
+    here = Path(__file__).parent
+    for name in _ANALYSIS_MODULES:
+        h.update((here / name).read_bytes())
+    return h.hexdigest()[:16]

@@ -552,6 +552,25 @@ def is_duration(value: str) -> bool:
 
 
 _GO_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_NANOS = {"ns": 1, "us": 10**3, "µs": 10**3, "μs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9}
+
+
+def is_go_duration(value: str) -> bool:
+    """Whether Go's ``time.ParseDuration`` reads ``value`` (its syntax, and at most 2^63-1 nanoseconds, or
+    2^63 when negative)."""
+    if not _GO_DURATION.fullmatch(value):
+        return False
+    body = value.lstrip("+-")
+    if body == "0":
+        return True
+    total = 0
+    for number, unit in _GO_DURATION_PART.findall(body):
+        whole, _, fraction = number.partition(".")
+        scale = _DURATION_NANOS.get(unit, 3600 * 10**9)
+        total += int(whole or "0") * scale + (int(fraction) * scale // 10 ** len(fraction) if fraction else 0)
+    return total <= _MAX_INT64 + (1 if value.startswith("-") else 0)
+
+
 _DURATION_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
 _LOOSE_SECONDS = (1e-9, 1e-6, 1e-3, 1, 60, 3600, 86400, 7 * 86400)
 
@@ -577,6 +596,47 @@ def duration_seconds(value: str) -> float | None:
                     ok = True
                     total += int(match[2]) * seconds
     return total if ok else None
+
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{1,2}):(\d{2}):(\d{2})(?:[.,]\d+)?(?:(Z)|([+-])(\d{2}):(\d{2}))"
+)
+#: The range of CEL timestamps (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z), in seconds from the epoch.
+_MIN_UNIX, _MAX_UNIX = -62135596800, 253402300799
+
+
+def is_cel_timestamp(value: str) -> bool:
+    """Whether cel-go's ``timestamp(value)`` converts: Go's ``time.Parse(time.RFC3339, value)`` (its general
+    parser: a one-digit hour, a comma before the fraction and a zone offset up to 24:60 pass) and a result in
+    CEL's range."""
+    import calendar
+
+    m = _RFC3339.fullmatch(value)
+    if m is None:
+        return False
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    if not 1 <= month <= 12 or hour > 23 or minute > 59 or second > 59:
+        return False
+    if not 1 <= day <= calendar.monthrange(year or 2000, month)[1]:  # year 0 is a leap year, as 2000
+        return False
+    offset = 0
+    if m[7] is None:
+        hours, minutes = int(m[9]), int(m[10])
+        if hours > 24 or minutes > 60:
+            return False
+        offset = (hours * 3600 + minutes * 60) * (1 if m[8] == "+" else -1)
+    ordinal = (date_ordinal(year, month, day) - 719163) * 86400  # days from 1970-01-01
+    unix = ordinal + hour * 3600 + minute * 60 + second - offset
+    return _MIN_UNIX <= unix <= _MAX_UNIX
+
+
+def date_ordinal(year: int, month: int, day: int) -> int:
+    """The proleptic Gregorian ordinal of a date, year 0 included (``datetime``'s, which starts at year 1)."""
+    import datetime
+
+    if year >= 1:
+        return datetime.date(year, month, day).toordinal()
+    return datetime.date(4, month, day).toordinal() - 1461  # year 0 is leap, as year 4 is
 
 
 def date_time_value(value: str) -> Any:

@@ -41,6 +41,7 @@ admission webhooks and ValidatingAdmissionPolicies.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -54,7 +55,7 @@ from nodefleet.apiserver import rule_log as rule_log
 from nodefleet.apiserver import strfmt as crd_strfmt
 from nodefleet.apiserver.cel import escape_property
 from nodefleet.apiserver.cel import rule_field_path as _rule_field_path
-from nodefleet.apiserver.store import CrdVersion
+from nodefleet.apiserver.store import CrdVersion, remembered
 
 __all__ = [
     "CRD_REFUSED",
@@ -1356,6 +1357,7 @@ def validate_object(
     patch: bool = False,
     kubernetes: str = DEFAULT_KUBERNETES_VERSION,
     request_body: str = "client",
+    installed: bool = False,
 ) -> list[Finding]:
     """Everything the API server would reject in ``obj`` (an object of ``crd``), plus what cannot be judged.
 
@@ -1363,10 +1365,12 @@ def validate_object(
     marks a server-side-apply patch: a partial object whose missing fields the live object supplies, so
     neither ``required`` nor defaulting applies, and a rule that fails only because a field is absent from
     the patch is not reported. ``kubernetes`` is the API server's version (:data:`KUBERNETES_VERSIONS`), and
-    ``request_body`` how the request's numbers reach it (:data:`REQUEST_BODIES`).
+    ``request_body`` how the request's numbers reach it (:data:`REQUEST_BODIES`). A CRD the API server refuses
+    refuses every object of it, unless ``installed`` says to judge the object as if the CRD were served (what
+    the API server's object path alone does, e.g. for a test CRD only that path can serve).
     """
     version = kubernetes_version(kubernetes)
-    refused = _crd_refusals(crd)
+    refused = [] if installed else _crd_refusals(crd)
     if refused:
         # The API server refuses the CRD itself, so it is never installed and no object of it is created.
         return [
@@ -1508,12 +1512,19 @@ _REFUSALS: dict[tuple[str, str, int], list[str]] = {}
 
 def _crd_refusals(crd: CrdVersion) -> list[str]:
     """Why the API server refuses ``crd``'s schema, as :mod:`nodefleet.apiserver.crd_rules` tells (kept per CRD
-    file and version, and the schema's identity)."""
-    from nodefleet.apiserver.crd_rules import refusals
+    file and version, and the schema's identity; and in the cache by the schema's content and the analysing
+    code, since estimating every rule's cost is most of what checking a CRD costs)."""
+    from nodefleet.apiserver.crd_rules import analysis_digest, refusals
 
     key = (crd.crd.file, crd.version, id(crd.schema))
     if key not in _REFUSALS:
-        _REFUSALS[key] = [str(r) for r in refusals(crd.schema)]
+        content = json.dumps(crd.schema, sort_keys=True, separators=(",", ":"), default=str)
+        digest = hashlib.sha256(content.encode()).hexdigest()
+
+        def analyse() -> list[str]:
+            return [str(r) for r in refusals(crd.schema)]
+
+        _REFUSALS[key] = remembered(f"refusals-{digest}-{analysis_digest()}", analyse)
     return _REFUSALS[key]
 
 

@@ -33,7 +33,7 @@ import re
 import shutil
 import subprocess
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -307,6 +307,31 @@ def _keep(digest: str, doc: dict[str, Any]) -> None:
         staging.replace(folder / f"{digest}.json")
     except (OSError, TypeError, ValueError):
         return  # a read-only or full disk only costs the next run the YAML parse
+
+
+def remembered(key: str, compute: Callable[[], list[str]]) -> list[str]:
+    """``compute()``, kept in the cache under ``key`` (which must name everything the answer depends on: a CRD
+    schema's digest, the analysing code's): what nodefleet concluded about a CRD, e.g. that the API server
+    accepts it, is computed once, not in every process that judges objects by it."""
+    folder = _cache_dir()
+    entry = folder / "analysis" / f"{key}.json" if folder is not None else None
+    if entry is not None:
+        try:
+            found = json.loads(entry.read_text(encoding="utf-8"))
+            if isinstance(found, list) and all(isinstance(x, str) for x in found):
+                return found
+        except (OSError, ValueError):
+            pass
+    answer = compute()
+    if entry is not None:
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            staging = entry.with_name(f"{entry.stem}.{os.getpid()}.tmp")
+            staging.write_text(json.dumps(answer), encoding="utf-8")
+            staging.replace(entry)
+        except OSError:
+            pass  # a read-only or full disk only costs the next run the analysis
+    return answer
 
 
 def _read_crd(path: Path) -> dict[str, Any]:
@@ -702,10 +727,14 @@ def _refuse_refused(doc: Mapping[str, Any], where: str) -> None:
     no cluster could serve it (:mod:`nodefleet.apiserver.crd_rules`)."""
     from nodefleet.apiserver.crd_rules import refusals
 
-    for i, version in enumerate(doc["spec"].get("versions") or []):
-        schema = ((version or {}).get("schema") or {}).get("openAPIV3Schema")
+    versions = [v or {} for v in doc["spec"].get("versions") or []]
+    # The API server validates one schema, named spec.validation, when every version has the same one.
+    shared = all(v.get("schema") == versions[0].get("schema") for v in versions)
+    for i, version in enumerate(versions[:1] if shared else versions):
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        where_in = "spec.validation" if shared else f"spec.versions[{i}].schema"
         if isinstance(schema, Mapping):
-            found = refusals(schema, f"spec.versions[{i}].schema.openAPIV3Schema")
+            found = refusals(schema, f"{where_in}.openAPIV3Schema")
             if found:
                 raise CrdError(f"{where}: the API server refuses this CRD: {found[0]}; nothing was changed")
 

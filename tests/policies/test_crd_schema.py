@@ -290,7 +290,7 @@ def test_an_object_of_a_crd_the_api_server_refuses_says_so_and_how_to_fix_it(
 
     obj = _node_pool()
     reason = (
-        "openAPIV3Schema.x-kubernetes-validations.rule: compilation failed: undeclared reference to 'cel'"
+        "openAPIV3Schema.x-kubernetes-validations[0].rule: compilation failed: undeclared reference to 'cel'"
     )
     monkeypatch.setattr(schema, "_crd_refusals", lambda crd: [reason])
     (v,) = run_policy(crd_schema, k.HYPERSHIFT_NODE_POOL.token, obj)
