@@ -22,6 +22,7 @@ failing stack never stops the others.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -424,7 +425,7 @@ def run(args: argparse.Namespace) -> int:
             stopped = f"wave {label_value(wave)} failed ({', '.join(failed)})"
         elif health:
             # After the last wave too: the rollout is complete only when its last wave is healthy.
-            stopped = _health_gate(health, wave, [m.stack for m in members])
+            stopped = _health_gate(health, wave, [m.stack for m in members], args.timeout)
         elif last:
             continue
         print(
@@ -508,19 +509,95 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _health_gate(command: str, wave: str, stacks: list[str]) -> str:
-    """Run the user's health command after a wave; the reason to stop, or "" when it passed."""
-    env = {**os.environ, "NODEFLEET_WAVE": wave, "NODEFLEET_WAVE_STACKS": ",".join(stacks)}
+#: How much of a health command's output is kept: its last bytes, of each stream.
+HEALTH_TAIL_BYTES = 4096
+#: How many of its last lines a stop prints and the state file stores, each cut at :data:`HEALTH_LINE_CHARS`.
+HEALTH_TAIL_LINES = 2
+HEALTH_LINE_CHARS = 300
+
+
+def _tail(data: bytes) -> str:
+    """The last lines of a command's output, decoded leniently, control characters replaced, bounded."""
+    text = data.decode("utf-8", "replace")
+    lines = ["".join(c if c >= " " or c == "\t" else "?" for c in line).strip() for line in text.splitlines()]
+    lines = [
+        line if len(line) <= HEALTH_LINE_CHARS else line[:HEALTH_LINE_CHARS] + "…" for line in lines if line
+    ]
+    return " ".join(lines[-HEALTH_TAIL_LINES:])
+
+
+def run_bounded(command: str, env: dict[str, str], timeout: float | None) -> tuple[int | None, str, str]:
+    """Run a user's shell command in the project: (exit code, or None when it ran past ``timeout`` and was
+    killed with every process it started; the tail of its stderr; of its stdout). Only the last
+    :data:`HEALTH_TAIL_BYTES` of each stream are kept, however much it writes."""
+    import signal
+
+    proc = subprocess.Popen(
+        command,
+        shell=True,
+        cwd=PROJECT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group: a timeout kills what it started too
+    )
+    tails = {"out": bytearray(), "err": bytearray()}
+
+    def drain(fd: int, key: str) -> None:
+        buffer = tails[key]
+        while chunk := os.read(fd, 65536):
+            buffer += chunk
+            del buffer[:-HEALTH_TAIL_BYTES]
+
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [
+        threading.Thread(target=drain, args=(proc.stdout.fileno(), "out"), daemon=True),
+        threading.Thread(target=drain, args=(proc.stderr.fileno(), "err"), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
     try:
-        proc = subprocess.run(command, shell=True, cwd=PROJECT, env=env, capture_output=True, text=True)
+        code: int | None = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    for reader in readers:
+        reader.join(
+            timeout=5
+        )  # a process that left the group may hold the pipe: its output is not waited for
+    return code, _tail(bytes(tails["err"])), _tail(bytes(tails["out"]))
+
+
+def _health_gate(
+    command: str,
+    wave: str,
+    stacks: list[str],
+    timeout: float | None = None,
+    extra: dict[str, str] | None = None,
+) -> str:
+    """Run the user's health command after a wave; the reason to stop, or "" when it passed."""
+    env = {
+        **os.environ,
+        "NODEFLEET_WAVE": wave,
+        "NODEFLEET_WAVE_STACKS": ",".join(stacks),
+        **(extra or {}),
+    }
+    try:
+        code, err, out = run_bounded(command, env, timeout)
     except OSError as e:
         return f"--health-command could not start ({e.strerror})"
-    if proc.returncode == 0:
+    if code is None:
+        return (
+            f"--health-command did not finish within {timeout:.0f}s (--timeout) after wave {label_value(wave)}; it "
+            "was stopped, with every process it started"
+        )
+    if code == 0:
         return ""
-    tail = " ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:])
-    return f"--health-command exited {proc.returncode} after wave {label_value(wave)}" + (
-        f": {tail}" if tail else ""
-    )
+    tail = err or out
+    return f"--health-command exited {code} after wave {label_value(wave)}" + (f": {tail}" if tail else "")
 
 
 def _table(command: str, results: list[StackResult], wall: float, parallel: int, worst: int) -> str:

@@ -20,7 +20,7 @@ render-mode wave is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,6 +77,11 @@ def _where(kind: str, namespace: str, name: str, management: str) -> str:
     return f"{kind} {namespace}/{name} on management cluster {management}"
 
 
+def management_kubeconfig(fleet: Fleet, cluster: HostedCluster) -> str | None:
+    """The kubeconfig that reaches a hosted cluster's management cluster in apply mode (None: the ambient one)."""
+    return cluster.management_cluster.kubeconfig or fleet.config.output.kubeconfig
+
+
 def _hosted_clusters(stacks: WaveStacks) -> Iterable[tuple[str, HostedCluster, str | None]]:
     """(stack, hosted cluster, kubeconfig) of the named clusters of each stack, in stack order."""
     from nodefleet.stackfile.hosted import HostedCluster
@@ -84,8 +89,7 @@ def _hosted_clusters(stacks: WaveStacks) -> Iterable[tuple[str, HostedCluster, s
     for stack, (fleet, names) in sorted(stacks.items()):
         for cluster in fleet.config.clusters:
             if isinstance(cluster, HostedCluster) and cluster.name in names:
-                kubeconfig = cluster.management_cluster.kubeconfig or fleet.config.output.kubeconfig
-                yield stack, cluster, kubeconfig
+                yield stack, cluster, management_kubeconfig(fleet, cluster)
 
 
 def _read(kubeconfig: str | None, kind: str, namespace: str, name: str) -> tuple[dict[str, Any] | None, str]:
@@ -191,19 +195,21 @@ def has_auto_node(stacks: WaveStacks) -> list[str]:
     ]
 
 
-def load(known: Mapping[str, Path], wave: Mapping[str, Any]) -> dict[str, tuple[Fleet, list[str]]]:
-    """Each stack of ``wave``, validated as the program reads it, with the clusters the wave upgrades."""
+def load(
+    known: Mapping[str, Path], clusters: Mapping[str, Sequence[str]]
+) -> dict[str, tuple[Fleet, list[str]]]:
+    """Each stack (→ the hosted clusters the wave upgrades in it), validated as the program reads it."""
     from mockruntime.run import PROJECT_DIR, read_stack_config
     from nodefleet.render.objects import load_fleet
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
     from nodefleet.stackfile.yamlfile import YAMLFileError
 
     out = {}
-    for stack, clusters in wave["stacks"].items():
+    for stack, names in clusters.items():
         path = known[stack]
         try:
             raw = read_stack_config(path, str(path)).get(CONFIG_KEY)
-            out[stack] = (load_fleet(raw, stack, PROJECT_DIR, source=str(path)), list(clusters))
+            out[stack] = (load_fleet(raw, stack, PROJECT_DIR, source=str(path)), list(names))
         except (ConfigError, YAMLFileError) as exc:
             raise InputError(str(exc)) from None
     return out
