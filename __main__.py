@@ -9,8 +9,8 @@ from components.shutdown import errors_reported_once, exit_quietly_when_the_engi
 
 exit_quietly_when_the_engine_stops_us()
 with errors_reported_once():  # one line for invalid configuration, not the engine's generic one after it
-    fleet, secrets = load_stack_fleet(Path(__file__).parent)
-    clusters = build_fleet(fleet, secrets)
+    fleet, secrets, registry = load_stack_fleet(Path(__file__).parent)
+    clusters = build_fleet(fleet, secrets, registry)
 
 pulumi.export("clusters", sorted(c.config.name for c in fleet.clusters))
 pulumi.export("outputMode", fleet.config.output.mode)

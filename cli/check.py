@@ -30,9 +30,11 @@ def run(args: argparse.Namespace) -> int:
     providers = kubernetes_providers(mock.registrations)
     advice = [("fleet-size", w) for w in [fleet_size_warning(providers, limit)] if w]
     advice += [("instance-type", a) for a in stack.fleet.instance_type_advice()]
-    advice += [("shared-namespace", a) for a in _shared_namespace_advice(args, stack)]
     advice += [("zone", a) for a in stack.fleet.zone_advice()]
-    warnings = [text for _, text in advice]
+    # Said, not judged: a Namespace several stacks render is safe (none of them deletes it).
+    notes = [("shared-namespace", a) for a in _shared_namespace_advice(args, stack)]
+    notes += [("secret", a) for a in _secrets_to_create(stack)]
+    warnings = [text for _, text in advice + notes]
     if args.json:
         print(
             json.dumps(
@@ -56,23 +58,53 @@ def run(args: argparse.Namespace) -> int:
         print_violations(violations)
         for name, text in advice:
             print(f"  ADVISORY  {name}  {text}")
-        print(f"  {len(mandatory)} mandatory, {len(violations) - len(mandatory)} advisory")
+        for name, text in notes:
+            print(f"  NOTE  {name}  {text}")
+        # The summary counts every ADVISORY line printed above it, the policies' and the run's own.
+        advisory = len(violations) - len(mandatory) + len(advice)
+        print(
+            f"  {len(mandatory)} mandatory, {advisory} advisory"
+            + (f", {len(notes)} note{'s' if len(notes) != 1 else ''}" if notes else "")
+        )
     return EXIT_VIOLATIONS if mandatory else EXIT_OK
 
 
 def _refuse_tree_collisions(stack: LoadedStack) -> None:
     """What ``render`` would refuse, ``check`` refuses too: objects another stack rendered into the same GitOps
-    tree declares differently (:mod:`cli.tree`), so that the gate and the render agree."""
+    tree declares differently (:mod:`cli.tree`), so that the gate and the render agree; and what the fleet's
+    registry refuses across its stacks, for apply-mode stacks too."""
     from mockruntime.rendering import plan_render
     from nodefleet.render.wiring import folder_fields
 
     fleet = stack.fleet
-    if fleet.config.output.mode != "render":
-        return
-    plan = plan_render(stack.run, fleet.render_directory, fleet.config.wave, folder_fields(fleet))
-    problems = tree_problems(fleet, stack.shown, fleet.render_dir.path, plan, stack.siblings)
+    plan = (
+        plan_render(
+            stack.run, fleet.render_directory, fleet.config.wave, folder_fields(fleet, stack.registry)
+        )
+        if fleet.config.output.mode == "render"
+        else None
+    )
+    problems = tree_problems(fleet, stack.shown, fleet.render_dir.path, plan, stack.siblings, stack.registry)
     if problems:
         raise InputError("\n".join(problems))
+
+
+def _secrets_to_create(stack: LoadedStack) -> list[str]:
+    """The Secrets the HostedClusters reference that nodefleet does not write (all of them in render mode, those
+    without fromConfig in apply mode), per management cluster: they must exist there before HyperShift can
+    create the clusters."""
+    from nodefleet.render.wiring import secrets_not_written
+
+    why = (
+        "render mode writes no Secret"
+        if stack.fleet.config.output.mode == "render"
+        else "nodefleet writes only Secrets with fromConfig"
+    )
+    return [
+        f"{why}: on management cluster '{mc}' these must exist before HyperShift creates the clusters: "
+        f"{', '.join(entries)} (docs/gitops.md, 'Credentials the wiring needs')"
+        for mc, entries in secrets_not_written(stack.fleet).items()
+    ]
 
 
 def _shared_namespace_advice(args: argparse.Namespace, stack: LoadedStack) -> list[str]:
@@ -81,7 +113,8 @@ def _shared_namespace_advice(args: argparse.Namespace, stack: LoadedStack) -> li
     (:func:`nodefleet.render.objects.shared_namespaces`): said, not refused; none of them deletes it."""
     from cli.fleet import IN_FLEET_ENV, _read_config
     from mockruntime.run import PROJECT_DIR
-    from nodefleet.render.objects import load_fleet, shared_namespaces
+    from nodefleet.fleet.registry import load_fleet_in
+    from nodefleet.render.objects import shared_namespaces
     from nodefleet.stackfile.hosted import HostedCluster
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
     from nodefleet.stackfile.yamlfile import YAMLFileError
@@ -90,15 +123,13 @@ def _shared_namespace_advice(args: argparse.Namespace, stack: LoadedStack) -> li
         return []  # `fleet check` says it once for the tree
     fleet = stack.fleet
     mine = {
-        (c.management_cluster.name, c.namespace)
+        (c.management_cluster, c.namespace)
         for c in fleet.config.clusters
         if isinstance(c, HostedCluster) and c.create_namespace
     }
     if fleet.config.output.mode != "render" or not mine:
         return []
-    folders = {PROJECT_DIR / "stacks"} | (
-        {args.config_file.parent} if getattr(args, "config_file", None) else set()
-    )
+    folders = {(stack.siblings or PROJECT_DIR / "stacks").resolve()}
     fleets = [(fleet, stack.shown)]
     for folder in sorted(folders):
         for path in sorted(folder.glob("Pulumi.*.yaml")):
@@ -109,7 +140,7 @@ def _shared_namespace_advice(args: argparse.Namespace, stack: LoadedStack) -> li
                 raw = _read_config(path, str(path)).get(CONFIG_KEY)
                 if not mine & _hosted_namespaces(raw):
                     continue  # a quick look first: most stack files share nothing with this one
-                other = load_fleet(raw, name, PROJECT_DIR)
+                other = load_fleet_in(stack.registry, raw, name, PROJECT_DIR)
             except (ConfigError, YAMLFileError, OSError):
                 continue  # its own check says why
             if (
@@ -131,8 +162,7 @@ def _hosted_namespaces(raw: object) -> set[tuple[str, str]]:
     for c in clusters if isinstance(clusters, list) else []:
         if isinstance(c, dict) and c.get("kind") == "hosted" and c.get("createNamespace", True) is not False:
             mc = c.get("managementCluster", DEFAULT_MANAGEMENT_CLUSTER)
-            name = mc.get("name", DEFAULT_MANAGEMENT_CLUSTER) if isinstance(mc, dict) else mc
-            out.add((str(name), str(c.get("namespace", "clusters"))))
+            out.add((str(mc), str(c.get("namespace", "clusters"))))
     return out
 
 

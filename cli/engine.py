@@ -139,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from pulumi import automation as auto
 
     from cli.stacks import fleet_of, load
+    from nodefleet.fleet.registry import STACKS_DIR_ENV
     from nodefleet.stackfile.model import STACK_FILE_ENV
 
     operation: str = args.operation
@@ -161,7 +162,12 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # A stack file elsewhere is handed to the engine as `pulumi --config-file` would take it, and named in
     # the program's messages (nodefleet.stackfile.model.STACK_FILE_ENV).
-    stack = open_stack(name, extra_env={STACK_FILE_ENV: str(config_file)} if config_file else None)
+    stack = open_stack(
+        name,
+        extra_env={STACK_FILE_ENV: str(config_file), STACKS_DIR_ENV: str(Path(config_file).resolve().parent)}
+        if config_file
+        else None,
+    )
     kwargs: dict[str, Any] = {
         "policy_packs": [str(PROJECT / POLICY_PACK)],
         "on_event": events.append,

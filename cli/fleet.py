@@ -98,7 +98,7 @@ def _command(args: argparse.Namespace, stack: str, path: Path) -> list[str]:
     elif args.fleet_command in ("preview", "up"):
         cmd += ["--stack", stack, "--json"]
     elif args.fleet_command == "report":
-        cmd += ["--stacks", stack, "--base", args.base, "--json"]
+        cmd += ["--stacks", stack, "--stacks-dir", str(path.parent.resolve()), "--base", args.base, "--json"]
     if getattr(args, "policy_config", None) and args.fleet_command in ("check", "preview", "up", "report"):
         cmd += ["--policy-config", str(args.policy_config)]
     return cmd
@@ -470,20 +470,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> list[str]:
-    """Objects that two stacks rendered into one GitOps tree declare differently (:mod:`nodefleet.render.objects`).
+    """Objects that two stacks rendered into one GitOps tree declare differently (:mod:`nodefleet.render.objects`),
+    and what the fleet's registry refuses across the stacks (:func:`nodefleet.fleet.registry.fleet_problems`).
 
     Render-mode stacks share a tree when their render directories have one parent (the default
     ``rendered/{stack}`` puts every stack in ``rendered/``, which the example ApplicationSet syncs), and
-    ``fleet render --out`` puts all of them in one. A stack whose own file is invalid is left to its own run,
-    which says why.
+    ``fleet render --out`` puts all of them in one. A stack whose own file is invalid, or contradicts the
+    registry (an unknown management cluster), is left to its own run, which says why (exit 2); a registry that
+    cannot be read stops the command (exit 2).
     """
+    from cli.stacks import registry_of
     from mockruntime.run import read_stack_config
+    from nodefleet.fleet.registry import fleet_problems
     from nodefleet.render.objects import load_fleet, shared_namespaces
     from nodefleet.render.objects import tree_problems as problems_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
     from nodefleet.stackfile.yamlfile import YAMLFileError
 
+    registry = registry_of(args.stacks_dir)
     trees: dict[Path, list[Any]] = {}
+    loaded: list[tuple[Any, str]] = []
+    problems: list[str] = []
     for stack, path in stacks:
         shown = _shown(path)
         try:
@@ -491,15 +498,17 @@ def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> l
             fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT, source=shown)
         except (ConfigError, YAMLFileError, FileNotFoundError):
             continue
+        loaded.append((fleet, shown))
         if fleet.config.output.mode != "render":
             continue
         out = getattr(args, "out", None) if args.fleet_command == "render" else None
         tree = Path(out).resolve() if out else fleet.render_dir.path.parent
         trees.setdefault(tree, []).append((fleet, shown))
+    problems += fleet_problems(registry, loaded)
     for fleets in trees.values():
         for line in shared_namespaces(fleets) if len(fleets) > 1 else []:
             print(f"note: {line}", file=sys.stderr)
-    return [p for fleets in trees.values() if len(fleets) > 1 for p in problems_in(fleets)]
+    return problems + [p for fleets in trees.values() if len(fleets) > 1 for p in problems_in(fleets)]
 
 
 def _shown(path: Path) -> str:

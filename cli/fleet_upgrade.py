@@ -40,6 +40,7 @@ from typing import Any
 
 from cli import upgrade_gates
 from cli.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_VIOLATIONS, InputError
+from cli.stacks import registry_of
 from cli.upgrade_gates import Verdict
 from cli.upgrade_git import Repo
 from nodefleet.fleet import upgrade_state as us
@@ -184,6 +185,7 @@ def _load_text(path: Path, shown: str, stack: str, text: str) -> Any:
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
     from nodefleet.stackfile.yamlfile import YAMLFileError
 
+    # The registry is judged when the stacks are read (_read_stacks): an edit changes no management cluster.
     with tempfile.TemporaryDirectory() as scratch:
         copy_of = Path(scratch) / path.name
         copy_of.write_text(text, encoding="utf-8")
@@ -194,12 +196,13 @@ def _load_text(path: Path, shown: str, stack: str, text: str) -> Any:
             raise InputError(str(exc)) from None
 
 
-def _read_stacks(known: dict[str, Path], names: Sequence[str]) -> list[Loaded]:
-    """Every selected stack, validated; every invalid one named at once (exit 2)."""
+def _read_stacks(known: dict[str, Path], names: Sequence[str], registry: Any) -> list[Loaded]:
+    """Every selected stack, validated as ``check`` validates it (against the fleet's registry too); every
+    invalid one named at once (exit 2)."""
     from cli.fleet import _shown
     from cli.upgrade import hold_marks, load_round_trip
     from mockruntime.run import PROJECT_DIR, read_stack_config
-    from nodefleet.render.objects import load_fleet
+    from nodefleet.fleet.registry import load_fleet_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
     from nodefleet.stackfile.yamlfile import YAMLFileError, read_text
 
@@ -210,7 +213,7 @@ def _read_stacks(known: dict[str, Path], names: Sequence[str]) -> list[Loaded]:
         try:
             text = read_text(path, shown)
             config = read_stack_config(path, shown)
-            fleet = load_fleet(config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown)
+            fleet = load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown)
         except (ConfigError, YAMLFileError) as exc:
             problems.append(str(exc))
             continue
@@ -230,9 +233,10 @@ def _read_stacks(known: dict[str, Path], names: Sequence[str]) -> list[Loaded]:
 # --- the plan -------------------------------------------------------------------------------------------------
 
 
-def _support(args: argparse.Namespace, loaded: Sequence[Loaded], target: Any) -> dict[str, Support | None]:
-    """What each management cluster's HyperShift operator runs: read from its ``supported-versions`` ConfigMap in
-    apply mode, else as the fleet registry declares it (else unknown)."""
+def _support(loaded: Sequence[Loaded], target: Any, registry: Any) -> dict[str, Support | None]:
+    """What the HyperShift operator of each management cluster a cluster moves on runs: read from its
+    ``supported-versions`` ConfigMap where a stack on it is applied by nodefleet (apply mode), else as the fleet's
+    registry declares it (``hypershift.supportedVersions``); None where neither says."""
     from nodefleet.bootimages.versions import parse_ocp
     from nodefleet.stackfile.hosted import HostedCluster
 
@@ -243,10 +247,16 @@ def _support(args: argparse.Namespace, loaded: Sequence[Loaded], target: Any) ->
             cluster = resolved.config
             if not isinstance(cluster, HostedCluster) or parse_ocp(cluster.release) >= target:
                 continue
-            name = cluster.management_cluster.name
-            out.setdefault(name, None)
+            name = cluster.management_cluster
+            declared = registry.get(name).supported_versions
+            out.setdefault(
+                name,
+                Support(declared, f"{registry.source} hypershift.supportedVersions") if declared else None,
+            )
             if item.input.mode == "apply":
-                reach.setdefault(name, upgrade_gates.management_kubeconfig(item.input.fleet, cluster))
+                reach.setdefault(
+                    name, upgrade_gates.management_kubeconfig(registry, item.input.fleet, cluster)
+                )
     for name, kubeconfig in sorted(reach.items()):
         out[name] = _read_supported_versions(name, kubeconfig)
     return out
@@ -298,11 +308,13 @@ def _skew_settings(args: argparse.Namespace) -> tuple[str, int | None]:
     return str(profile), behind if isinstance(behind, int) and not isinstance(behind, bool) else None
 
 
-def _make_plan(args: argparse.Namespace, loaded: Sequence[Loaded], names: Sequence[str], target: Any) -> Plan:
+def _make_plan(
+    args: argparse.Namespace, loaded: Sequence[Loaded], names: Sequence[str], target: Any, registry: Any
+) -> Plan:
     from cli.upgrade import dump_round_trip, hold_marks, load_round_trip, stage_moves
 
     profile, behind = _skew_settings(args)
-    support = _support(args, loaded, target)
+    support = _support(loaded, target, registry)
     judgment = judge(
         [item.input for item in loaded],
         target,
@@ -394,6 +406,8 @@ class Context:
     plan: Plan
     state: us.State
     state_path: Path
+    #: The fleet's registry of management clusters (nodefleet.fleet.registry.Registry).
+    registry: Any
     repo: Any = None  # a Repo with --commit
     gitops_branch: str | None = None
     fleets: dict[str, Any] | None = None
@@ -540,6 +554,7 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     if args.parallel < 1:
         raise InputError(f"--parallel {args.parallel}: must be at least 1")
     release = str(target)
+    registry = registry_of(Path(args.stacks_dir))
     repo = _open_repo(args) if args.commit else None
     state_path = _state_path(args, repo)
     stacks_dir = str(Path(args.stacks_dir).resolve())
@@ -556,9 +571,9 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
             raise InputError(str(exc)) from None
         plan = state.the_plan()
     else:
-        loaded = _read_stacks(known, names)
+        loaded = _read_stacks(known, names, registry)
         try:
-            plan = _make_plan(args, loaded, names, target)
+            plan = _make_plan(args, loaded, names, target, registry)
         except PlanError as exc:
             header = f"nodefleet fleet upgrade to {release}: no plan: {len(exc.problems)} problem(s), nothing written"
             raise InputError("\n".join([header, *exc.problems])) from None
@@ -572,11 +587,12 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
         for line in plan_lines(plan):
             print(line)
         return EXIT_OK
-    ctx = Context(
-        args, known, plan, state or _new_state(args, plan, repo, stacks_dir, names), state_path, repo
-    )
+    fresh = state or _new_state(args, plan, repo, stacks_dir, names, registry)
+    ctx = Context(args, known, plan, fresh, state_path, registry, repo)
+    if args.push and ctx.gitops_branch is None and _gitops_branch(args, plan, registry) is not None:
+        _gitops_settings(args, registry)  # known before the first push, not after it
     if repo is not None:
-        ctx.gitops_branch = _gitops_branch(args, plan, repo)
+        ctx.gitops_branch = _gitops_branch(args, plan, registry)
         _check_git(ctx, fresh=state is None)
     _check_files(ctx)
     if state is not None:
@@ -595,11 +611,16 @@ def _open_repo(args: argparse.Namespace) -> Repo:
 
 
 def _new_state(
-    args: argparse.Namespace, plan: Plan, repo: Any, stacks_dir: str, names: Sequence[str]
+    args: argparse.Namespace,
+    plan: Plan,
+    repo: Repo | None,
+    stacks_dir: str,
+    names: Sequence[str],
+    registry: Any,
 ) -> us.State:
     git = None
     if repo is not None:
-        gitops = _gitops_branch(args, plan, repo)
+        gitops = _gitops_branch(args, plan, registry)
         git = us.GitBinding.model_validate(
             {
                 "branch": repo.branch,
@@ -614,11 +635,12 @@ def _new_state(
     )
 
 
-def _gitops_branch(args: argparse.Namespace, plan: Plan, repo: Repo | None) -> str | None:
-    """Where the render is committed: None when nothing of the plan is rendered (apply mode)."""
+def _gitops_branch(args: argparse.Namespace, plan: Plan, registry: Any) -> str | None:
+    """Where the render is committed (--gitops-branch, else the registry's gitops.branch, else the branch the
+    pipeline publishes to): None when nothing of the plan is rendered (apply mode)."""
     if not any(mode == "render" for w in plan.waves for mode in w.modes.values()):
         return None
-    return str(args.gitops_branch or GITOPS_BRANCH)
+    return str(args.gitops_branch or (registry.gitops.branch if registry.gitops else GITOPS_BRANCH))
 
 
 def _check_git(ctx: Context, *, fresh: bool) -> None:
@@ -1005,7 +1027,7 @@ def _push(ctx: Context, step: Step) -> None:
 
 
 def _wait(ctx: Context, step: Step) -> None:
-    from cli.gitops_wait import check_tool, targets, wait_applied
+    from cli.gitops_wait import targets, wait_applied
     from nodefleet.render.wiring import folders
 
     event = next(e for e in reversed(ctx.state.progress) if e.step == step.key and e.event == "staged")
@@ -1017,8 +1039,8 @@ def _wait(ctx: Context, step: Step) -> None:
         )
         ctx.save()
         return
-    tool = check_tool(ctx.args.gitops_tool)
-    wanted = targets(tool, [f for s in rendered for f in folders(ctx.fleet(s))])
+    tool, kubeconfig, namespaces = _gitops_settings(ctx.args, ctx.registry)
+    wanted = targets(tool, [f for s in rendered for f in folders(ctx.fleet(s))], *namespaces)
     branch = ctx.gitops_branch or ctx.repo.branch
     sha = event.render_commit
     print(
@@ -1035,7 +1057,7 @@ def _wait(ctx: Context, step: Step) -> None:
         crash_point("waiting")
 
     waited = wait_applied(
-        ctx.args.gitops_kubeconfig, wanted, branch, sha, ctx.args.timeout, contains=contains, waiting=waiting
+        kubeconfig, wanted, branch, sha, ctx.args.timeout, contains=contains, waiting=waiting
     )
     if not waited.applied:
         raise Stop(
@@ -1053,6 +1075,25 @@ def _wait(ctx: Context, step: Step) -> None:
         detail=f"{branch}@sha1:{sha} reported applied by {_count(len(wanted), 'objects')}",
     )
     ctx.save()
+
+
+def _gitops_settings(args: argparse.Namespace, registry: Any) -> tuple[str, str, tuple[str, str]]:
+    """With --push: (the tool whose objects report a commit applied, the kubeconfig of the cluster it runs on,
+    (Flux's namespace, Argo CD's)), from the options, else the fleet registry's gitops; exit 2 when unknown."""
+    from cli.gitops_wait import check_tool
+
+    settings = registry.gitops
+    tool = check_tool(args.gitops_tool or (settings.tool if settings else None))
+    kubeconfig = args.gitops_kubeconfig or (settings.kubeconfig if settings else None)
+    if kubeconfig is None:
+        raise InputError(
+            "--push: where Argo CD or Flux runs is not known: set gitops.kubeconfig in the fleet registry "
+            f"({registry.source}) or pass --gitops-kubeconfig"
+        )
+    namespaces = (
+        (settings.flux_namespace, settings.argocd_namespace) if settings else ("flux-system", "argocd")
+    )
+    return tool, str(kubeconfig), namespaces
 
 
 def _count(n: int, noun: str) -> str:
@@ -1097,15 +1138,15 @@ def _gate(ctx: Context, step: Step) -> Verdict:
     unseen: list[str] = []
     hosted = {s: [m.cluster for m in wave.moves_of(s) if m.kind == "hosted"] for s in stacks}
     if all(mode == "apply" for mode in wave.modes.values()):
-        read = upgrade_gates.load(ctx.known, {s: c for s, c in hosted.items() if c})
+        read = upgrade_gates.load(ctx.known, {s: c for s, c in hosted.items() if c}, ctx.registry)
         if step.phase == "nodes":
             unseen += upgrade_gates.has_auto_node(read)
         unseen += wave.standalone
         if not unseen:
             readings = (
-                upgrade_gates.control_planes(read, release)
+                upgrade_gates.control_planes(read, release, ctx.registry)
                 if step.phase == "control-plane"
-                else upgrade_gates.node_pools(read)
+                else upgrade_gates.node_pools(read, ctx.registry)
             )
             return upgrade_gates.verdict(readings, step.phase, wave.wave, release)
     if step.phase == "control-plane":

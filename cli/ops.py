@@ -62,6 +62,13 @@ def register(sub: Any) -> None:
     s.add_argument("--out", type=Path, help="write the Markdown here")
     s.add_argument("--json-out", type=Path, help="write the JSON here")
     s.add_argument("--json", action="store_true", help="print the JSON instead of the Markdown")
+    s.add_argument(
+        "--stacks-dir",
+        type=Path,
+        default=fleet.PROJECT / "stacks",
+        help="where the stack files are (default: stacks/); a folder outside the repository is reported against "
+        "the base's code with its stack files as they are now",
+    )
     _policy_config(s)
     s.set_defaults(run=report.run)
 

@@ -23,9 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from mockruntime.evaluate import evaluate_run
     from mockruntime.render_tree import RenderTreeError, write_tree
     from mockruntime.rendering import plan_render
-    from mockruntime.run import PROJECT_DIR
     from nodefleet.render.wiring import folder_fields
-    from nodefleet.stackfile.paths import PathError, contain, writable_folder_problem
     from policies.pack import POLICIES
 
     policy_config = read_policy_config(args)
@@ -41,32 +39,9 @@ def run(args: argparse.Namespace) -> int:
         )
         print_violations(mandatory)
         return EXIT_VIOLATIONS
-    plan = plan_render(mock, fleet.render_directory, fleet.config.wave, folder_fields(fleet))
-    if args.out is not None:
-        problem = writable_folder_problem(Path(args.out).expanduser())
-        if problem:
-            raise InputError(f"--out {args.out}: {problem}")
-        try:
-            out = contain(
-                str(Path(args.out).expanduser().resolve()),
-                project_dir=PROJECT_DIR,
-                roots=[Path(args.out).expanduser().resolve()],
-                allow="--out",
-                example="--out /tmp/manifests",
-            )
-        except PathError as e:
-            raise InputError(f"--out {args.out}: {e}") from None
-        if out.path == Path(out.path.anchor):
-            raise InputError(f"--out {args.out}: is the file system root; name a folder for the manifests")
-        if any(p.lower() == ".git" for p in out.path.parts):
-            raise InputError(
-                f"--out {args.out}: lies inside a .git folder, the repository's own files; name a folder of the "
-                "work tree"
-            )
-        root = out.path
-    else:
-        root = fleet.render_dir.path
-    problems = tree_problems(fleet, loaded.shown, root, plan, loaded.siblings)
+    plan = plan_render(mock, fleet.render_directory, fleet.config.wave, folder_fields(fleet, loaded.registry))
+    root = out_folder(args.out) if args.out is not None else fleet.render_dir.path
+    problems = tree_problems(fleet, loaded.shown, root, plan, loaded.siblings, loaded.registry)
     if problems:
         raise InputError("\n".join(problems))
     for skipped in plan.skipped:
@@ -99,6 +74,36 @@ def run(args: argparse.Namespace) -> int:
         "from the mock runtime, not the provider)"
     )
     return EXIT_OK
+
+
+def out_folder(out: Path, option: str = "--out", what: str = "the manifests") -> Path:
+    """The folder an ``--out`` option names, resolved: refused (exit 2, nothing written) when it is a file (or
+    runs through one), the file system root, a symlink loop, or inside a ``.git`` folder (a write there could
+    reach ``.git/hooks``, which Git runs), by the rules ``output.directory`` follows
+    (:mod:`nodefleet.stackfile.paths`). The user chose it, so it may lie outside the project."""
+    from mockruntime.run import PROJECT_DIR
+    from nodefleet.stackfile.paths import PathError, contain, writable_folder_problem
+
+    problem = writable_folder_problem(Path(out).expanduser())
+    if problem:
+        raise InputError(f"{option} {out}: {problem}")
+    try:
+        contained = contain(
+            str(Path(out).expanduser().resolve()),
+            project_dir=PROJECT_DIR,
+            roots=[Path(out).expanduser().resolve()],
+            allow=option,
+            example=f"{option} /tmp/out",
+        )
+    except PathError as e:
+        raise InputError(f"{option} {out}: {e}") from None
+    if contained.path == Path(contained.path.anchor):
+        raise InputError(f"{option} {out}: is the file system root; name a folder for {what}")
+    if any(p.lower() == ".git" for p in [*Path(out).parts, *contained.path.parts]):
+        raise InputError(
+            f"{option} {out}: lies inside a .git folder, the repository's own files; name a folder of the work tree"
+        )
+    return contained.path
 
 
 def _show(path: Path) -> str:

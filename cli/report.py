@@ -32,14 +32,24 @@ def _git(*args: str, cwd: Path = PROJECT) -> str:
     return result.stdout
 
 
-def all_stacks(project: Path = PROJECT) -> list[str]:
+def all_stacks(project: Path = PROJECT, stacks_dir: Path | None = None) -> list[str]:
     return sorted(
         p.name.removeprefix("Pulumi.").removesuffix(".yaml")
-        for p in (project / "stacks").glob("Pulumi.*.yaml")
+        for p in (stacks_dir or project / "stacks").glob("Pulumi.*.yaml")
     )
 
 
-def touched_stacks(changed: list[str], project: Path = PROJECT) -> tuple[list[str], str]:
+def in_repository(stacks_dir: Path, project: Path = PROJECT) -> str | None:
+    """``stacks_dir`` relative to the project (as ``git diff --name-only`` names its files), or None outside it."""
+    try:
+        return stacks_dir.resolve().relative_to(project.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def touched_stacks(
+    changed: list[str], project: Path = PROJECT, stacks_dir: Path | None = None
+) -> tuple[list[str], str]:
     """The stacks a change touches, and why: their stack file, a catalog they use, or the program itself.
 
     The rules are ``fleet matrix``'s (:func:`nodefleet.stackfile.waves.touched_stacks`), so the report covers exactly the
@@ -50,12 +60,16 @@ def touched_stacks(changed: list[str], project: Path = PROJECT) -> tuple[list[st
     from nodefleet.stackfile.waves import DEFAULT_WAVE, StackWave, is_shared
     from nodefleet.stackfile.waves import touched_stacks as touching
 
-    stacks = all_stacks(project)
+    folder = stacks_dir or project / "stacks"
+    rel = in_repository(folder, project)
+    stacks = all_stacks(project, folder)
     if any(is_shared(f) for f in changed):
         return stacks, "the program or the policy pack changed: every stack"
+    if rel is None:
+        return [], f"only the program touches the stacks of {folder}, which lies outside the repository"
     fleet = []
     for stack in stacks:
-        text = (project / "stacks" / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")
+        text = (folder / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")
         config = ((yaml.safe_load(text) or {}).get("config") or {}).get("nodefleet:fleet") or {}
         clusters = config.get("clusters") if isinstance(config, dict) else None
         catalogs = tuple(
@@ -63,13 +77,13 @@ def touched_stacks(changed: list[str], project: Path = PROJECT) -> tuple[list[st
             for c in clusters or []
             if isinstance(c, dict) and isinstance(c.get("catalog"), str)
         )
-        fleet.append(StackWave(stack, DEFAULT_WAVE, f"stacks/Pulumi.{stack}.yaml", catalogs=catalogs))
+        fleet.append(StackWave(stack, DEFAULT_WAVE, f"{rel}/Pulumi.{stack}.yaml", catalogs=catalogs))
     touched = touching(changed, fleet)
     removed = sorted(
         {
-            f.removeprefix("stacks/Pulumi.").removesuffix(".yaml")
+            f.removeprefix(f"{rel}/Pulumi.").removesuffix(".yaml")
             for f in changed
-            if f.startswith("stacks/Pulumi.")
+            if f.startswith(f"{rel}/Pulumi.")
         }
         - set(stacks)
     )
@@ -104,12 +118,16 @@ def export_base(ref: str, into: Path) -> str:
     return base
 
 
-def render_base(tree: Path, stack: str, out: Path) -> BaseRender:
-    """The base's own `nodefleet render` of ``stack`` into ``out``."""
-    if not (tree / "stacks" / f"Pulumi.{stack}.yaml").is_file():
+def render_base(tree: Path, stack: str, out: Path, stack_file: Path | None = None) -> BaseRender:
+    """The base's own `nodefleet render` of ``stack`` into ``out``: its stack file in the base's ``stacks/``, or
+    ``stack_file`` (the base's copy of a file in another folder of the repository, or a file outside it)."""
+    source = ["--stack", stack]
+    if stack_file is not None:
+        source = ["--config-file", str(stack_file)]
+    if not (stack_file or tree / "stacks" / f"Pulumi.{stack}.yaml").is_file():
         return BaseRender(missing="new stack: the base has no stack file")
     result = subprocess.run(
-        [sys.executable, "-m", "nodefleet", "render", "--stack", stack, "--out", str(out)],
+        [sys.executable, "-m", "nodefleet", "render", *source, "--out", str(out)],
         cwd=tree,
         capture_output=True,
         text=True,
@@ -142,26 +160,35 @@ def render_diff(plan: Any, base: BaseRender) -> dict[str, dict[str, list[str]]]:
     return diff
 
 
-def _stack_report(stack: str, base: BaseRender, policy_config: dict[str, Any] | None) -> dict[str, Any]:
+def _stack_report(
+    stack: str, base: BaseRender, policy_config: dict[str, Any] | None, stacks_dir: Path | None = None
+) -> dict[str, Any]:
     import pulumi
 
     from cli.engine import engine_status
     from mockruntime.evaluate import evaluate_run
     from mockruntime.run import read_stack_config, run_program, stack_path
-    from mockruntime.snapshots import plan_of, snapshot_from_plan, snapshot_from_render_dir
+    from mockruntime.snapshots import plan_of, shown_path, snapshot_from_plan, snapshot_from_render_dir
     from nodefleet.drift.forecast import Snapshot, forecast
     from nodefleet.stackfile.yamlfile import YAMLFileError
     from policies.pack import POLICIES
 
     started = time.perf_counter()
+    own = stacks_dir is None or stacks_dir.resolve() == (PROJECT / "stacks").resolve()
+    path = stack_path(stack) if own or stacks_dir is None else stacks_dir / f"Pulumi.{stack}.yaml"
+    shown = f"stacks/Pulumi.{stack}.yaml" if own else shown_path(path)
     try:
-        mock = run_program(stack, read_stack_config(stack_path(stack), f"stacks/Pulumi.{stack}.yaml"))
+        mock = run_program(stack, read_stack_config(path, shown), source=None if own else str(path))
     except (pulumi.RunError, YAMLFileError) as exc:
         return {"stack": stack, "invalid": str(exc), "exit": EXIT_INVALID}
     violations = [v.as_dict() for v in evaluate_run(mock, POLICIES, policy_config)]
     engine = engine_status()
     checks = ["credential-free check (program under the mock runtime + the policy pack)"]
-    if engine.complete:
+    if not own:
+        checks.append(
+            f"no pulumi preview: Pulumi reads stack files from stacks/ only, and this one is {shown}"
+        )
+    elif engine.complete:
         preview = subprocess.run(
             [sys.executable, "-m", "nodefleet", "preview", "--stack", stack, "--json"],
             cwd=PROJECT, capture_output=True, text=True, timeout=1800,
@@ -256,23 +283,39 @@ def run(args: argparse.Namespace) -> int:
         for line in _git("diff", "--name-only", _git("merge-base", args.base, "HEAD").strip()).splitlines()
         if line
     ]
+    stacks_dir: Path = getattr(args, "stacks_dir", None) or PROJECT / "stacks"
+    if not stacks_dir.is_dir():
+        raise InputError(
+            f"--stacks-dir {stacks_dir}: not a folder; give the folder of the Pulumi.<stack>.yaml files"
+        )
+    known = all_stacks(PROJECT, stacks_dir)
     if args.stacks:
         stacks, why = [s for s in args.stacks.split(",") if s], "named with --stacks"
-        unknown = sorted(set(stacks) - set(all_stacks()))
+        unknown = sorted(set(stacks) - set(known))
         if unknown:
             raise InputError(
-                f"--stacks: no stack file for {', '.join(unknown)}; stacks: {', '.join(all_stacks())}"
+                f"--stacks: no stack file for {', '.join(unknown)} in {stacks_dir}; stacks: {', '.join(known)}"
             )
     else:
-        stacks, why = touched_stacks(changed)
+        stacks, why = touched_stacks(changed, PROJECT, stacks_dir)
+    rel = in_repository(stacks_dir)
     policy_config = read_policy_config(args)
     with tempfile.TemporaryDirectory(prefix="nodefleet-report-") as tmp:
         merge_base = export_base(args.base, Path(tmp))
         results = []
         for stack in stacks:
-            base = render_base(Path(tmp) / "tree", stack, Path(tmp) / "render" / stack)
-            base.label = f"the render of {args.base} (merge base {merge_base[:12]})"
-            results.append(_stack_report(stack, base, policy_config))
+            tree = Path(tmp) / "tree"
+            if rel is None:
+                # Outside the repository: the base's code on the stack file as it is now, so the report shows
+                # what the change of the program does to these stacks.
+                file: Path | None = stacks_dir.resolve() / f"Pulumi.{stack}.yaml"
+                label = f"the render of {args.base}'s code (merge base {merge_base[:12]}) of the stack file as it is now"
+            else:
+                file = None if rel == "stacks" else tree / rel / f"Pulumi.{stack}.yaml"
+                label = f"the render of {args.base} (merge base {merge_base[:12]})"
+            base = render_base(tree, stack, Path(tmp) / "render" / stack, file)
+            base.label = label
+            results.append(_stack_report(stack, base, policy_config, stacks_dir))
         report = {
             "base": args.base,
             "mergeBase": merge_base,

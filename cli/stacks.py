@@ -56,14 +56,37 @@ def run_loaded(stack: str, config: dict[str, Any], source: str | None) -> Any:
         raise InputError(str(exc)) from None
 
 
-def fleet_of(stack: str, config: dict[str, Any], source: str | None) -> Any:
-    """The validated stack (a ``nodefleet.stackfile.model.Fleet``) for a stack :func:`load` has read."""
+def stacks_dir_of(args: argparse.Namespace) -> Path:
+    """The folder of the chosen stack's file: ``stacks/``, or the folder of a ``--config-file``."""
     from mockruntime.run import PROJECT_DIR
-    from nodefleet.render.objects import load_fleet
-    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
+
+    config_file = getattr(args, "config_file", None)
+    return Path(config_file).parent if config_file else PROJECT_DIR / "stacks"
+
+
+def registry_of(stacks_dir: Path) -> Any:
+    """The fleet's registry of management clusters beside the stack files of ``stacks_dir`` (a
+    ``nodefleet.fleet.registry.Registry``); one that cannot be read stops with its message (exit 2)."""
+    from mockruntime.snapshots import shown_path
+    from nodefleet.fleet.registry import RegistryError, load_registry, registry_path
 
     try:
-        return load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
+        return load_registry(stacks_dir, shown_path(registry_path(stacks_dir).absolute()))
+    except RegistryError as e:
+        raise InputError(str(e)) from None
+
+
+def fleet_of(stack: str, config: dict[str, Any], source: str | None, registry: Any = None) -> Any:
+    """The validated stack (a ``nodefleet.stackfile.model.Fleet``) for a stack :func:`load` has read, judged
+    against the fleet's ``registry`` (default: the one in ``stacks/``)."""
+    from mockruntime.run import PROJECT_DIR
+    from nodefleet.fleet.registry import load_fleet_in
+    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
+
+    if registry is None:
+        registry = registry_of(Path(source).parent if source else PROJECT_DIR / "stacks")
+    try:
+        return load_fleet_in(registry, config.get(CONFIG_KEY), stack, PROJECT_DIR, source=source)
     except ConfigError as e:
         raise InputError(str(e)) from None
 
@@ -83,6 +106,8 @@ class LoadedStack:
     run: Any
     #: The validated stack, its objects planned (a ``nodefleet.stackfile.model.Fleet``).
     fleet: Any
+    #: The fleet's registry of management clusters (a ``nodefleet.fleet.registry.Registry``).
+    registry: Any = None
 
     @property
     def siblings(self) -> Path | None:
@@ -95,5 +120,7 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
     """The chosen stack, loaded once. The program runs first, so a stack file it refuses is told as the program
     tells it (``InputError``); the model it validated is then read into the same value."""
     name, config, source = load(args)
+    registry = registry_of(stacks_dir_of(args))
     run = run_loaded(name, config, source)
-    return LoadedStack(name, config, source, stack_file_shown(args), run, fleet_of(name, config, source))
+    fleet = fleet_of(name, config, source, registry)
+    return LoadedStack(name, config, source, stack_file_shown(args), run, fleet, registry)

@@ -12,25 +12,29 @@ from typing import Any
 TREE_JUDGED_ENV = "NODEFLEET_TREE_JUDGED"
 
 
-def tree_problems(fleet: Any, source: str, root: Path, plan: Any, siblings: Path | None = None) -> list[str]:
-    """Objects this stack and another stack rendered into the same GitOps tree declare differently.
+def tree_problems(
+    fleet: Any, source: str, root: Path, plan: Any, siblings: Path | None = None, registry: Any = None
+) -> list[str]:
+    """Objects this stack and another stack rendered into the same GitOps tree declare differently, and what the
+    fleet's registry refuses across its stacks (one ``infraId`` in two stacks).
 
     The tree is the render root's parent (``rendered/`` for the default ``rendered/{stack}``, which the
-    example ApplicationSet syncs as a whole). The other stacks are every render-mode stack file beside this
-    one (``siblings``, default ``stacks/``) whose render directory lies in that tree, rendered yet or not (what ``fleet check`` and CI
-    compare, so that a single stack's pass predicts theirs), and the stacks whose render record lies in it.
-    A stack whose file is in ``stacks/`` is judged by its declaration, read and validated but not run, with
-    its config places named; any other (rendered with ``--config-file`` from elsewhere, or whose file no
-    longer loads) by the manifests its last render left in the tree, each named by its file
-    (:mod:`nodefleet.render.objects`). A stack file of ``stacks/`` that does not load is left to its own
-    check, which says why.
+    example ApplicationSet syncs as a whole). The other stacks are every stack file beside this one
+    (``siblings``, default ``stacks/``): judged by its declaration, read and validated but not run, with its
+    config places named, when it is in render mode and its render directory lies in that tree, rendered yet or
+    not, or when its last render is in the tree (the stack file is the source of truth, not an older render:
+    what ``fleet check`` and CI compare, so that a single stack's pass predicts theirs). A stack whose render
+    record is in the tree and whose file is not beside this one (rendered with ``--config-file`` from
+    elsewhere), or no longer loads, is judged by the manifests its last render left in the tree, each named by
+    its file (:mod:`nodefleet.render.objects`). A stack file beside this one that does not load is left to
+    its own check, which says why.
     """
     from mockruntime.render_tree import JOURNAL_SUFFIX, RECORD_PREFIX, recorded_files
     from mockruntime.run import PROJECT_DIR, read_stack_config
     from mockruntime.snapshots import shown_path
+    from nodefleet.fleet.registry import fleet_problems, load_fleet_in
     from nodefleet.render.objects import (
         fleet_plan,
-        load_fleet,
         object_key,
         rendered_objects,
         rendered_tree_problems,
@@ -42,6 +46,14 @@ def tree_problems(fleet: Any, source: str, root: Path, plan: Any, siblings: Path
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
     from nodefleet.stackfile.yamlfile import YAMLFileError
 
+    # `fleet` judged the tree and the registry of every stack file beside this one already: only the stacks whose
+    # render records are in the tree are read again.
+    judged = os.environ.get(TREE_JUDGED_ENV) == "1"
+    folder = (siblings or PROJECT_DIR / "stacks").resolve()
+    if registry is None:
+        from cli.stacks import registry_of
+
+        registry = registry_of(folder)
     records = [*root.parent.glob(f"*/{RECORD_PREFIX}*"), *root.glob(f"{RECORD_PREFIX}*")]
     others: dict[str, set[Path]] = {}
     for record in records:
@@ -49,47 +61,42 @@ def tree_problems(fleet: Any, source: str, root: Path, plan: Any, siblings: Path
         if not record.name.endswith(JOURNAL_SUFFIX) and name != fleet.stack:
             others.setdefault(name, set()).add(record.parent)
     fleets = [(fleet, source)]
-    judged = os.environ.get(TREE_JUDGED_ENV) == "1"
-    folder = (siblings or PROJECT_DIR / "stacks").resolve()
-    for path in [] if judged else sorted(folder.glob("Pulumi.*.yaml")):
+    neighbours = [(fleet, source)]
+    for path in sorted(folder.glob("Pulumi.*.yaml")):
         name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-        if name == fleet.stack or name in others:
+        if name == fleet.stack or (judged and name not in others):
             continue
-        shown = path.relative_to(PROJECT_DIR).as_posix() if path.is_relative_to(PROJECT_DIR) else str(path)
+        shown = shown_path(path)
         try:
             config = read_stack_config(path, shown)
-            other = load_fleet(config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown)
+            other = load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown)
         except (ConfigError, YAMLFileError, FileNotFoundError):
+            continue  # its own check says why; a render it left in the tree is judged below
+        neighbours.append((other, shown))
+        if other.config.output.mode != "render":
             continue
-        if other.config.output.mode == "render" and other.render_dir.path.parent == root.parent:
+        if name in others or other.render_dir.path.parent == root.parent:
+            others.pop(name, None)
             fleets.append((other, shown))
-    unread: list[tuple[str, Path]] = []
-    for name in sorted(others):
-        shown = f"stacks/Pulumi.{name}.yaml"
-        try:
-            config = read_stack_config(PROJECT_DIR / shown, shown)
-            other = load_fleet(config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown)
-        except (ConfigError, YAMLFileError, FileNotFoundError):
-            # Not a stack of stacks/ (or not a valid one now): what its last render left is what the tree syncs.
-            unread += [(name, directory) for directory in sorted(others[name])]
-            continue
-        if other.config.output.mode == "render":
-            fleets.append((other, shown))
-    problems = problems_across(fleets) if len(fleets) > 1 else []
-    if not unread:
+    problems = fleet_problems(registry, neighbours) if len(neighbours) > 1 and not judged else []
+    if fleet.config.output.mode != "render":
+        return problems  # applied to its clusters, never in a GitOps tree
+    problems += problems_across(fleets) if len(fleets) > 1 else []
+    if not others:
         return problems
     rendered = []
-    for name, directory in unread:
-        files = []
-        for rel in sorted(recorded_files(directory).get(name, ())):
-            path = directory / rel
-            manifest = _rendered_manifest(path)
-            if manifest is not None:
-                files.append((rel.split("/", 1)[0], shown_path(path), manifest))
-        destinations = _folder_destinations(directory, {target for target, _, _ in files})
-        rendered += rendered_objects(
-            name, "its last render; its stack file is not in stacks/", files, destinations
-        )
+    for name in sorted(others):
+        for directory in sorted(others[name]):
+            files = []
+            for rel in sorted(recorded_files(directory).get(name, ())):
+                path = directory / rel
+                manifest = _rendered_manifest(path)
+                if manifest is not None:
+                    files.append((rel.split("/", 1)[0], shown_path(path), manifest))
+            destinations = _folder_destinations(directory, {target for target, _, _ in files})
+            rendered += rendered_objects(
+                name, f"its last render; its stack file is not in {shown_path(folder)}", files, destinations
+            )
     written = {}
     for f in plan.files:
         manifest = _rendered_manifest_bytes(f.content)

@@ -397,11 +397,13 @@ def run(args: argparse.Namespace) -> int:
         namespace = str(cluster.get("namespace") or "clusters")
         output = ((doc.get("config") or {}).get("nodefleet:fleet") or {}).get("output") or {}
         if output.get("mode") == "apply":
-            management = cluster.get("managementCluster")
-            kubeconfig = (
-                args.kubeconfig
-                or (management.get("kubeconfig") if isinstance(management, Mapping) else None)
-                or output.get("kubeconfig")
+            from cli.stacks import registry_of, stacks_dir_of
+            from nodefleet.stackfile.hosted import DEFAULT_MANAGEMENT_CLUSTER
+
+            # The management cluster as the fleet's registry reaches it (without one: output.kubeconfig).
+            management = str(cluster.get("managementCluster") or DEFAULT_MANAGEMENT_CLUSTER)
+            kubeconfig = args.kubeconfig or registry_of(stacks_dir_of(args)).kubeconfig(
+                management, output.get("kubeconfig")
             )
             hosted_cluster = read_hosted_cluster(kubeconfig, namespace, name)
             completed, status = completed_version(hosted_cluster)

@@ -36,6 +36,7 @@ from cli.upgrade import (
 )
 
 if TYPE_CHECKING:
+    from nodefleet.fleet.registry import Registry
     from nodefleet.stackfile.hosted import HostedCluster
     from nodefleet.stackfile.model import Fleet
 
@@ -77,19 +78,25 @@ def _where(kind: str, namespace: str, name: str, management: str) -> str:
     return f"{kind} {namespace}/{name} on management cluster {management}"
 
 
-def management_kubeconfig(fleet: Fleet, cluster: HostedCluster) -> str | None:
-    """The kubeconfig that reaches a hosted cluster's management cluster in apply mode (None: the ambient one)."""
-    return cluster.management_cluster.kubeconfig or fleet.config.output.kubeconfig
+def management_kubeconfig(registry: Registry, fleet: Fleet, cluster: HostedCluster) -> str | None:
+    """The kubeconfig that reaches a hosted cluster's management cluster in apply mode: the one the fleet's
+    registry gives it, without one the stack's output.kubeconfig (None: the ambient one)."""
+    return registry.kubeconfig(cluster.management_cluster, fleet.config.output.kubeconfig)
 
 
-def _hosted_clusters(stacks: WaveStacks) -> Iterable[tuple[str, HostedCluster, str | None]]:
-    """(stack, hosted cluster, kubeconfig) of the named clusters of each stack, in stack order."""
+def _hosted_clusters(
+    stacks: WaveStacks, registry: Registry | None = None
+) -> Iterable[tuple[str, HostedCluster, str | None]]:
+    """(stack, hosted cluster, kubeconfig) of the named clusters of each stack, in stack order: each management
+    cluster through the kubeconfig the fleet's registry gives it (without one: the stack's output.kubeconfig)."""
+    from nodefleet.fleet.registry import Registry
     from nodefleet.stackfile.hosted import HostedCluster
 
+    registry = registry or Registry("", exists=False)
     for stack, (fleet, names) in sorted(stacks.items()):
         for cluster in fleet.config.clusters:
             if isinstance(cluster, HostedCluster) and cluster.name in names:
-                yield stack, cluster, management_kubeconfig(fleet, cluster)
+                yield stack, cluster, management_kubeconfig(registry, fleet, cluster)
 
 
 def _read(kubeconfig: str | None, kind: str, namespace: str, name: str) -> tuple[dict[str, Any] | None, str]:
@@ -99,11 +106,11 @@ def _read(kubeconfig: str | None, kind: str, namespace: str, name: str) -> tuple
         return None, f"cannot be read: {str(exc).removeprefix(f'{kind} {namespace}/{name}: ')}"
 
 
-def control_planes(stacks: WaveStacks, release: str) -> list[Reading]:
+def control_planes(stacks: WaveStacks, release: str, registry: Registry | None = None) -> list[Reading]:
     """Each HostedCluster of ``stacks`` (stack → (its validated fleet, the clusters of the wave)) as read."""
     out = []
-    for stack, cluster, kubeconfig in _hosted_clusters(stacks):
-        what = _where("HostedCluster", cluster.namespace, cluster.name, cluster.management_cluster.name)
+    for stack, cluster, kubeconfig in _hosted_clusters(stacks, registry):
+        what = _where("HostedCluster", cluster.namespace, cluster.name, cluster.management_cluster)
         obj, problem = _read(kubeconfig, "HostedCluster", cluster.namespace, cluster.name)
         if obj is None:
             out.append(Reading(stack, what, WAITING, problem))
@@ -122,16 +129,16 @@ def control_planes(stacks: WaveStacks, release: str) -> list[Reading]:
     return out
 
 
-def node_pools(stacks: WaveStacks) -> list[Reading]:
+def node_pools(stacks: WaveStacks, registry: Registry | None = None) -> list[Reading]:
     """Each classic NodePool of the hosted clusters of ``stacks`` as read, against the release it should run."""
     from nodefleet.stackfile.hosted import node_pool_object_name
 
     out = []
-    for stack, cluster, kubeconfig in _hosted_clusters(stacks):
+    for stack, cluster, kubeconfig in _hosted_clusters(stacks, registry):
         for pool in cluster.node_pools:
             name = node_pool_object_name(cluster.name, pool)
             target = str(pool.release or cluster.release)
-            what = _where("NodePool", cluster.namespace, name, cluster.management_cluster.name)
+            what = _where("NodePool", cluster.namespace, name, cluster.management_cluster)
             obj, problem = _read(kubeconfig, "NodePool", cluster.namespace, name)
             if obj is None:
                 out.append(Reading(stack, what, WAITING, problem))
@@ -196,20 +203,22 @@ def has_auto_node(stacks: WaveStacks) -> list[str]:
 
 
 def load(
-    known: Mapping[str, Path], clusters: Mapping[str, Sequence[str]]
+    known: Mapping[str, Path], clusters: Mapping[str, Sequence[str]], registry: Registry | None = None
 ) -> dict[str, tuple[Fleet, list[str]]]:
-    """Each stack (→ the hosted clusters the wave upgrades in it), validated as the program reads it."""
+    """Each stack (→ the hosted clusters the wave upgrades in it), validated as the program reads it (against
+    the fleet's ``registry``)."""
     from mockruntime.run import PROJECT_DIR, read_stack_config
-    from nodefleet.render.objects import load_fleet
+    from nodefleet.fleet.registry import Registry, load_fleet_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
     from nodefleet.stackfile.yamlfile import YAMLFileError
 
+    registry = registry or Registry("", exists=False)
     out = {}
     for stack, names in clusters.items():
         path = known[stack]
         try:
             raw = read_stack_config(path, str(path)).get(CONFIG_KEY)
-            out[stack] = (load_fleet(raw, stack, PROJECT_DIR, source=str(path)), list(names))
+            out[stack] = (load_fleet_in(registry, raw, stack, PROJECT_DIR, source=str(path)), list(names))
         except (ConfigError, YAMLFileError) as exc:
             raise InputError(str(exc)) from None
     return out

@@ -17,7 +17,15 @@ from components.karpenter import (
 )
 from components.kubernetes import cluster_provider
 from components.standalone import StandaloneCluster, StandaloneClusterArgs
-from nodefleet.render.objects import fleet_plan, load_fleet
+from nodefleet.fleet.registry import (
+    STACKS_DIR_ENV,
+    Registry,
+    RegistryError,
+    load_fleet_in,
+    load_registry,
+    registry_path,
+)
+from nodefleet.render.objects import fleet_plan
 from nodefleet.render_layout import render_targets
 from nodefleet.stackfile.model import STACK_FILE_ENV, ConfigError, Fleet, ResolvedCluster, stack_file
 from nodefleet.stackfile.secrets import secret_value_problem
@@ -26,11 +34,31 @@ from nodefleet.stackfile.secrets import secret_value_problem
 StackSecrets = dict[str, pulumi.Output[str]]
 
 
-def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
-    """This stack's validated ``nodefleet:fleet`` and secrets; invalid config stops before any registration."""
+def stack_registry(project_dir: Path) -> Registry:
+    """The fleet's registry of management clusters, beside this stack's file: ``stacks/`` (Pulumi's
+    ``stackConfigDir``), or the folder ``NODEFLEET_STACKS_DIR`` names, else that of the file named in
+    ``NODEFLEET_STACK_FILE`` (``--config-file``)."""
+    named = os.environ.get(STACK_FILE_ENV)
+    folder = os.environ.get(STACKS_DIR_ENV)
+    stacks_dir = Path(folder) if folder else Path(named).parent if named else project_dir / "stacks"
+    path = registry_path(stacks_dir)
+    try:
+        shown = path.resolve().relative_to(project_dir.resolve()).as_posix()
+    except ValueError:
+        shown = str(path)
+    try:
+        return load_registry(stacks_dir, shown)
+    except RegistryError as e:
+        raise pulumi.RunError(str(e)) from None
+
+
+def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets, Registry]:
+    """This stack's validated ``nodefleet:fleet``, judged against the fleet's registry, and its secrets; invalid
+    config stops before any registration."""
     config = pulumi.Config("nodefleet")
     stack = pulumi.get_stack()
     source = os.environ.get(STACK_FILE_ENV) or stack_file(stack)
+    registry = stack_registry(project_dir)
     try:
         raw = config.get_object("fleet")
     except pulumi.ConfigTypeError:
@@ -40,7 +68,7 @@ def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
             "output and clusters (see docs/configuration.md)"
         ) from None
     try:
-        fleet = load_fleet(raw, stack, project_dir, source)
+        fleet = load_fleet_in(registry, raw, stack, project_dir, source)
     except ConfigError as e:
         # RunError prints the message alone, without a Python traceback.
         raise pulumi.RunError(str(e)) from None
@@ -58,7 +86,7 @@ def load_stack_fleet(project_dir: Path) -> tuple[Fleet, StackSecrets]:
         secrets[key] = secrets[key].apply(
             functools.partial(_checked, f"{source}: nodefleet:{key} ({why})", kind, key, stack)
         )
-    return fleet, secrets
+    return fleet, secrets, registry
 
 
 def _checked(where: str, kind: str, key: str, stack: str, value: str) -> str:
@@ -72,7 +100,12 @@ def _checked(where: str, kind: str, key: str, stack: str, value: str) -> str:
     return value
 
 
-def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.ComponentResource]:
+def build_fleet(
+    fleet: Fleet, secrets: StackSecrets, registry: Registry | None = None
+) -> dict[str, pulumi.ComponentResource]:
+    """Every cluster of ``fleet``; apply mode reaches each management cluster through the kubeconfig the
+    fleet's ``registry`` gives it (without a registry: the stack's ``output.kubeconfig``)."""
+    registry = registry or Registry("", exists=False)
     built: dict[str, pulumi.ComponentResource] = {}
     output = fleet.config.output
     # Objects several clusters declare identically (the Namespace hosted clusters share) are declared once.
@@ -105,13 +138,16 @@ def build_fleet(fleet: Fleet, secrets: StackSecrets) -> dict[str, pulumi.Compone
         apply = output.mode == "apply"
         # One name for each folder everywhere: configuration refuses clusters whose folders coincide by it.
         management_target, hosted_target = render_targets(name, hosted=True)
-        on_management = declared.setdefault(hc.management_cluster.name, {})
+        on_management = declared.setdefault(hc.management_cluster, {})
         built[name] = hosted = HostedClusterNodes(
             name,
             HostedClusterArgs(
                 cluster=hc,
                 management=cluster_provider(
-                    management_target, fleet.stack, output, kubeconfig=hc.management_cluster.kubeconfig
+                    management_target,
+                    fleet.stack,
+                    output,
+                    kubeconfig=registry.kubeconfig(hc.management_cluster, output.kubeconfig),
                 ),
                 hosted=cluster_provider(hosted_target, fleet.stack, output, kubeconfig=hc.hosted_kubeconfig),
                 secret_values={

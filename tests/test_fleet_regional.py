@@ -26,11 +26,12 @@ from mockruntime.run import run_program
 from nodefleet.apiserver.formats import dns1123_label_errors, label_value_errors, qualified_name_errors
 from nodefleet.apiserver.schema import validate_object
 from nodefleet.apiserver.store import CrdVersion, ShippedCrd
+from nodefleet.fleet.registry import Registry, load_fleet_in, load_registry
 from nodefleet.render.objects import load_fleet, shared_namespaces, tree_problems
 from nodefleet.render.wiring import LABEL_SIDE, dns_label, folders
 from nodefleet.render.wiring import label_value as wiring_label_value
 from nodefleet.stackfile.model import ConfigError
-from nodefleet.stackfile.waves import WAVE_LABEL, WAVES, label_value
+from nodefleet.stackfile.waves import WAVE_LABEL, WAVES
 from tests.conftest import PROJECT, nodefleet, stack_fleet
 
 FLEET = PROJECT / "tests" / "fleet" / "regional"
@@ -44,85 +45,122 @@ def _raw(stack: str) -> dict[str, Any]:
 
 
 def _fleets() -> list[tuple[Any, str]]:
-    return [(load_fleet(_raw(s), s, PROJECT), f"Pulumi.{s}.yaml") for s in STACKS]
+    return [(load_fleet_in(_registry(), _raw(s), s, PROJECT), f"Pulumi.{s}.yaml") for s in STACKS]
 
 
-# --- the management cluster --------------------------------------------------------------------------------
+# --- the management cluster: named in the stack, declared once in the registry --------------------------------
 
 
-def test_a_management_cluster_is_a_name_or_a_mapping() -> None:
-    raw = stack_fleet("hosted")
-    raw["clusters"][0]["managementCluster"] = "mgmt-a"
-    mc = load_fleet(raw, "hosted", PROJECT).config.clusters[0].management_cluster  # type: ignore[union-attr]
-    assert (mc.name, mc.argocd_destination, mc.flux_secret) == ("mgmt-a", "mgmt-a", "mgmt-a-kubeconfig")
-    raw["clusters"][0]["managementCluster"] = {
-        "name": "mgmt-a",
-        "argocdCluster": "in-cluster",
-        "fluxKubeConfigSecret": "hub-kubeconfig",
-    }
-    mc = load_fleet(raw, "hosted", PROJECT).config.clusters[0].management_cluster  # type: ignore[union-attr]
-    assert (mc.argocd_destination, mc.flux_secret) == ("in-cluster", "hub-kubeconfig")
+def _registry() -> Registry:
+    return load_registry(FLEET, "tests/fleet/regional/nodefleet-fleet.yaml")
+
+
+def test_a_management_cluster_is_named_and_reached_as_the_registry_says() -> None:
+    registry = _registry()
+    fleet = load_fleet_in(registry, _raw("Team_B"), "Team_B", PROJECT)
+    (folder,) = folders(fleet, registry)
+    assert (folder.argocd_cluster, folder.flux_secret, folder.flux_secret_key) == (
+        "mgmt-euw1-a",
+        "mgmt-euw1-a-kubeconfig",
+        "value",
+    )
+    assert registry.get("mgmt-use2-a").supported_versions == ("4.22", "4.21", "4.20")
+    assert registry.gitops is not None and registry.gitops.repo_url == REPO_URL
 
 
 @pytest.mark.parametrize(
-    ("value", "mode", "message"),
+    ("value", "message"),
     [
         (
-            {"name": "mgmt-a", "kubeconfig": "/etc/mgmt"},
-            "render",
-            "clusters[0].managementCluster.kubeconfig: is set but output.mode is render",
+            {"name": "mgmt-use2-a", "kubeconfig": "/etc/mgmt"},
+            "clusters[0].managementCluster: a mapping (with kubeconfig) is no longer taken: a hosted cluster names "
+            "its management cluster only (managementCluster: mgmt-use2-a)",
         ),
-        (
-            {"name": "mgmt-a", "argocdCluster": "hub"},
-            "apply",
-            "clusters[0].managementCluster: argocdCluster and fluxKubeConfigSecret say where a GitOps tool",
-        ),
-        ("Mgmt_A", "render", "nodefleet:fleet.clusters[0].managementCluster.name"),
+        ("Mgmt_A", "nodefleet:fleet.clusters[0].managementCluster: must be lowercase letters"),
     ],
 )
-def test_a_wrong_management_cluster_is_refused_with_field_and_fix(
-    value: Any, mode: str, message: str
+def test_a_management_cluster_setting_in_the_stack_file_is_refused_with_the_fix(
+    value: Any, message: str
 ) -> None:
     raw = stack_fleet("hosted")
     raw["clusters"][0]["managementCluster"] = value
-    raw["output"] = {"mode": mode} | ({"kubeconfig": "/etc/kubeconfig"} if mode == "apply" else {})
-    if mode == "apply":
-        raw["clusters"][0]["hostedKubeconfig"] = "/etc/hosted"
     with pytest.raises(ConfigError) as e:
         load_fleet(raw, "hosted", PROJECT, source="stacks/Pulumi.hosted.yaml")
     assert message in str(e.value)
     assert str(e.value).startswith("stacks/Pulumi.hosted.yaml: ")
 
 
-def test_one_management_cluster_name_is_one_cluster_within_a_stack() -> None:
-    raw = stack_fleet("hosted")
-    other = copy.deepcopy(raw["clusters"][0])
-    other.update(name="prod-west", infraId="prod-west-9zz1a")
-    raw["clusters"].append(other)
-    raw["clusters"][0]["managementCluster"] = {"name": "mgmt-a", "fluxKubeConfigSecret": "a"}
-    raw["clusters"][1]["managementCluster"] = {"name": "mgmt-a", "fluxKubeConfigSecret": "b"}
+def test_a_misspelt_management_cluster_is_refused_with_did_you_mean() -> None:
+    raw = _raw("east-b")
+    raw["clusters"][0]["managementCluster"] = "mgmt-use2b"
     with pytest.raises(ConfigError) as e:
-        load_fleet(raw, "hosted", PROJECT)
-    assert "clusters[1].managementCluster: 'mgmt-a' is also the management cluster of clusters[0]" in str(
-        e.value
+        load_fleet_in(_registry(), raw, "east-b", PROJECT, source="tests/fleet/regional/Pulumi.east-b.yaml")
+    assert str(e.value) == (
+        "tests/fleet/regional/Pulumi.east-b.yaml: nodefleet:fleet.clusters[0].managementCluster: 'mgmt-use2b' is "
+        "not a management cluster of tests/fleet/regional/nodefleet-fleet.yaml; did you mean 'mgmt-use2-b'? its "
+        "management clusters are mgmt-use2-a, mgmt-use2-b, mgmt-euw1-a (add 'mgmt-use2b' there if it is a new one)"
     )
 
 
-def test_apply_mode_reaches_each_management_cluster_through_its_kubeconfig() -> None:
+def test_without_a_registry_the_fleet_has_one_management_cluster() -> None:
     raw = stack_fleet("hosted")
+    registry = load_registry(PROJECT / "tests" / "data", "nodefleet-fleet.yaml")
+    assert not registry.exists and registry.names == ("management",)
+    load_fleet_in(registry, raw, "hosted", PROJECT)
+    raw["clusters"][0]["managementCluster"] = "mgmt-a"
+    with pytest.raises(
+        ConfigError, match=r"without nodefleet-fleet\.yaml the fleet has one, 'management'; declare"
+    ):
+        load_fleet_in(registry, raw, "hosted", PROJECT)
+
+
+def test_a_hosted_cluster_outside_its_management_clusters_region_is_refused() -> None:
+    raw = _raw("Team_B")
+    raw["clusters"][0]["managementCluster"] = "mgmt-use2-a"
+    with pytest.raises(ConfigError) as e:
+        load_fleet_in(_registry(), raw, "Team_B", PROJECT, source="Pulumi.Team_B.yaml")
+    assert str(e.value).startswith(
+        "Pulumi.Team_B.yaml: nodefleet:fleet.clusters[0].region: 'eu-west-1', but its management cluster "
+        "'mgmt-use2-a' is in us-east-2 (tests/fleet/regional/nodefleet-fleet.yaml)"
+    )
+    assert "Put the cluster on a management cluster of eu-west-1, or correct the region" in str(e.value)
+
+
+def _apply_mode(raw: dict[str, Any]) -> dict[str, Any]:
     raw["output"] = {"mode": "apply", "kubeconfig": "/etc/default-kubeconfig"}
     raw["clusters"][0]["hostedKubeconfig"] = "/etc/hosted"
-    raw["clusters"][0]["managementCluster"] = {"name": "mgmt-a", "kubeconfig": "/etc/mgmt-a"}
     raw["clusters"][0]["pullSecret"] = {"name": "prod-east-pull-secret"}
     raw["clusters"][0]["sshKey"] = {"name": "prod-east-ssh-key"}
-    run = run_program("hosted", {"nodefleet:fleet": raw})
+    return raw
+
+
+def test_apply_mode_reaches_each_management_cluster_through_the_registrys_kubeconfig(tmp_path: Path) -> None:
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    (stacks / "nodefleet-fleet.yaml").write_text(
+        "managementClusters:\n  - name: mgmt-a\n    region: us-east-2\n    kubeconfig: /etc/mgmt-a\n"
+    )
+    raw = _apply_mode(stack_fleet("hosted"))
+    raw["clusters"][0]["managementCluster"] = "mgmt-a"
+    run = run_program("hosted", {"nodefleet:fleet": raw}, source=str(stacks / "Pulumi.hosted.yaml"))
     providers = {r.name: r.inputs for r in run.registrations if r.type == "pulumi:providers:kubernetes"}
     assert providers["prod-east-k8s"]["kubeconfig"] == "/etc/mgmt-a"
     assert providers["prod-east-hosted-k8s"]["kubeconfig"] == "/etc/hosted"
+    # Without a registry: the one management cluster, through the stack's output.kubeconfig.
     del raw["clusters"][0]["managementCluster"]
     run = run_program("hosted", {"nodefleet:fleet": raw})
     providers = {r.name: r.inputs for r in run.registrations if r.type == "pulumi:providers:kubernetes"}
     assert providers["prod-east-k8s"]["kubeconfig"] == "/etc/default-kubeconfig"
+
+
+def test_apply_mode_without_the_management_clusters_kubeconfig_is_refused(tmp_path: Path) -> None:
+    shutil.copytree(FLEET, tmp_path / "stacks")
+    raw = _apply_mode(_raw("east-b"))
+    with pytest.raises(
+        ConfigError,
+        match=r"'mgmt-use2-b' has no kubeconfig in .*nodefleet-fleet\.yaml, and output.mode is apply",
+    ):
+        load_fleet_in(load_registry(tmp_path / "stacks"), raw, "east-b", PROJECT)
 
 
 def _pair(mgmt_a: str, mgmt_b: str) -> list[tuple[Any, str]]:
@@ -397,7 +435,7 @@ def test_the_waves_run_in_order_and_a_hosted_side_after_its_management_side(tmp_
     fleets.append((load_fleet(raw, "hosted", PROJECT), "stacks/Pulumi.hosted.yaml"))
     from nodefleet.render.wiring import argocd_application_set, flux_kustomizations
 
-    all_folders = [f for fleet, _ in fleets for f in folders(fleet)]
+    all_folders = [f for fleet, _ in fleets for f in folders(fleet, _registry())]
     paths = {(f.stack, f.target): f"rendered/{f.stack}/{f.target}" for f in all_folders}
     hosted = [f for f in all_folders if f.side == "hosted"]
     assert [(f.target, f.argocd_cluster) for f in hosted] == [
@@ -407,12 +445,11 @@ def test_the_waves_run_in_order_and_a_hosted_side_after_its_management_side(tmp_
     _valid(appset)
     steps = appset["spec"]["strategy"]["rollingSync"]["steps"]
     order = [(s["matchExpressions"][0]["values"], s["matchExpressions"][1]["values"]) for s in steps]
-    assert order == [
-        (v, sides)
-        for w in WAVES
-        for v in [[label_value(w)]]
-        for sides in (["standalone", "management"], ["hosted"])
-    ]
+    # A step for each wave and side the fleet has, in order (Argo CD reports a step nothing matches as
+    # InvalidRolloutConfig): no stack is in the last wave, and only the main wave has a hosted side.
+    both = ["standalone", "management"]
+    assert order == [(["0-canary"], both), (["1-early"], both), (["2-main"], both), (["2-main"], ["hosted"])]
+    assert appset["spec"]["syncPolicy"] == {"preserveResourcesOnDeletion": True}
     docs = flux_kustomizations(all_folders, repo_url=REPO_URL, revision="main", paths=paths)
     for doc in docs:
         _valid(doc)
@@ -616,19 +653,37 @@ def test_check_of_one_stack_names_the_stacks_sharing_its_namespace() -> None:
     assert other.returncode == 0 and not [w for w in json.loads(other.stdout)["warnings"] if "Namespace" in w]
 
 
-def test_hosted_clusters_of_one_stack_share_a_namespace_only_on_one_management_cluster() -> None:
+def test_every_management_side_folder_carries_its_namespace_in_render_mode(tmp_path: Path) -> None:
+    """Each folder is applied by its own Application or Kustomization, in any order: the second hosted cluster's
+    folder must not wait for the first one's to create `clusters` (at fleet size, real Flux failed 2 of 50 such
+    folders with `namespaces "clusters" not found`). Apply mode declares it once per management cluster."""
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    (stacks / "nodefleet-fleet.yaml").write_text(
+        "managementClusters:\n"
+        + "".join(
+            f"  - {{name: {n}, region: us-east-2, kubeconfig: /etc/{n}}}\n" for n in ("mgmt-a", "mgmt-b")
+        )
+    )
     raw = stack_fleet("hosted")
     other = copy.deepcopy(raw["clusters"][0])
     other.update(name="prod-west", infraId="prod-west-9zz1a")
     raw["clusters"].append(other)
+    source = str(stacks / "Pulumi.hosted.yaml")
 
     def namespaces(first: str, second: str) -> list[str]:
         raw["clusters"][0]["managementCluster"], raw["clusters"][1]["managementCluster"] = first, second
-        plan = plan_render(run_program("hosted", {"nodefleet:fleet": raw}), "rendered/hosted")
+        plan = plan_render(run_program("hosted", {"nodefleet:fleet": raw}, source=source), "rendered/hosted")
         return sorted(f.relpath for f in plan.files if f.kind == "Namespace")
 
-    assert namespaces("mgmt-a", "mgmt-a") == ["prod-east/1-manifest/v1-namespace-default-clusters.yaml"]
-    assert namespaces("mgmt-a", "mgmt-b") == [
+    both = [
         "prod-east/1-manifest/v1-namespace-default-clusters.yaml",
         "prod-west/1-manifest/v1-namespace-default-clusters.yaml",
     ]
+    assert namespaces("mgmt-a", "mgmt-a") == both
+    assert namespaces("mgmt-a", "mgmt-b") == both
+    _apply_mode(raw)
+    for cluster in raw["clusters"]:
+        cluster.update(hostedKubeconfig="/etc/hosted", managementCluster="mgmt-a")
+    applied = run_program("hosted", {"nodefleet:fleet": raw}, source=source)
+    assert len([r for r in applied.registrations if r.type == "kubernetes:core/v1:NamespacePatch"]) == 1

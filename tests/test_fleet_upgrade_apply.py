@@ -1,7 +1,7 @@
 """`fleet upgrade` in apply mode against a real API server (tests/testcluster.py).
 
 The example fleet of tests/fleet/regional switched to ``output.mode: apply``, each hosted cluster's
-``managementCluster`` naming the kubeconfig of a test API server, applied as the Kubernetes provider applies it
+``managementCluster`` whose registry entry names the kubeconfig of a test API server, applied as the Kubernetes provider applies it
 (tests/applymode.py), and moved to a release with the real command line, ``python -m nodefleet fleet upgrade``.
 The tests play the HyperShift operator: they write the HostedClusters' ``status.version`` and conditions and the
 NodePools' ``status.version`` and conditions through the status subresource, with the operator's field
@@ -88,22 +88,25 @@ def managers(test_clusters: TestClusters) -> Iterator[Managers]:
         yield Managers(servers)
 
 
-def _apply_mode(text: str, managers: Managers, namespace: str | None) -> str:
-    """A stack file of the example fleet, in apply mode: each ``managementCluster: <name>`` becomes the mapping
-    with that cluster's kubeconfig; ``namespace`` (when given) puts the hosted clusters in a namespace of the
-    test's own."""
+def _apply_mode(text: str, namespace: str | None) -> str:
+    """A stack file of the example fleet, in apply mode; ``namespace`` (when given) puts the hosted clusters in a
+    namespace of the test's own."""
     assert text.count("      mode: render\n") == 1
     text = text.replace("      mode: render\n", "      mode: apply\n")
-    for name, server in managers.servers.items():
-        text = text.replace(
-            f"        managementCluster: {name}\n",
-            f"        managementCluster:\n          name: {name}\n          kubeconfig: {server.kubeconfig}\n",
-        )
-    assert "managementCluster: mgmt" not in text
     if namespace:
         text = text.replace(
             "      - kind: hosted\n", f"      - kind: hosted\n        namespace: {namespace}\n"
         )
+    return text
+
+
+def _registry(managers: Managers) -> str:
+    """The example fleet's registry with each test API server's kubeconfig as its management cluster's."""
+    text = (FLEET / "nodefleet-fleet.yaml").read_text()
+    for name, server in managers.servers.items():
+        entry = f"  - name: {name}\n"
+        assert entry in text
+        text = text.replace(entry, f"{entry}    kubeconfig: {server.kubeconfig}\n")
     return text
 
 
@@ -185,8 +188,9 @@ def _fleet(tmp_path: Path, managers: Managers, stacks: Mapping[str, str], namesp
     """The example stacks (name → wave) in a scratch git repository, in apply mode, not applied yet."""
     repo = tmp_path / "repo"
     (repo / "stacks").mkdir(parents=True)
+    (repo / "stacks" / "nodefleet-fleet.yaml").write_text(_registry(managers))
     for stack, wave in stacks.items():
-        text = _apply_mode((FLEET / f"Pulumi.{stack}.yaml").read_text(), managers, namespace)
+        text = _apply_mode((FLEET / f"Pulumi.{stack}.yaml").read_text(), namespace)
         text = re.sub(r"^    wave: \w+$", f"    wave: {wave}", text, count=1, flags=re.M)
         (repo / "stacks" / f"Pulumi.{stack}.yaml").write_text(text)
     _git(repo, "init", "-q")

@@ -32,6 +32,7 @@ from nodefleet import kinds as k
 from nodefleet.apiserver.schema import validate_object
 from nodefleet.apiserver.store import CrdVersion, ShippedCrd
 from nodefleet.render.gitops import ANNOTATION_CONTROLLER_OWNED, ARGOCD_IGNORE_DIFFERENCES_FILE, json_pointer
+from nodefleet.render.health import flux_health_check_exprs
 from nodefleet.render.hosted import LEGACY_CONTROLLER_OWNED
 from nodefleet.render.objects import load_fleet
 from nodefleet.render.wiring import folder_fields
@@ -526,6 +527,15 @@ def test_flux_kustomizations_point_at_render_folders(published_root: Path) -> No
         assert kz["spec"]["path"].removeprefix("./") in folders, kz["spec"]["path"]
         # Every Kustomization carries the same rules, so the one a user copies for a folder of their own has them.
         assert kz["spec"]["ignore"] == kustomizations[0]["spec"]["ignore"]
+        # ... and what `gitops` writes: nothing deleted with it, health per kind, a failed apply retried soon.
+        assert (kz["spec"]["prune"], kz["spec"]["deletionPolicy"], kz["spec"]["retryInterval"]) == (
+            False,
+            "Orphan",
+            "1m",
+        )
+        assert kz["spec"]["healthCheckExprs"] == flux_health_check_exprs()
+        secret = kz["spec"]["kubeConfig"]["secretRef"]
+        assert secret["key"] == ("kubeconfig" if secret["name"].endswith("-admin-kubeconfig") else "value")
     names = {kz["metadata"]["name"] for kz in kustomizations}
     assert all(dep["name"] in names for kz in kustomizations for dep in kz["spec"].get("dependsOn", []))
 
@@ -545,51 +555,83 @@ def test_both_examples_follow_the_branch_the_pipeline_publishes() -> None:
 # --- waves: Argo CD progressive syncs and Flux dependsOn roll the stacks out in the order of their waves ------
 
 
-def _rolling_sync_gaps(appset: Mapping[str, Any]) -> list[str]:
-    """Where the ApplicationSet's RollingSync would not sync the waves one after the other, each once.
+def _rolling_sync_gaps(appset: Mapping[str, Any], present: set[tuple[str, str]]) -> list[str]:
+    """Where the ApplicationSet's RollingSync would not sync the (wave, side)s ``present`` one after the other.
 
-    argo-cd applicationset controller: an Application is in the first step whose every matchExpression
-    selects its labels (In / NotIn); an Application no step selects is never synced by the rollout.
+    argo-cd v3.6 applicationset/progressivesync: an Application is in the first step whose every matchExpression
+    selects its labels (In / NotIn; a missing label fails In); an Application no step selects is never synced by
+    the rollout; a step that selects no Application is reported as InvalidRolloutConfig.
     """
     strategy = appset["spec"].get("strategy") or {}
     if strategy.get("type") != "RollingSync":
         return [f"strategy.type is {strategy.get('type')!r}, not RollingSync"]
     steps = strategy["rollingSync"]["steps"]
 
-    def step_of(value: str) -> int | None:
+    def step_of(labels: Mapping[str, str]) -> int | None:
         for i, step in enumerate(steps):
             ok = True
             for e in step["matchExpressions"]:
                 assert e["operator"] in ("In", "NotIn"), e
-                if e["key"] != WAVE_LABEL or (value in e["values"]) != (e["operator"] == "In"):
+                value = labels.get(e["key"])
+                if value is None:
+                    ok = ok and e["operator"] == "NotIn"
+                elif (value in e["values"]) != (e["operator"] == "In"):
                     ok = False
             if ok:
                 return i
         return None
 
     gaps = []
-    order = [step_of(label_value(w)) for w in WAVES]
-    for wave, step in zip(WAVES, order, strict=True):
+    order = sorted(present, key=lambda ws: (WAVES.index(ws[0]), ws[1] == "hosted"))
+    placed = []
+    for wave, side in order:
+        step = step_of({WAVE_LABEL: label_value(wave), "nodefleet.io/side": side})
         if step is None:
-            gaps.append(f"no step selects wave {label_value(wave)}: its Applications would never sync")
-    placed = [s for s in order if s is not None]
-    if placed != sorted(placed) or len(set(placed)) != len(placed):
-        gaps.append(f"waves {list(WAVES)} fall in steps {order}: not one step per wave, in wave order")
+            gaps.append(
+                f"no step selects wave {label_value(wave)} side {side}: its Applications would never sync"
+            )
+        else:
+            placed.append(step)
+    if placed != sorted(placed):
+        gaps.append(f"{order} fall in steps {placed}: not in wave order, hosted sides after the others")
+    if unused := sorted(set(range(len(steps))) - set(placed)):
+        gaps.append(f"steps {[i + 1 for i in unused]} select no Application (InvalidRolloutConfig)")
     return gaps
 
 
-def test_argo_cd_rolls_the_waves_out_one_step_each_in_order() -> None:
-    assert _rolling_sync_gaps(_appset()) == []
+def _present(root: Path) -> set[tuple[str, str]]:
+    """(wave, side) of every folder the example stacks render."""
+    out = set()
+    for folder in _render_folders(root):
+        labels = yaml.safe_load((root / folder / ARGOCD_IGNORE_DIFFERENCES_FILE).read_text())["labels"]
+        out.add((labels[WAVE_LABEL].split("-", 1)[1], labels["nodefleet.io/side"]))
+    return out
 
 
-def test_a_missing_wave_step_is_caught() -> None:
+def test_argo_cd_rolls_the_waves_out_in_order_hosted_sides_last(published_root: Path) -> None:
+    present = _present(published_root)
+    assert ("main", "hosted") in present and ("canary", "standalone") in present
+    assert _rolling_sync_gaps(_appset(), present) == []
+    assert _appset()["spec"]["syncPolicy"] == {"preserveResourcesOnDeletion": True}
+
+
+def test_a_missing_wave_step_is_caught(published_root: Path) -> None:
+    present = _present(published_root)
     appset = _appset()
-    del appset["spec"]["strategy"]["rollingSync"]["steps"][3]
-    assert _rolling_sync_gaps(appset) == ["no step selects wave 3-last: its Applications would never sync"]
+    del appset["spec"]["strategy"]["rollingSync"]["steps"][1]
+    assert _rolling_sync_gaps(appset, present) == [
+        "no step selects wave 1-early side standalone: its Applications would never sync"
+    ]
     appset = _appset()
     steps = appset["spec"]["strategy"]["rollingSync"]["steps"]
-    steps[0], steps[1] = steps[1], steps[0]
-    assert _rolling_sync_gaps(appset) and "in wave order" in _rolling_sync_gaps(appset)[0]
+    steps[2], steps[3] = steps[3], steps[2]
+    assert any("hosted sides after the others" in g for g in _rolling_sync_gaps(appset, present))
+    assert _rolling_sync_gaps(
+        _appset(), present | {("last", "standalone")}
+    )  # a stack in `last` needs its step
+    assert _rolling_sync_gaps(_appset(), present - {("main", "hosted")}) == [
+        "steps [4] select no Application (InvalidRolloutConfig)"
+    ]
 
 
 def test_every_application_carries_its_stacks_wave(published_root: Path) -> None:

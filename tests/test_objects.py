@@ -56,11 +56,20 @@ def test_two_hosted_clusters_share_their_namespace_declared_once() -> None:
     fleet = load_fleet(raw, "hosted", PROJECT)
     namespaces = [o for o in stack_objects(fleet) if o.key.kind == "Namespace"]
     assert [o.cluster for o in namespaces] == ["prod-east", "prod-west"]
+    # Render mode: each management-side folder carries it (each is applied on its own, in any order).
     run = run_program("hosted", {"nodefleet:fleet": raw})
     declared = [
-        m for _, _, m, _ in kubernetes_objects(run, fleet.render_directory) if m["kind"] == "Namespace"
+        (target, m["metadata"]["name"])
+        for target, _, m, _ in kubernetes_objects(run, fleet.render_directory)
+        if m["kind"] == "Namespace"
     ]
-    assert [m["metadata"]["name"] for m in declared] == ["clusters"]
+    assert declared == [("prod-east", "clusters"), ("prod-west", "clusters")]
+    # Apply mode: declared once (a NamespacePatch), the second cluster waits for it.
+    applied = _apply(raw)
+    for c in applied["clusters"]:
+        c["pullSecret"] = {"name": f"{c['name']}-pull-secret"}
+    run = run_program("hosted", {"nodefleet:fleet": applied})
+    assert len([r for r in run.registrations if r.type == "kubernetes:core/v1:NamespacePatch"]) == 1
 
 
 def _apply(raw: dict[str, Any]) -> dict[str, Any]:
@@ -121,11 +130,7 @@ def test_the_object_list_is_what_the_program_declares(stack: str) -> None:
         (target, m["kind"], m["metadata"].get("namespace", ""), m["metadata"]["name"])
         for target, _, m, _ in kubernetes_objects(run, fleet.render_directory)
     )
-    planned = sorted(
-        (o.target, o.key.kind, o.key.namespace, o.key.name)
-        for o in stack_objects(fleet)
-        if not (o.key.kind == "Namespace" and o.cluster == "prod-west")  # shared: declared once
-    )
+    planned = sorted((o.target, o.key.kind, o.key.namespace, o.key.name) for o in stack_objects(fleet))
     assert registered == planned
 
 
@@ -194,17 +199,17 @@ def test_apply_mode_refuses_two_standalone_clusters_through_one_kubeconfig() -> 
 
 
 def test_render_refuses_an_object_a_stack_from_outside_stacks_rendered_into_the_tree(tmp_path: Path) -> None:
-    """A stack rendered with --config-file from outside stacks/ has no file the next render can read: what
-    its last render left in the tree is compared instead, each object named by its file."""
+    """A stack rendered with --config-file from another folder has no file beside the next stack's: what its
+    last render left in the tree is compared instead, each object named by its file."""
     project = copy_project(tmp_path / "project")
     (project / "stacks").mkdir()
     elsewhere = tmp_path / "team-stacks"
-    elsewhere.mkdir()
     files = {}
     for name, replicas in (("east", 2), ("west", 3)):
         raw = stack_fleet("hosted")
         raw["clusters"][0]["nodePools"][0]["replicas"] = replicas
-        files[name] = _stack_file(elsewhere / f"Pulumi.{name}.yaml", raw)
+        (elsewhere / name).mkdir(parents=True)
+        files[name] = _stack_file(elsewhere / name / f"Pulumi.{name}.yaml", raw)
     first = nodefleet("render", "--config-file", str(files["east"]), cwd=project)
     assert first.returncode == 0, first.stdout + first.stderr
     second = nodefleet("render", "--config-file", str(files["west"]), cwd=project)
@@ -212,15 +217,19 @@ def test_render_refuses_an_object_a_stack_from_outside_stacks_rendered_into_the_
     assert "Traceback" not in second.stderr
     lines = [ln for ln in second.stderr.splitlines() if "NodePool clusters/prod-east-infra" in ln]
     assert lines, second.stderr
-    assert "stack 'east' (its last render; its stack file is not in stacks/)" in lines[0]
+    assert f"stack 'east' (its last render; its stack file is not in {elsewhere / 'west'})" in lines[0]
     assert "rendered/east/prod-east/1-manifest/" in lines[0]
     assert f"stack 'west' ({files['west']}) nodefleet:fleet.clusters[0].nodePools[0]" in lines[0]
     assert not (project / "rendered" / "west").exists()
     # The same declaration from a third stack is the one object, shared: not a collision.
     same = stack_fleet("hosted")
     same["clusters"][0]["nodePools"][0]["replicas"] = 2
+    (elsewhere / "third").mkdir()
     third = nodefleet(
-        "render", "--config-file", str(_stack_file(elsewhere / "Pulumi.east2.yaml", same)), cwd=project
+        "render",
+        "--config-file",
+        str(_stack_file(elsewhere / "third" / "Pulumi.east2.yaml", same)),
+        cwd=project,
     )
     assert third.returncode == 0, third.stdout + third.stderr
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -37,6 +38,8 @@ def _stack_file(sandbox: Path, name: str, mutate: dict[str, object]) -> Path:
     doc = yaml.safe_load((PROJECT / "stacks" / "Pulumi.dev.yaml").read_text())
     fleet = doc["config"]["nodefleet:fleet"]
     fleet["output"].update(mutate.get("output", {}))  # type: ignore[call-overload]
+    # The files of one stacks/ folder are one fleet, where an infraId is one cluster's: each its own (same length).
+    fleet["clusters"][0]["infraId"] = "dev-" + hashlib.sha256(name.encode()).hexdigest()[:5]
     for key, value in mutate.items():
         if key != "output":
             fleet["clusters"][0][key] = value

@@ -279,9 +279,7 @@ def judge(
                 if problems:
                     refusals += [f"{s.file}: {what}: {p}" for p in problems]
                     continue
-                on_management.setdefault(config.management_cluster.name, []).append(
-                    f"{s.stack}/{config.name}"
-                )
+                on_management.setdefault(config.management_cluster, []).append(f"{s.stack}/{config.name}")
                 moves.append(_hosted_move(s, config, release, nodes_only=False))
             else:
                 assert isinstance(resolved, ResolvedCluster)
@@ -342,7 +340,7 @@ def _hosted_move(s: StackInput, cluster: HostedCluster, release: str, *, nodes_o
         "hosted",
         cluster.release,
         release,
-        management=cluster.management_cluster.name,
+        management=cluster.management_cluster,
         namespace=cluster.namespace,
         nodes_only=nodes_only,
     )

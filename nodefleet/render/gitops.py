@@ -26,15 +26,22 @@ import yaml
 from nodefleet.stackfile.waves import DEFAULT_WAVE, WAVE_LABEL, label_value
 
 __all__ = [
+    "ANNOTATION_ARGOCD_SYNC_OPTIONS",
     "ANNOTATION_CONTROLLER_OWNED",
+    "ANNOTATION_FLUX_PRUNE",
     "ARGOCD_IGNORE_DIFFERENCES_FILE",
+    "ARGOCD_NO_DELETION",
+    "DELETION_PROTECTED_KINDS",
+    "FLUX_PRUNE_DISABLED",
     "ControllerOwnedError",
     "argocd_ignore_difference",
     "argocd_ignore_differences_file",
     "controller_owned",
+    "deletion_protected",
     "json_pointer",
     "parse_property_path",
     "with_controller_owned",
+    "with_deletion_protection",
 ]
 
 #: On every rendered object with fields a controller owns: their JSON pointers, comma-separated, in the order
@@ -55,6 +62,56 @@ _FILE_HEADER = (
     "# the Argo CD cluster the folder is applied to. Written by `nodefleet render`; read by the ApplicationSet\n"
     "# in examples/argocd and the one `nodefleet gitops` writes. Not a manifest.\n"
 )
+
+
+#: On an object nodefleet renders: Argo CD never deletes it, neither when the Application that synced it is
+#: deleted ("Delete=false") nor when it leaves the tree ("Prune=false"), Argo CD's "Sync Options" read from this
+#: annotation on the object (argo-cd v3.6 docs/user-guide/sync-options.md, "No Resource Deletion", "No Prune
+#: Resources"; an annotation on the object overrides the Application's own options).
+ANNOTATION_ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+ARGOCD_NO_DELETION = "Delete=false,Prune=false"
+#: The same for Flux: kustomize-controller's garbage collection (pruning, and a Kustomization deleted with
+#: ``prune: true`` or ``deletionPolicy: Delete``) skips an object annotated ``kustomize.toolkit.fluxcd.io/prune:
+#: disabled``.
+ANNOTATION_FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
+FLUX_PRUNE_DISABLED = "disabled"
+
+#: (API group, kind) of the objects whose deletion destroys a cluster or its capacity: a HostedCluster (its
+#: control plane, and with ``cleanup-cloud-resources`` its AWS resources), a HyperShift NodePool, a MachineSet,
+#: a Karpenter NodePool (each drains and terminates its nodes), a node class (its nodes lose their class).
+#: In render mode each carries both annotations above, so that no wiring change, renamed or removed stack
+#: deletes one; deleting a cluster is an explicit step (docs/gitops.md, "Deleting a cluster").
+DELETION_PROTECTED_KINDS = frozenset(
+    {
+        ("hypershift.openshift.io", "HostedCluster"),
+        ("hypershift.openshift.io", "NodePool"),
+        ("machine.openshift.io", "MachineSet"),
+        ("karpenter.sh", "NodePool"),
+        ("karpenter.hypershift.openshift.io", "OpenshiftEC2NodeClass"),
+        ("karpenter.k8s.aws", "EC2NodeClass"),
+    }
+)
+
+
+def deletion_protected(manifest: Mapping[str, Any]) -> bool:
+    """Whether ``manifest`` is of a kind :data:`DELETION_PROTECTED_KINDS` lists."""
+    group = str(manifest.get("apiVersion", "")).rpartition("/")[0]
+    return (group, str(manifest.get("kind", ""))) in DELETION_PROTECTED_KINDS
+
+
+def with_deletion_protection(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """``manifest`` with the annotations that keep Argo CD and Flux from deleting or pruning it, when it is of a
+    kind whose deletion destroys capacity (:data:`DELETION_PROTECTED_KINDS`); other manifests unchanged."""
+    out = copy.deepcopy(dict(manifest))
+    if not deletion_protected(out):
+        return out
+    meta = out.setdefault("metadata", {})
+    meta["annotations"] = {
+        **dict(meta.get("annotations") or {}),
+        ANNOTATION_ARGOCD_SYNC_OPTIONS: ARGOCD_NO_DELETION,
+        ANNOTATION_FLUX_PRUNE: FLUX_PRUNE_DISABLED,
+    }
+    return out
 
 
 class ControllerOwnedError(ValueError):

@@ -20,6 +20,12 @@ from typing import Any
 
 from nodefleet import kinds as k
 from nodefleet.apiserver.store import karpenter_set_name
+from nodefleet.render.gitops import (
+    ANNOTATION_ARGOCD_SYNC_OPTIONS,
+    ANNOTATION_FLUX_PRUNE,
+    ARGOCD_NO_DELETION,
+    FLUX_PRUNE_DISABLED,
+)
 from nodefleet.render.ignition import IGNITION_VERSION, user_data
 from nodefleet.stackfile.hosted import HostedCluster, HyperShiftNodePoolSpec, SecretRef, node_pool_object_name
 from nodefleet.stackfile.karpenter import (
@@ -312,15 +318,10 @@ def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
     }
 
 
-#: On a Namespace nodefleet renders for GitOps: Argo CD never deletes it, neither when the Application that
-#: synced it is deleted ("Delete=false") nor when it leaves the tree ("Prune=false"): the sync options of Argo
-#: CD's "Sync Options" page, read from this annotation on the object.
-ANNOTATION_ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-NAMESPACE_ARGOCD_SYNC_OPTIONS = "Delete=false,Prune=false"
-#: The same for Flux: kustomize-controller's garbage collection (a pruned Kustomization, or one deleted with
-#: ``prune: true``) skips an object annotated ``kustomize.toolkit.fluxcd.io/prune: disabled``.
-ANNOTATION_FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
-NAMESPACE_FLUX_PRUNE = "disabled"
+#: On a Namespace nodefleet renders for GitOps, as on every object whose deletion destroys capacity
+#: (:func:`nodefleet.render.gitops.with_deletion_protection`): never deleted or pruned by Argo CD or Flux.
+NAMESPACE_ARGOCD_SYNC_OPTIONS = ARGOCD_NO_DELETION
+NAMESPACE_FLUX_PRUNE = FLUX_PRUNE_DISABLED
 
 
 def render_namespace(hc: HostedCluster, gitops: bool = False) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from nodefleet.render.gitops import with_deletion_protection
 from nodefleet.render.hosted import (
     autonode_pool_annotations,
     render_hosted_cluster,
@@ -133,6 +134,8 @@ class _Entries:
 
     #: A hosted cluster's own API server, as the wiring names it (``HostedCluster.hosted_destination``).
     hosted_destination: str = ""
+    #: Render mode: objects whose deletion destroys capacity carry the GitOps tools' no-deletion annotations.
+    gitops: bool = False
 
     def __call__(
         self, target: str | None, place: str, manifest: dict[str, Any], extra: str = ""
@@ -144,6 +147,8 @@ class _Entries:
             destination = f"cluster {self.hosted_destination}"
         else:
             destination = f"cluster {target}"
+        if self.gitops:
+            manifest = with_deletion_protection(manifest)
         return StackObject(
             object_key(destination, manifest),
             place,
@@ -161,12 +166,12 @@ def _objects(fleet: Fleet, source: str) -> Iterator[StackObject]:
     for i, resolved in enumerate(fleet.clusters):
         base = f"{CONFIG_KEY}.clusters[{i}]"
         if isinstance(resolved, ResolvedCluster):
-            entries = _Entries(fleet.stack, source, resolved.config.name)
+            entries = _Entries(fleet.stack, source, resolved.config.name, gitops=not apply)
             yield from _standalone(resolved, base, entries)
         else:
-            mgmt = resolved.config.management_cluster.name
+            mgmt = resolved.config.management_cluster
             entries = _Entries(
-                fleet.stack, source, resolved.config.name, mgmt, resolved.config.hosted_destination
+                fleet.stack, source, resolved.config.name, mgmt, resolved.config.hosted_destination, not apply
             )
             yield from _hosted(resolved, base, apply, entries)
 
@@ -308,7 +313,22 @@ def load_fleet(
 
 
 def fleet_plan(fleet: Fleet, source: str = "") -> ObjectPlan:
-    plan = plan_objects(stack_objects(fleet, source))
+    """What the stack emits. In render mode every management-side folder carries the Namespace its hosted
+    cluster lives in, even when another cluster of the stack declares it too: each folder is applied by its own
+    Argo CD Application or Flux Kustomization, in any order, and must not wait for another to create it (the
+    rendered Namespace is never deleted or pruned, so several folders may carry it). In apply mode one
+    declaration serves every cluster on the management cluster."""
+    objects = stack_objects(fleet, source)
+    plan = plan_objects(objects)
+    if fleet.config.output.mode == "render":
+        carried = [o for o in plan.shared if o.key.kind == "Namespace" and o.key.group == ""]
+        if carried:
+            emitted = {id(o) for o in [*plan.emitted, *carried]}
+            plan = ObjectPlan(
+                [o for o in objects if id(o) in emitted],
+                [o for o in plan.shared if id(o) not in emitted],
+                plan.problems,
+            )
     problems = control_plane_problems(_hosted_entries(fleet, source))
     return ObjectPlan(plan.emitted, plan.shared, [*plan.problems, *problems]) if problems else plan
 
@@ -321,7 +341,7 @@ def _hosted_entries(fleet: Fleet, source: str) -> list[tuple[StackObject, str]]:
         if isinstance(resolved, ResolvedHostedCluster):
             hc = resolved.config
             key = ObjectKey(
-                management(hc.management_cluster.name), "", "Namespace", "", hc.control_plane_namespace
+                management(hc.management_cluster), "", "Namespace", "", hc.control_plane_namespace
             )
             place = f"{CONFIG_KEY}.clusters[{i}]"
             entries.append((StackObject(key, place, hc.name, {}, fleet.stack, source), hc.namespace))

@@ -28,29 +28,41 @@ refuse the fleet if two of their objects would still share a name.
 from __future__ import annotations
 
 import copy
+import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from nodefleet.render.health import argocd_health_customizations, flux_health_check_exprs
 from nodefleet.render_layout import render_targets
+from nodefleet.stackfile.hosted import DEFAULT_MANAGEMENT_CLUSTER
 from nodefleet.stackfile.model import Fleet, ResolvedCluster
 from nodefleet.stackfile.names import dns_label, label_value
 from nodefleet.stackfile.waves import WAVE_LABEL, WAVES
 from nodefleet.stackfile.waves import label_value as wave_label
 
 __all__ = [
+    "DEFAULT_WIRING_NAME",
+    "FLUX_RETRY_INTERVAL",
+    "HOSTED_KUBECONFIG_KEY",
     "LABEL_MANAGEMENT_CLUSTER",
     "LABEL_SIDE",
     "LABEL_STACK",
     "SIDES",
     "Folder",
+    "ManagementClusters",
     "WiringError",
     "argocd_application_set",
+    "argocd_health_config_map",
     "dns_label",
     "flux_kustomizations",
     "folder_fields",
     "folders",
     "label_value",
+    "rolling_steps",
+    "secrets_not_written",
+    "secrets_script",
 ]
 
 LABEL_STACK = "nodefleet.io/stack"
@@ -61,8 +73,61 @@ LABEL_MANAGEMENT_CLUSTER = "nodefleet.io/management-cluster"
 SIDES = ("standalone", "management", "hosted")
 
 
+#: The name of the fleet's wiring: its ApplicationSet.
+DEFAULT_WIRING_NAME = "nodefleet"
+#: How soon Flux retries a Kustomization whose apply or health check failed (its ``interval`` otherwise: 10m).
+FLUX_RETRY_INTERVAL = "1m"
+#: The key of HyperShift's ``<cluster>-admin-kubeconfig`` Secret, which a hosted side's Flux Secret copies.
+HOSTED_KUBECONFIG_KEY = "kubeconfig"
+#: The key of the kubeconfig Secret Flux reads for a standalone cluster (Flux's own default when unset).
+STANDALONE_KUBECONFIG_KEY = "value"
+
+
 class WiringError(ValueError):
     """Wiring that cannot be generated as asked (the message names the stacks and the fix)."""
+
+
+class ManagementClusterAccess(Protocol):
+    """How the GitOps tools reach one management cluster (an entry of :mod:`nodefleet.fleet.registry`)."""
+
+    @property
+    def argocd_cluster(self) -> str: ...
+
+    @property
+    def flux_secret_name(self) -> str: ...
+
+    @property
+    def flux_secret_key(self) -> str: ...
+
+
+class ManagementClusters(Protocol):
+    """The fleet's management clusters by name (:class:`nodefleet.fleet.registry.Registry`)."""
+
+    def get(self, name: str) -> ManagementClusterAccess: ...
+
+
+@dataclass(frozen=True)
+class _Implicit:
+    """The one management cluster of a fleet without a registry: Argo CD cluster and Flux Secret by its name."""
+
+    name: str = DEFAULT_MANAGEMENT_CLUSTER
+
+    @property
+    def argocd_cluster(self) -> str:
+        return self.name
+
+    @property
+    def flux_secret_name(self) -> str:
+        return f"{self.name}-kubeconfig"
+
+    @property
+    def flux_secret_key(self) -> str:
+        return STANDALONE_KUBECONFIG_KEY
+
+
+class _NoRegistry:
+    def get(self, name: str) -> ManagementClusterAccess:
+        return _Implicit(name)
 
 
 @dataclass(frozen=True)
@@ -84,6 +149,8 @@ class Folder:
     management_cluster: str = ""
     #: The stack's render directory as the stack file gives it ({stack} replaced).
     render_directory: str = ""
+    #: The key of :attr:`flux_secret` holding the kubeconfig.
+    flux_secret_key: str = STANDALONE_KUBECONFIG_KEY
 
     @property
     def application(self) -> str:
@@ -101,8 +168,12 @@ class Folder:
         return out
 
 
-def folders(fleet: Fleet) -> list[Folder]:
-    """Every render folder of ``fleet``, in the order of its clusters (a management side before its hosted side)."""
+def folders(fleet: Fleet, management: ManagementClusters | None = None) -> list[Folder]:
+    """Every render folder of ``fleet``, in the order of its clusters (a management side before its hosted side).
+
+    ``management``: the fleet's registry, which says how each management cluster is reached (default: the one
+    implicit management cluster of a fleet without a registry)."""
+    clusters = management or _NoRegistry()
     out: list[Folder] = []
     wave = fleet.config.wave
     for resolved in fleet.clusters:
@@ -115,22 +186,23 @@ def folders(fleet: Fleet) -> list[Folder]:
             )  # fmt: skip
             continue
         hc = resolved.config
-        mc = hc.management_cluster
-        management, hosted = render_targets(name, hosted=True)
+        mc = clusters.get(hc.management_cluster)
+        management_target, hosted = render_targets(name, hosted=True)
         out.append(
-            Folder(fleet.stack, management, "management", name, wave, mc.argocd_destination, mc.flux_secret,
-                   mc.name, fleet.render_directory)
+            Folder(fleet.stack, management_target, "management", name, wave, mc.argocd_cluster,
+                   mc.flux_secret_name, hc.management_cluster, fleet.render_directory, mc.flux_secret_key)
         )  # fmt: skip
         if hc.auto_node is None:
             continue  # nothing lives inside the hosted cluster: the provider writes no folder for it
         out.append(
             Folder(fleet.stack, hosted, "hosted", name, wave, hc.hosted_destination,
-                   hc.hosted_kubeconfig_secret, mc.name, fleet.render_directory)
+                   hc.hosted_kubeconfig_secret, hc.management_cluster, fleet.render_directory,
+                   HOSTED_KUBECONFIG_KEY)
         )  # fmt: skip
     return out
 
 
-def folder_fields(fleet: Fleet) -> dict[str, dict[str, Any]]:
+def folder_fields(fleet: Fleet, management: ManagementClusters | None = None) -> dict[str, dict[str, Any]]:
     """Per render folder, what ``nodefleet render`` writes beside ``ignoreDifferences`` in its Argo CD file:
     the Application's name, its destination and its labels (wave, stack, side, management cluster)."""
     return {
@@ -139,7 +211,7 @@ def folder_fields(fleet: Fleet) -> dict[str, dict[str, Any]]:
             "destination": {"name": f.argocd_cluster},
             "labels": f.labels(),
         }
-        for f in folders(fleet)
+        for f in folders(fleet, management)
     }
 
 
@@ -160,13 +232,40 @@ def _order(all_folders: Sequence[Folder]) -> list[Folder]:
     )
 
 
+#: The step groups of a wave, in the order they sync: a hosted side's objects need the HostedCluster its
+#: management side creates.
+STEP_SIDES: tuple[tuple[str, ...], ...] = (("standalone", "management"), ("hosted",))
+
+
+def rolling_steps(all_folders: Sequence[Folder]) -> list[dict[str, Any]]:
+    """RollingSync steps for the waves and sides the folders have, in wave order, the hosted sides of a wave
+    after its standalone clusters and management sides. A step nothing matches is left out: Argo CD reports
+    one (``InvalidRolloutConfig``: "Steps [...] have no applications matching their criteria")."""
+    present = {(f.wave, f.side) for f in all_folders}
+    steps: list[dict[str, Any]] = []
+    for wave in WAVES:
+        for sides in STEP_SIDES:
+            if not any((wave, side) in present for side in sides):
+                continue
+            step: dict[str, Any] = {
+                "matchExpressions": [
+                    {"key": WAVE_LABEL, "operator": "In", "values": [wave_label(wave)]},
+                    {"key": LABEL_SIDE, "operator": "In", "values": list(sides)},
+                ]
+            }
+            if wave == "main":
+                step["maxUpdate"] = "25%"
+            steps.append(step)
+    return steps
+
+
 def argocd_application_set(
     all_folders: Sequence[Folder],
     *,
     repo_url: str,
     revision: str,
     paths: Mapping[tuple[str, str], str],
-    name: str = "nodefleet",
+    name: str = DEFAULT_WIRING_NAME,
     namespace: str = "argocd",
     project: str = "default",
 ) -> dict[str, Any]:
@@ -175,22 +274,14 @@ def argocd_application_set(
     The git files generator names each folder's ``argocd-ignore-differences`` file exactly (``paths``:
     (stack, folder) -> the folder's path in the repository), so a folder is wired only when the fleet says
     so; the file gives the Application its name, destination, labels and ignoreDifferences. RollingSync runs
-    two steps per wave: the standalone clusters and management sides, then the hosted sides, each step when
-    the one before is Healthy (the hosted side's objects need the HostedCluster the management side creates).
+    a step per wave and side the fleet has (:func:`rolling_steps`), each when the one before is Healthy.
+
+    Nothing is deleted as a side effect: ``syncPolicy.preserveResourcesOnDeletion`` keeps the ApplicationSet
+    controller from putting ``resources-finalizer.argocd.argoproj.io`` on the Applications (argo-cd v3.6
+    ``applicationset/utils``, ``RenderTemplateParams``), so an Application that goes (its stack removed or
+    renamed, the ApplicationSet deleted) leaves what it applied in place; pruning stays off.
     """
     _unique(all_folders, "Application")
-    steps: list[dict[str, Any]] = []
-    for wave in WAVES:
-        for sides in (["standalone", "management"], ["hosted"]):
-            step: dict[str, Any] = {
-                "matchExpressions": [
-                    {"key": WAVE_LABEL, "operator": "In", "values": [wave_label(wave)]},
-                    {"key": LABEL_SIDE, "operator": "In", "values": sides},
-                ]
-            }
-            if wave == "main":
-                step["maxUpdate"] = "25%"
-            steps.append(step)
     files = [{"path": f"{paths[(f.stack, f.target)]}/argocd-ignore-differences"} for f in _order(all_folders)]
     label_keys = (WAVE_LABEL, LABEL_STACK, LABEL_SIDE)
     return {
@@ -200,7 +291,8 @@ def argocd_application_set(
         "spec": {
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
-            "strategy": {"type": "RollingSync", "rollingSync": {"steps": steps}},
+            "syncPolicy": {"preserveResourcesOnDeletion": True},
+            "strategy": {"type": "RollingSync", "rollingSync": {"steps": rolling_steps(all_folders)}},
             "generators": [{"git": {"repoURL": repo_url, "revision": revision, "files": files}}],
             "template": {
                 "metadata": {
@@ -228,6 +320,22 @@ def argocd_application_set(
             },
             "templatePatch": "spec:\n  ignoreDifferences: {{ toJson .ignoreDifferences }}\n",
         },
+    }
+
+
+def argocd_health_config_map(namespace: str = "argocd") -> dict[str, Any]:
+    """The ``argocd-cm`` keys of the health checks (:mod:`nodefleet.render.health`), as a ConfigMap to merge into
+    Argo CD's own: ``kubectl apply --server-side --field-manager=nodefleet -f`` adds these keys and leaves the
+    others (docs/gitops.md, "What healthy means")."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "argocd-cm",
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"},
+        },
+        "data": argocd_health_customizations(),
     }
 
 
@@ -264,9 +372,12 @@ def flux_kustomizations(
 ) -> list[dict[str, Any]]:
     """A GitRepository and one Kustomization per folder of the fleet.
 
-    Each Kustomization applies through its folder's kubeconfig Secret, carries the folder's labels, has
-    ``wait: true`` (Ready only when what it applied is healthy) and ``dependsOn`` every Kustomization of the
-    wave before it; a hosted side also depends on its own management side.
+    Each Kustomization applies through its folder's kubeconfig Secret (name and key), carries the folder's
+    labels, has ``wait: true`` with the health of each kind spelt out (:func:`nodefleet.render.health.
+    flux_health_check_exprs`: Ready only when what it applied is healthy), retries a failed apply after
+    :data:`FLUX_RETRY_INTERVAL`, and ``dependsOn`` every Kustomization of the wave before it; a hosted side
+    also depends on its own management side. ``prune: false`` and ``deletionPolicy: Orphan``: neither a
+    removed manifest nor a deleted Kustomization deletes what it applied.
     """
     _unique(all_folders, "Kustomization")
     ordered = _order(all_folders)
@@ -292,17 +403,19 @@ def flux_kustomizations(
         depends = [g.application for g in previous[f.wave]]
         if f.side == "hosted":
             depends.insert(0, management_of[(f.stack, f.cluster)].application)
-        spec: dict[str, Any] = {"interval": "10m"}
+        spec: dict[str, Any] = {"interval": "10m", "retryInterval": FLUX_RETRY_INTERVAL}
         if depends:
             spec["dependsOn"] = [{"name": d} for d in depends]
         spec |= {
             "wait": True,
             "timeout": timeout,
+            "healthCheckExprs": flux_health_check_exprs(),
             "sourceRef": {"kind": "GitRepository", "name": source},
             "path": f"./{paths[(f.stack, f.target)]}",
             "prune": False,
+            "deletionPolicy": "Orphan",
             "ignore": copy.deepcopy(FLUX_IGNORE_RULES),
-            "kubeConfig": {"secretRef": {"name": f.flux_secret}},
+            "kubeConfig": {"secretRef": {"name": f.flux_secret, "key": f.flux_secret_key}},
         }
         docs.append(
             {
@@ -313,3 +426,132 @@ def flux_kustomizations(
             }
         )
     return docs
+
+
+def secrets_not_written(fleet: Fleet) -> dict[str, list[str]]:
+    """Per management cluster, the Secrets the HostedClusters of ``fleet`` reference and nodefleet does not write:
+    every one in render mode (their values would be in Git), those without ``fromConfig`` in apply mode, as
+    ``<namespace>/<name> (<field> of <cluster>)``. They must exist before HyperShift can create the clusters
+    (docs/gitops.md, "Credentials the wiring needs")."""
+    out: dict[str, list[str]] = {}
+    render = fleet.config.output.mode == "render"
+    for resolved in fleet.clusters:
+        if isinstance(resolved, ResolvedCluster):
+            continue
+        hc = resolved.config
+        fields = {id(hc.pull_secret): "pullSecret"}
+        if hc.ssh_key is not None:
+            fields[id(hc.ssh_key)] = "sshKey"
+        for ref, _ in hc.secret_refs():
+            if ref.from_config and not render:
+                continue  # apply mode writes it from the stack secret
+            field = fields.get(id(ref), "secretEncryption.aescbc")
+            entry = f"{hc.namespace}/{ref.name} ({field} of {hc.name})"
+            out.setdefault(hc.management_cluster, [])
+            if entry not in out[hc.management_cluster]:
+                out[hc.management_cluster].append(entry)
+    return out
+
+
+def _shell_path(path: str) -> str:
+    """``path`` quoted for the shell, ``~/`` as ``$HOME`` (kubectl does not expand it)."""
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
+def _env_name(cluster: str) -> str:
+    return "NODEFLEET_KUBECONFIG_" + re.sub(r"[^A-Z0-9]", "_", cluster.upper())
+
+
+def secrets_script(
+    all_folders: Sequence[Folder],
+    kubeconfigs: Mapping[str, str | None],
+    *,
+    tool: str,
+    flux_namespace: str,
+    hosted_namespaces: Mapping[tuple[str, str], str],
+    hub_kubeconfig: str | None = None,
+) -> str:
+    """A shell script that creates the Secrets the wiring reads, from the clusters themselves; no value in it.
+
+    ``kubeconfigs``: each management cluster's kubeconfig path from the registry (None: the script asks for it in
+    ``NODEFLEET_KUBECONFIG_<NAME>``, as for a standalone cluster). ``hosted_namespaces``: (stack, cluster) -> the
+    hosted cluster's namespace, where HyperShift keeps its ``<cluster>-admin-kubeconfig``. For Flux, each
+    kubeconfig Secret is written flattened (the CA and credentials inline: Flux refuses file references) under the
+    key the wiring reads; for Argo CD, ``argocd cluster add`` registers each destination under the name the wiring
+    sends folders to. Idempotent: ``kubectl apply`` of a client-side dry run, ``argocd cluster add --upsert``."""
+    flux = tool in ("flux", "both")
+    argocd = tool in ("argocd", "both")
+    q = shlex.quote
+    lines = [
+        "#!/usr/bin/env bash",
+        "# Generated by `python -m nodefleet gitops`: creates the Secrets the wiring reads (docs/gitops.md,",
+        "# \"Credentials the wiring needs\"), reading the clusters' own kubeconfigs and HyperShift's admin kubeconfig",
+        "# Secrets. No secret value is in this file. Needs kubectl"
+        + (", and an `argocd` CLI logged in to the Argo CD that runs the wiring." if argocd else "."),
+        "# The Flux Secrets go to the cluster of NODEFLEET_HUB_KUBECONFIG (default: the registry's gitops.kubeconfig,",
+        "# else kubectl's own); a cluster the registry gives no kubeconfig is read from NODEFLEET_KUBECONFIG_<NAME>.",
+        "set -euo pipefail",
+        'hub_kubeconfig="${NODEFLEET_HUB_KUBECONFIG:-}"',
+        *(
+            [f'[ -n "$hub_kubeconfig" ] || hub_kubeconfig={_shell_path(hub_kubeconfig)}']
+            if hub_kubeconfig
+            else []
+        ),
+        'hub() { if [ -n "$hub_kubeconfig" ]; then kubectl --kubeconfig "$hub_kubeconfig" "$@"; else kubectl "$@"; fi; }',
+        "work=$(mktemp -d)",
+        "trap 'rm -rf \"$work\"' EXIT",
+    ]
+
+    def flux_secret(name: str, key: str, file: str) -> list[str]:
+        return [
+            f'hub -n {q(flux_namespace)} create secret generic {q(name)} --from-file={q(key)}="{file}" '
+            "--dry-run=client -o yaml | hub apply -f -"
+        ]
+
+    def argocd_cluster(name: str, file: str) -> list[str]:
+        return [
+            f'argocd cluster add "$(kubectl --kubeconfig "{file}" config current-context)" --kubeconfig "{file}" '
+            f"--name {q(name)} --upsert --yes"
+        ]
+
+    done: set[str] = set()
+    for f in all_folders:
+        if f.side == "hosted":
+            continue
+        what = f.management_cluster or f.cluster
+        if what in done:
+            continue
+        done.add(what)
+        path = kubeconfigs.get(what) if f.management_cluster else None
+        source = (
+            _shell_path(path) if path else f'"${{{_env_name(what)}:?set it to the kubeconfig of {what}}}"'
+        )
+        kind = "management cluster" if f.management_cluster else "standalone cluster"
+        lines += [
+            "",
+            f"# {kind} {what}",
+            f'kubectl --kubeconfig {source} config view --raw --minify --flatten > "$work/{what}"',
+        ]
+        if flux:
+            lines += flux_secret(f.flux_secret, f.flux_secret_key, f"$work/{what}")
+        if argocd:
+            lines += argocd_cluster(f.argocd_cluster, f"$work/{what}")
+    for f in all_folders:
+        if f.side != "hosted":
+            continue
+        namespace = hosted_namespaces[(f.stack, f.cluster)]
+        file = f"$work/{f.argocd_cluster}"
+        lines += [
+            "",
+            f"# hosted cluster {f.cluster} (stack {f.stack}): HyperShift's admin kubeconfig, from management cluster "
+            f"{f.management_cluster}",
+            f'kubectl --kubeconfig "$work/{f.management_cluster}" -n {q(namespace)} get secret '
+            f"{q(f.cluster + '-admin-kubeconfig')} -o jsonpath='{{.data.{HOSTED_KUBECONFIG_KEY}}}' | base64 -d > \"{file}\"",
+        ]
+        if flux:
+            lines += flux_secret(f.flux_secret, f.flux_secret_key, file)
+        if argocd:
+            lines += argocd_cluster(f.argocd_cluster, file)
+    return "\n".join(lines) + "\n"

@@ -172,62 +172,45 @@ class OperatorConfiguration(ConfigModel):
     ingress: IngressLoadBalancer | None = None
 
 
+#: Kubernetes' limit on a namespace name (a DNS label).
+MAX_NAMESPACE = 63
+#: A management cluster's name is a DNS label; wiring derives names from it (``<name>-kubeconfig``).
+MAX_MANAGEMENT_CLUSTER_NAME = 63
+
+
 class AutoScaling(ConfigModel):
     # Bounds and max >= min are the NodePool CRD's own rules, judged by the crd-schema policy.
     min: int
     max: int
 
 
-#: The management cluster of a hosted cluster that names none: every such hosted cluster of a GitOps tree (and of
-#: every stack rendered into it) lives on this one, as before management clusters could be named.
+#: The management cluster of a hosted cluster that names none: without a registry of management clusters
+#: (``nodefleet-fleet.yaml`` beside the stack files, :mod:`nodefleet.fleet.registry`) it is the fleet's only one.
 DEFAULT_MANAGEMENT_CLUSTER = "management"
 
-
-def _management_shorthand(value: object) -> object:
-    """``managementCluster: mgmt-east`` is short for ``managementCluster: {name: mgmt-east}``."""
-    return {"name": value} if isinstance(value, str) else value
+#: The file beside the stack files that declares the fleet's management clusters (:mod:`nodefleet.fleet.registry`).
+REGISTRY_FILE = "nodefleet-fleet.yaml"
 
 
-class ManagementCluster(ConfigModel):
-    """The HyperShift management cluster a hosted cluster lives on: where its HostedCluster, classic NodePools,
-    Namespace and Secrets go (docs/configuration.md, "Management clusters").
-
-    The name identifies one API server across every stack of a GitOps tree: objects are judged for
-    collisions per management cluster, and the generated GitOps wiring sends the cluster's management-side
-    folder there.
-    """
-
-    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)] = Field(
-        DEFAULT_MANAGEMENT_CLUSTER,
-        description="The management cluster's name, one per API server across the fleet (a DNS label).",
-    )
-    kubeconfig: str | None = Field(
-        None,
-        description="apply mode: the management cluster's kubeconfig path (default: output.kubeconfig).",
-    )
-    argocd_cluster: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] | None = Field(
-        None,
-        alias="argocdCluster",
-        description="render mode: the Argo CD cluster (its cluster Secret's name) the management-side folder is "
-        "sent to (default: name).",
-    )
-    flux_kube_config_secret: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] | None = Field(
-        None,
-        alias="fluxKubeConfigSecret",
-        description="render mode: the Secret (in the Flux Kustomizations' namespace) holding the management "
-        "cluster's kubeconfig, for spec.kubeConfig.secretRef (default: <name>-kubeconfig).",
-    )
-
-    @property
-    def argocd_destination(self) -> str:
-        return self.argocd_cluster or self.name
-
-    @property
-    def flux_secret(self) -> str:
-        return self.flux_kube_config_secret or f"{self.name}-kubeconfig"
+def _name_only(value: object) -> object:
+    """``managementCluster`` names a management cluster of the fleet's registry; how it is reached is said once
+    there, so that two stacks can never reach one management cluster differently."""
+    if isinstance(value, dict):
+        settings = ", ".join(sorted(str(k) for k in value if k != "name")) or "nothing but its name"
+        named = value.get("name")
+        shown = f"managementCluster: {named}" if isinstance(named, str) else "managementCluster: <name>"
+        raise ValueError(
+            f"a mapping (with {settings}) is no longer taken: a hosted cluster names its management cluster only "
+            f"({shown}), and how the fleet reaches it (kubeconfig, argocdCluster, fluxKubeConfig) is declared once, "
+            f"in {REGISTRY_FILE} beside the stack files; move these settings there (docs/configuration.md, "
+            "'Management clusters')"
+        )
+    return value
 
 
-ManagementClusterSetting = Annotated[ManagementCluster, BeforeValidator(_management_shorthand)]
+ManagementClusterName = Annotated[
+    str, BeforeValidator(_name_only), Field(pattern=DNS_LABEL, max_length=MAX_MANAGEMENT_CLUSTER_NAME)
+]
 
 
 class HyperShiftNodePoolSpec(ConfigModel):
@@ -283,10 +266,6 @@ _NODEFLEET_ANNOTATIONS = (
     "hypershift.openshift.io/cleanup-cloud-resources",
     "hypershift.openshift.io/aws-karpenter-default-instance-profile",
 )
-
-
-#: Kubernetes' limit on a namespace name (a DNS label).
-MAX_NAMESPACE = 63
 
 
 class HostedCluster(ConfigModel):
@@ -368,10 +347,10 @@ class HostedCluster(ConfigModel):
     hosted_kubeconfig: str | None = Field(
         None, description="apply mode: kubeconfig of the hosted cluster, for the AutoNode classes and pools."
     )
-    management_cluster: ManagementClusterSetting = Field(
-        ManagementCluster(),
-        description="The management cluster the hosted cluster lives on: a name, or a mapping with name, "
-        "kubeconfig (apply mode), argocdCluster and fluxKubeConfigSecret (render mode).",
+    management_cluster: ManagementClusterName = Field(
+        DEFAULT_MANAGEMENT_CLUSTER,
+        description=f"The management cluster the hosted cluster lives on, by its name in {REGISTRY_FILE} beside "
+        f"the stack files (without that file the fleet has one, '{DEFAULT_MANAGEMENT_CLUSTER}').",
     )
 
     @property
@@ -386,15 +365,15 @@ class HostedCluster(ConfigModel):
         (its render folder) on the default management cluster, else ``<management cluster>-<control-plane
         namespace>``, which no other hosted cluster of the fleet has (HyperShift gives every hosted cluster of a
         management cluster its own control-plane namespace)."""
-        if self.management_cluster.name == DEFAULT_MANAGEMENT_CLUSTER:
+        if self.management_cluster == DEFAULT_MANAGEMENT_CLUSTER:
             return f"{self.name}-hosted"
-        return dns_label(f"{self.management_cluster.name}-{self.control_plane_namespace}")
+        return dns_label(f"{self.management_cluster}-{self.control_plane_namespace}")
 
     @property
     def hosted_kubeconfig_secret(self) -> str:
         """The Secret a Flux Kustomization reaches the hosted cluster through: HyperShift's own
         ``<name>-admin-kubeconfig`` on the default management cluster, else ``<hosted_destination>-kubeconfig``."""
-        if self.management_cluster.name == DEFAULT_MANAGEMENT_CLUSTER:
+        if self.management_cluster == DEFAULT_MANAGEMENT_CLUSTER:
             return f"{self.name}-admin-kubeconfig"
         return dns_label(f"{self.hosted_destination}-kubeconfig")
 

@@ -484,7 +484,6 @@ class FleetConfig(ConfigModel):
                 "MachineConfiguration into one cluster; use one stack per standalone cluster (each with its own "
                 "kubeconfig), or output.mode render"
             )
-        _consistent_management_clusters(self.clusters, self.output.mode)
         for i, c in enumerate(self.clusters):
             if (
                 isinstance(c, HostedCluster)
@@ -497,34 +496,6 @@ class FleetConfig(ConfigModel):
                     "pools live inside the hosted cluster; set it to the hosted cluster's kubeconfig path"
                 )
         return self
-
-
-def _consistent_management_clusters(clusters: Sequence[StandaloneCluster | HostedCluster], mode: str) -> None:
-    """A management cluster's kubeconfig belongs to apply mode, and one name is one cluster: every hosted
-    cluster naming it says the same about how to reach it."""
-    seen: dict[str, tuple[int, HostedCluster]] = {}
-    for i, c in enumerate(clusters):
-        if not isinstance(c, HostedCluster):
-            continue
-        mc = c.management_cluster
-        if mode == "render" and mc.kubeconfig:
-            raise ValueError(
-                f"clusters[{i}].managementCluster.kubeconfig: is set but output.mode is render; the provider "
-                "refuses a kubeconfig in render mode (the GitOps tool reaches the management cluster through "
-                "argocdCluster or fluxKubeConfigSecret). Remove kubeconfig or set output.mode: apply"
-            )
-        if mode == "apply" and (mc.argocd_cluster or mc.flux_kube_config_secret):
-            raise ValueError(
-                f"clusters[{i}].managementCluster: argocdCluster and fluxKubeConfigSecret say where a GitOps tool "
-                "sends the rendered folder, and output.mode is apply; remove them or set output.mode: render"
-            )
-        first = seen.setdefault(mc.name, (i, c))
-        if first[1] is not c and first[1].management_cluster != mc:
-            raise ValueError(
-                f"clusters[{i}].managementCluster: '{mc.name}' is also the management cluster of clusters[{first[0]}] "
-                f"'{first[1].name}', with other settings; one name is one management cluster, so give both the "
-                "same kubeconfig, argocdCluster and fluxKubeConfigSecret (or different names)"
-            )
 
 
 def _no_shared_render_folder(clusters: Sequence[StandaloneCluster | HostedCluster]) -> None:
@@ -896,25 +867,42 @@ def _cached_catalog(path: Path, name: str, version: tuple[int, int]) -> BootImag
     return load_catalog(path, name)
 
 
-def _without_echoes(errors: Sequence[Any]) -> list[Any]:
+def _without_echoes(errors: Sequence[Any], model: type[BaseModel] | None = None) -> list[Any]:
     """Drop "X is missing" when the same object has a misspelled key whose hint is X: one mistake, one message."""
     hinted = set()
     for err in errors:
         if err["type"] == "extra_forbidden":
             loc = tuple(err["loc"])
-            hint = suggest_key(str(loc[-1]), _known_keys(loc[:-1]))
+            hint = suggest_key(str(loc[-1]), _known_keys(loc[:-1], model))
             if hint:
                 hinted.add((*loc[:-1], hint[0]))
     return [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"]) in hinted)]
 
 
 def _describe(where: str, err: Mapping[str, Any]) -> str:
+    return describe_error(where, err)
+
+
+def describe_errors(
+    where: str, errors: Sequence[Any], *, root: str = CONFIG_KEY, model: type[BaseModel] | None = None
+) -> str:
+    """Every error of a failed validation, one line each (:func:`describe_error`), a misspelt key once."""
+    return "\n".join(describe_error(where, e, root=root, model=model) for e in _without_echoes(errors, model))
+
+
+def describe_error(
+    where: str, err: Mapping[str, Any], *, root: str = CONFIG_KEY, model: type[BaseModel] | None = None
+) -> str:
+    """One line for one pydantic error: the file, the field's path from ``root`` (the stack file's
+    ``nodefleet:fleet``, or another file's top level), what is wrong and the fix. ``model`` is the model at
+    ``root`` (default the stack's), for did-you-mean hints on unknown keys."""
     loc: Sequence[str | int] = [p for p in err["loc"] if not _is_union_tag(p)]
-    path = CONFIG_KEY + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+    path = root + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+    path = path.lstrip(".")
     kind = err["type"]
     if kind == "extra_forbidden":
         bad = str(loc[-1])
-        known = _known_keys(err["loc"][:-1])
+        known = _known_keys(err["loc"][:-1], model)
         hint = suggest_key(bad, known)
         shown, note = escaped(bad)
         fix = f"did you mean '{hint[0]}'?" if hint else f"known keys here: {', '.join(known)}"
@@ -1094,9 +1082,9 @@ _UNION_MEMBERS: dict[str, type[BaseModel]] = {
 }
 
 
-def _known_keys(loc: Sequence[str | int]) -> list[str]:
-    """The camelCase keys the model at ``loc`` accepts, for did-you-mean hints."""
-    model: Any = FleetConfig
+def _known_keys(loc: Sequence[str | int], root: type[BaseModel] | None = None) -> list[str]:
+    """The camelCase keys the model at ``loc`` (from ``root``, default the stack's) accepts, for did-you-mean hints."""
+    model: Any = root or FleetConfig
     for part in loc:
         if isinstance(part, int):
             continue

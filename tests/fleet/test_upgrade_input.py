@@ -25,6 +25,7 @@ RESTART = "run the same command with --restart to plan afresh from the stack fil
 def _stacks(tmp_path: Path, *names: str) -> Path:
     stacks = tmp_path / "stacks"
     stacks.mkdir()
+    shutil.copy(REGIONAL / "nodefleet-fleet.yaml", stacks)
     for name in names:
         shutil.copy(REGIONAL / f"Pulumi.{name}.yaml", stacks)
     return stacks
@@ -226,13 +227,14 @@ CANARY = "sha256~CANARY-token-never-printed"
 
 
 def _apply_mode(stacks: Path, kubeconfig: str) -> None:
+    """canary-east applied by nodefleet, its management cluster reached through ``kubeconfig`` (the registry's)."""
     path = stacks / "Pulumi.canary-east.yaml"
-    text = path.read_text().replace("      mode: render\n", "      mode: apply\n")
-    text = text.replace(
-        "        managementCluster: mgmt-use2-a\n",
-        f"        managementCluster:\n          name: mgmt-use2-a\n          kubeconfig: '{kubeconfig}'\n",
+    path.write_text(path.read_text().replace("      mode: render\n", "      mode: apply\n"))
+    registry = stacks / "nodefleet-fleet.yaml"
+    entry = "  - name: mgmt-use2-a\n"
+    registry.write_text(
+        registry.read_text().replace(entry, f"{entry}    kubeconfig: {json.dumps(kubeconfig)}\n")
     )
-    path.write_text(text)
 
 
 @pytest.mark.parametrize(
@@ -248,8 +250,7 @@ def test_a_kubeconfig_given_inline_is_refused_and_never_echoed(tmp_path: Path, g
     refused = _upgrade(stacks, "--dry-run")
     _clean(refused)
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert "not a path: it looks like a kubeconfig's content" in refused.stderr
-    assert CANARY not in refused.stdout + refused.stderr
+    assert "kubeconfig" in refused.stderr and CANARY not in refused.stdout + refused.stderr
     assert not (stacks / "nodefleet-upgrade.json").exists()
 
 

@@ -1,7 +1,7 @@
 """A fleet in a scratch git repository, as a platform team keeps one, for the `fleet upgrade` tests.
 
 The regional fleet (tests/fleet/regional: three HyperShift management clusters in two regions, hosted clusters in
-HyperShift's default namespace) and a standalone cluster with a custom pool (tests/fleet/upgrade), in four waves,
+HyperShift's default namespace, declared once in its registry) and a standalone cluster with a custom pool (tests/fleet/upgrade), in four waves,
 in render mode. The repository ignores `rendered/` as the project does; the render of every stack is published
 on `nodefleet-rendered`, as `scripts/pipeline publish` keeps it, which the GitOps wiring reads. Every commit is
 made with fixed dates, so two runs that make the same commits make commits with the same ids.
@@ -54,6 +54,7 @@ def make_repo(root: Path, stacks: Mapping[str, str] = WAVES, *, publish: bool = 
     """The test fleet in ``root``/repo, committed on ``main``; with ``publish`` its render on ``nodefleet-rendered``."""
     repo = root / "repo"
     (repo / "stacks").mkdir(parents=True)
+    shutil.copy(REGIONAL / "nodefleet-fleet.yaml", repo / "stacks")  # the fleet's management clusters
     for stack in stacks:
         source = REGIONAL if (REGIONAL / f"Pulumi.{stack}.yaml").exists() else STANDALONE
         shutil.copy(source / f"Pulumi.{stack}.yaml", repo / "stacks")

@@ -1,0 +1,471 @@
+"""The fleet's registry of management clusters: ``nodefleet-fleet.yaml`` beside the stack files.
+
+A HyperShift fleet has a few management clusters and many hosted clusters on them. Each hosted cluster names
+its management cluster (``managementCluster: mgmt-use1-a``); everything about how the fleet reaches that
+management cluster is declared once, here: its region, the kubeconfig apply mode uses, the Argo CD cluster
+and Flux kubeconfig Secret render mode's wiring sends its folders to, the releases its HyperShift operator
+runs, the Kubernetes version of its API server. So a misspelt name is an error with a did-you-mean instead of
+a new management cluster, and two stacks can never reach one management cluster in two ways: the stack file
+has nowhere to say how.
+
+Without the file a fleet has exactly one management cluster, ``management``, reached through each stack's
+``output.kubeconfig`` in apply mode and through the Argo CD cluster ``management`` and the Flux Secret
+``management-kubeconfig`` in render mode (the defaults below); naming any other is refused with the fix.
+
+What is judged here, each refusal one line naming the file, the field and the fix:
+
+- the file itself (:func:`load_registry`): its shape, unique names, one Argo CD cluster and one Flux Secret
+  per management cluster, a kubeconfig that is a path (never the content: it would be printed and stored),
+  a repository URL without credentials;
+- a stack against it (:func:`stack_problems`): every ``managementCluster`` is declared, each hosted cluster
+  is in its management cluster's region, an apply-mode stack has a kubeconfig for each management cluster;
+- the fleet as a whole (:func:`fleet_problems`): no ``infraId`` twice across stacks, and without a registry
+  every apply-mode stack reaches the one management cluster through one kubeconfig.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from nodefleet.render.objects import load_fleet
+from nodefleet.stackfile.hosted import (
+    DEFAULT_MANAGEMENT_CLUSTER,
+    MAX_MANAGEMENT_CLUSTER_NAME,
+    REGISTRY_FILE,
+    HostedCluster,
+)
+from nodefleet.stackfile.model import CONFIG_KEY, ConfigError, Fleet, describe_errors, stack_file
+from nodefleet.stackfile.modelbase import DNS_LABEL, DNS_SUBDOMAIN, REGION, ConfigModel
+from nodefleet.stackfile.yamlfile import YAMLFileError, load_yaml, read_text
+
+__all__ = [
+    "DEFAULT_KUBERNETES_VERSION",
+    "DEFAULT_MANAGEMENT_CLUSTER",
+    "REGISTRY_FILE",
+    "STACKS_DIR_ENV",
+    "FluxKubeConfig",
+    "GitOpsSettings",
+    "HyperShiftSettings",
+    "ManagementClusterEntry",
+    "Registry",
+    "RegistryError",
+    "RegistryFile",
+    "check_stack",
+    "fleet_problems",
+    "load_fleet_in",
+    "load_registry",
+    "redact_url",
+    "registry_path",
+    "stack_problems",
+    "url_credentials_problem",
+]
+
+#: The Kubernetes minor of a management cluster's API server when the registry does not say: OpenShift 4.22's,
+#: the version nodefleet's CRD validation follows (k8s.io/apiextensions-apiserver 1.35).
+DEFAULT_KUBERNETES_VERSION = "1.35"
+#: Set by whoever runs the program on a stack file outside ``stacks/`` (``preview --config-file``): the folder of that
+#: file, absolute, where the program finds the registry (the stack file's own name may be relative to another
+#: directory than the one the engine runs the program in).
+STACKS_DIR_ENV = "NODEFLEET_STACKS_DIR"
+#: The key of a Flux kubeconfig Secret when the registry does not say: what Flux reads when ``key`` is unset.
+DEFAULT_FLUX_KEY = "value"
+
+#: A Secret's data key (``validation.IsConfigMapKey``): letters, digits, '-', '_' and '.'.
+_SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
+_MINOR = r"^[0-9]+\.[0-9]+$"
+#: A kubeconfig path is a path: longer is a paste of something else.
+_MAX_PATH = 1024
+
+
+class RegistryError(ValueError):
+    """The registry cannot be read, or a name is not in it; the message names the file, the field and the fix."""
+
+
+def _path_problem(value: str) -> str | None:
+    """Why ``value`` is not a kubeconfig path (without ever quoting it: it may be a kubeconfig's content)."""
+    if not value.strip():
+        return "is empty; give the path of the kubeconfig file"
+    if "\n" in value or "\r" in value or any(ord(c) < 32 for c in value):
+        return (
+            "has a line break or control character: it looks like the content of a kubeconfig, not the path of "
+            "one (the value is not printed here, it may hold a token); save it to a file and give the file's path"
+        )
+    if value.lstrip().startswith(("{", "apiVersion", "clusters:", "kind:")):
+        return (
+            "looks like the content of a kubeconfig, not the path of one (the value is not printed here, it may "
+            "hold a token); save it to a file and give the file's path"
+        )
+    if len(value) > _MAX_PATH:
+        return (
+            f"is {len(value)} characters long, more than any path ({_MAX_PATH}); give the kubeconfig's path"
+        )
+    return None
+
+
+def url_credentials_problem(url: str) -> str | None:
+    """Why ``url`` must not be written into the wiring: a user name or token in an ``http(s)`` URL, which Argo
+    CD and Flux objects would carry into Git and every log. None when it has none. Never quotes the URL."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "is not a URL; give the repository's https:// or ssh:// URL"
+    if parts.scheme in ("http", "https") and (parts.username or parts.password or "@" in parts.netloc):
+        return (
+            "carries credentials (user:token@ in the URL): the wiring would put them in Git and in every log "
+            "of Argo CD and Flux (the URL is not printed here). Give the URL without them and give the "
+            "controllers the credentials in a repository Secret: for Argo CD a Secret labelled "
+            "argocd.argoproj.io/secret-type: repository, for Flux the GitRepository's spec.secretRef "
+            "(docs/gitops.md, 'Credentials the wiring needs')"
+        )
+    return None
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any user information replaced by ``***`` (for messages)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<not a URL>"
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"***@{host}"))
+
+
+class FluxKubeConfig(ConfigModel):
+    """The Secret (in the Flux Kustomizations' namespace) a Kustomization applies a management-side folder
+    through: ``spec.kubeConfig.secretRef``."""
+
+    secret_name: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] | None = Field(
+        None, description="The Secret's name (default <management cluster>-kubeconfig)."
+    )
+    key: Annotated[str, Field(pattern=_SECRET_KEY, max_length=253)] = Field(
+        DEFAULT_FLUX_KEY, description="The key holding the kubeconfig (default value, what Flux reads unset)."
+    )
+
+
+class HyperShiftSettings(ConfigModel):
+    """What the management cluster's HyperShift operator runs."""
+
+    supported_versions: list[Annotated[str, Field(pattern=_MINOR)]] = Field(
+        [],
+        description="OpenShift minors (x.y) its HyperShift operator supports, as its supported-versions "
+        "ConfigMap (namespace hypershift) lists them; render mode reads them here, apply mode from the cluster.",
+    )
+
+    @model_validator(mode="after")
+    def _unique(self) -> HyperShiftSettings:
+        seen = [v for i, v in enumerate(self.supported_versions) if v in self.supported_versions[:i]]
+        if seen:
+            raise ValueError(f"supportedVersions: '{seen[0]}' is listed twice; list each minor once")
+        return self
+
+
+class ManagementClusterEntry(ConfigModel):
+    """One management cluster of the fleet, declared once."""
+
+    name: Annotated[str, Field(pattern=DNS_LABEL, max_length=MAX_MANAGEMENT_CLUSTER_NAME)] = Field(
+        description="What stacks write as managementCluster: <name> (a DNS label)."
+    )
+    region: Annotated[str, Field(pattern=REGION)] = Field(
+        description="The AWS region it runs in: every hosted cluster on it is in this region."
+    )
+    kubeconfig: str | None = Field(
+        None,
+        description="Apply mode (the program, fleet upgrade's gates): the path of its kubeconfig file, never "
+        "the content.",
+    )
+    argocd_cluster_name: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] | None = Field(
+        None,
+        alias="argocdCluster",
+        description="Render mode: the Argo CD cluster (its cluster Secret's name) its folders go to (default: name).",
+    )
+    flux_kube_config: FluxKubeConfig = Field(
+        FluxKubeConfig(), description="Render mode: the Secret Flux reaches it through."
+    )
+    hypershift: HyperShiftSettings = HyperShiftSettings()
+    kubernetes_version: Annotated[str, Field(pattern=_MINOR)] = Field(
+        DEFAULT_KUBERNETES_VERSION,
+        description=f"The Kubernetes minor of its API server (default {DEFAULT_KUBERNETES_VERSION}, OpenShift 4.22).",
+    )
+
+    @model_validator(mode="after")
+    def _a_path(self) -> ManagementClusterEntry:
+        problem = _path_problem(self.kubeconfig) if self.kubeconfig is not None else None
+        if problem:
+            raise ValueError(f"kubeconfig: {problem}")
+        return self
+
+    @property
+    def argocd_cluster(self) -> str:
+        """The Argo CD cluster Secret's name the management-side folders on it go to."""
+        return self.argocd_cluster_name or self.name
+
+    @property
+    def flux_secret_name(self) -> str:
+        """The Secret, in the Flux namespace, with its kubeconfig."""
+        return self.flux_kube_config.secret_name or f"{self.name}-kubeconfig"
+
+    @property
+    def flux_secret_key(self) -> str:
+        return self.flux_kube_config.key
+
+    @property
+    def supported_versions(self) -> tuple[str, ...]:
+        """The minors its HyperShift operator runs, as declared; empty when the registry does not say."""
+        return tuple(self.hypershift.supported_versions)
+
+    @classmethod
+    def implicit(cls) -> ManagementClusterEntry:
+        """The one management cluster of a fleet without a registry: every default, no region declared."""
+        return cls.model_construct(
+            name=DEFAULT_MANAGEMENT_CLUSTER,
+            region="",
+            kubeconfig=None,
+            argocd_cluster_name=None,
+            flux_kube_config=FluxKubeConfig(),
+            hypershift=HyperShiftSettings(),
+            kubernetes_version=DEFAULT_KUBERNETES_VERSION,
+        )
+
+
+class GitOpsSettings(ConfigModel):
+    """How the GitOps side is reached: what ``gitops`` writes into the wiring by default, and where
+    ``fleet upgrade --push`` pushes and reads the tools' status."""
+
+    repo_url: str | None = Field(
+        None,
+        alias="repoURL",
+        description="The Git repository Argo CD and Flux read (never with credentials).",
+    )
+    branch: Annotated[str, Field(min_length=1, max_length=255)] = Field(
+        "nodefleet-rendered", description="The branch holding the rendered tree."
+    )
+    tool: Literal["flux", "argocd", "both"] = "both"
+    kubeconfig: str | None = Field(
+        None,
+        description="Where the Argo CD / Flux controllers run (a path; fleet upgrade --push reads status).",
+    )
+    argocd_namespace: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)] = "argocd"
+    argocd_project: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] = "default"
+    flux_namespace: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)] = "flux-system"
+
+    @model_validator(mode="after")
+    def _safe(self) -> GitOpsSettings:
+        problem = _path_problem(self.kubeconfig) if self.kubeconfig is not None else None
+        if problem:
+            raise ValueError(f"kubeconfig: {problem}")
+        problem = url_credentials_problem(self.repo_url) if self.repo_url else None
+        if problem:
+            raise ValueError(f"repoURL: {problem}")
+        if self.branch.startswith("-") or any(c.isspace() or ord(c) < 32 for c in self.branch):
+            raise ValueError("branch: is not a branch name (no spaces, control characters or leading '-')")
+        return self
+
+
+class RegistryFile(ConfigModel):
+    """The whole of ``nodefleet-fleet.yaml``."""
+
+    management_clusters: list[ManagementClusterEntry] = Field(min_length=1)
+    gitops: GitOpsSettings | None = None
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> RegistryFile:
+        for what in ("name", "argocdCluster", "fluxKubeConfig.secretName", "kubeconfig"):
+            seen: dict[str, int] = {}
+            for i, entry in enumerate(self.management_clusters):
+                v = _identity(entry, what)
+                if v is None:
+                    continue
+                if v in seen:
+                    j = seen[v]
+                    shown = "the same kubeconfig path" if what == "kubeconfig" else f"'{v}'"
+                    raise ValueError(
+                        f"managementClusters[{i}].{what}: {shown} is also managementClusters[{j}]'s "
+                        f"('{self.management_clusters[j].name}'); one management cluster is declared once, with "
+                        "its own name, Argo CD cluster, Flux Secret and kubeconfig: merge the two entries or "
+                        "correct one"
+                    )
+                seen[v] = i
+        return self
+
+
+def _identity(entry: ManagementClusterEntry, what: str) -> str | None:
+    """What names ``entry`` one way (its name, Argo CD cluster, Flux Secret, kubeconfig path)."""
+    if what == "kubeconfig":
+        return os.path.normpath(entry.kubeconfig) if entry.kubeconfig else None
+    return {"name": entry.name, "argocdCluster": entry.argocd_cluster}.get(what, entry.flux_secret_name)
+
+
+def registry_path(stacks_dir: Path) -> Path:
+    """Where a fleet's registry is: ``<stacks dir>/nodefleet-fleet.yaml``."""
+    return stacks_dir / REGISTRY_FILE
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The fleet's management clusters, from its registry file, or the one implicit management cluster."""
+
+    #: The file as messages name it.
+    source: str
+    #: Whether the file exists (else the fleet has exactly the implicit ``management``).
+    exists: bool
+    entries: tuple[ManagementClusterEntry, ...] = field(
+        default_factory=lambda: (ManagementClusterEntry.implicit(),)
+    )
+    gitops: GitOpsSettings | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(e.name for e in self.entries)
+
+    def get(self, name: str) -> ManagementClusterEntry:
+        """The management cluster ``name``; :class:`RegistryError` with a did-you-mean when there is none."""
+        for entry in self.entries:
+            if entry.name == name:
+                return entry
+        raise RegistryError(self.unknown(name))
+
+    def unknown(self, name: str) -> str:
+        """Why ``name`` is not a management cluster of this fleet, and the fix (no file or field prefix)."""
+        if not self.exists:
+            return (
+                f"'{name}' is not a management cluster: without {self.source} the fleet has one, "
+                f"'{DEFAULT_MANAGEMENT_CLUSTER}'; declare '{name}' in {self.source} (managementClusters: name, "
+                "region, kubeconfig or argocdCluster; docs/configuration.md, 'Management clusters'), or remove "
+                "managementCluster"
+            )
+        hint = difflib.get_close_matches(name, self.names, n=1, cutoff=0.6)
+        mean = f"did you mean '{hint[0]}'? " if hint else ""
+        return (
+            f"'{name}' is not a management cluster of {self.source}; {mean}its management clusters are "
+            f"{', '.join(self.names)} (add '{name}' there if it is a new one)"
+        )
+
+    def kubeconfig(self, name: str, output_kubeconfig: str | None) -> str | None:
+        """The kubeconfig apply mode reaches management cluster ``name`` through: the registry's, or without a
+        registry the stack's ``output.kubeconfig`` (None: the ambient $KUBECONFIG)."""
+        return self.get(name).kubeconfig if self.exists else output_kubeconfig
+
+
+def load_registry(stacks_dir: Path, source: str | None = None) -> Registry:
+    """The registry beside the stack files of ``stacks_dir``; ``source`` names it in messages (default its path).
+
+    A missing file is a fleet without a registry; anything else that cannot be read, parsed or validated raises
+    :class:`RegistryError`, one problem a line."""
+    path = registry_path(stacks_dir)
+    shown = source or str(path)
+    if not os.path.lexists(path):
+        return Registry(shown, exists=False)
+    try:
+        document = load_yaml(read_text(path, shown), shown)
+    except YAMLFileError as e:
+        raise RegistryError(str(e)) from None
+    if not isinstance(document, dict):
+        raise RegistryError(
+            f"{shown}: the top level is {'empty' if document is None else 'a ' + type(document).__name__}; the "
+            "registry is a mapping with managementClusters (a list of name, region, ...) and optionally gitops "
+            "(docs/configuration.md, 'Management clusters')"
+        )
+    try:
+        parsed = RegistryFile.model_validate(document)
+    except ValidationError as e:
+        raise RegistryError(describe_errors(shown, e.errors(), root="", model=RegistryFile)) from None
+    return Registry(shown, exists=True, entries=tuple(parsed.management_clusters), gitops=parsed.gitops)
+
+
+def _hosted(fleet: Fleet) -> Iterable[tuple[int, HostedCluster]]:
+    for i, cluster in enumerate(fleet.config.clusters):
+        if isinstance(cluster, HostedCluster):
+            yield i, cluster
+
+
+def stack_problems(registry: Registry, fleet: Fleet, source: str) -> list[str]:
+    """What ``fleet`` (read from ``source``) says about management clusters that the registry contradicts."""
+    problems = []
+    apply = fleet.config.output.mode == "apply"
+    for i, hc in _hosted(fleet):
+        base = f"{source}: {CONFIG_KEY}.clusters[{i}]"
+        try:
+            entry = registry.get(hc.management_cluster)
+        except RegistryError as e:
+            problems.append(f"{base}.managementCluster: {e}")
+            continue
+        if entry.region and entry.region != hc.region:
+            problems.append(
+                f"{base}.region: '{hc.region}', but its management cluster '{entry.name}' is in {entry.region} "
+                f"({registry.source}): HyperShift's private endpoints (PrivateLink) stay in one region, and "
+                "every node would reach its control plane across regions. Put the cluster on a management "
+                f"cluster of {hc.region}, or correct the region"
+            )
+        if apply and registry.exists and not entry.kubeconfig:
+            problems.append(
+                f"{base}.managementCluster: '{entry.name}' has no kubeconfig in {registry.source}, and "
+                "output.mode is apply: the program reaches a management cluster through the kubeconfig the "
+                f"registry gives it. Add kubeconfig (a path) to '{entry.name}' there"
+            )
+    return problems
+
+
+def check_stack(registry: Registry, fleet: Fleet, source: str) -> Fleet:
+    """``fleet`` when the registry agrees with it; :class:`ConfigError` naming every problem otherwise."""
+    problems = stack_problems(registry, fleet, source)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return fleet
+
+
+def load_fleet_in(
+    registry: Registry,
+    raw: object,
+    stack: str,
+    project_dir: Path,
+    source: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> Fleet:
+    """A stack of the fleet: validated and planned (:func:`nodefleet.render.objects.load_fleet`), then judged
+    against the registry (:func:`stack_problems`). Raises ``ConfigError``, one problem a line."""
+    fleet = load_fleet(raw, stack, project_dir, source, environ=environ)
+    return check_stack(registry, fleet, source or stack_file(stack))
+
+
+def fleet_problems(registry: Registry, fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
+    """What only the fleet as a whole shows: one ``infraId`` in two stacks, and, without a registry, apply-mode
+    stacks reaching the one management cluster through different kubeconfigs."""
+    problems = []
+    infra: dict[str, tuple[str, str, int]] = {}
+    for fleet, source in fleets:
+        for i, cluster in enumerate(fleet.config.clusters):
+            first = infra.setdefault(cluster.infra_id, (fleet.stack, source, i))
+            if first[0] == fleet.stack:
+                continue
+            _, other, j = first
+            problems.append(
+                f"{source}: {CONFIG_KEY}.clusters[{i}].infraId: '{cluster.infra_id}' is also the infraId of "
+                f"{other} {CONFIG_KEY}.clusters[{j}]; every cluster of the fleet has its own infrastructure ID "
+                "(its AWS resources are tagged and found by it), so correct one of them"
+            )
+    if not registry.exists:
+        reach: dict[str | None, str] = {}
+        for fleet, source in fleets:
+            if fleet.config.output.mode != "apply" or not any(True for _ in _hosted(fleet)):
+                continue
+            reach.setdefault(fleet.config.output.kubeconfig, source)
+        if len(reach) > 1:
+            sources = sorted(reach.values())
+            problems.append(
+                f"{sources[1]}: {CONFIG_KEY}.output.kubeconfig: its hosted clusters are on management cluster "
+                f"'{DEFAULT_MANAGEMENT_CLUSTER}', which {sources[0]} reaches through another kubeconfig; one name "
+                f"is one management cluster. Declare the fleet's management clusters in {registry.source} (each "
+                "with its kubeconfig) and name them in managementCluster"
+            )
+    return problems
