@@ -720,6 +720,12 @@ def _check_git(ctx: Context, *, fresh: bool) -> None:
             "change only the stacks they move, or name the branch the wiring reads (--gitops-branch)"
         )
     if fresh:
+        ident = repo.git("var", "GIT_COMMITTER_IDENT", check=False)
+        if ident.returncode != 0:
+            raise InputError(
+                "--commit: git does not know who makes the commits (user.name and user.email are not set); set them "
+                "(git config user.name …, git config user.email …) and run the same command again"
+            )
         dirty = repo.dirty(sorted(set(paths)))
         if dirty:
             raise InputError(

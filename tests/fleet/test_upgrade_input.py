@@ -287,3 +287,25 @@ def test_clusters_ahead_are_all_named_before_any_plan_is_printed(tmp_path: Path)
     assert not (stacks / "nodefleet-upgrade.json").exists() and not (tmp_path / "rendered").exists()
     followed = _upgrade(stacks, "--dry-run", "--stacks", "canary-east,east-a")
     assert followed.returncode == 0, followed.stdout + followed.stderr
+
+
+def test_a_release_the_registry_says_a_hyper_shift_operator_does_not_run_is_refused(tmp_path: Path) -> None:
+    """Render mode: what each management cluster's operator runs is its registry entry's
+    hypershift.supportedVersions (tests/fleet/regional/nodefleet-fleet.yaml: 4.22 at most)."""
+    stacks = _stacks(tmp_path, "canary-east", "Team_B", "east-b")
+    refused = _upgrade(stacks, "--dry-run", "--release", "5.0.0")
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
+    registry = stacks / "nodefleet-fleet.yaml"
+    assert refused.stderr.splitlines()[1:] == [
+        f"error: management cluster {mgmt} runs a HyperShift operator that supports {versions} ({registry} "
+        f"hypershift.supportedVersions), not 5.0: {clusters} cannot move to 5.0.0 there; upgrade the HyperShift "
+        "operator first (or leave those stacks out with --stacks)"
+        for mgmt, versions, clusters in (
+            ("mgmt-euw1-a", "4.22, 4.21", "Team_B/shop"),
+            ("mgmt-use2-a", "4.22, 4.21, 4.20", "canary-east/edge"),
+            ("mgmt-use2-b", "4.22, 4.21, 4.20", "east-b/shop"),
+        )
+    ]
+    registry.write_text(registry.read_text().replace('["4.22", "4.21", "4.20"]', '["5.0", "4.22", "4.21"]'))
+    partly = _upgrade(stacks, "--dry-run", "--release", "5.0.0", "--stacks", "canary-east,east-b")
+    assert partly.returncode == 0, partly.stdout + partly.stderr
