@@ -174,6 +174,16 @@ class Loaded:
     input: StackInput
 
 
+def _stack_text(path: Path) -> str:
+    """A stack file's text, read as every file a user names is (regular file, bounded, UTF-8)."""
+    from nodefleet.stackfile.yamlfile import YAMLFileError, read_text
+
+    try:
+        return read_text(path, _shown(path))
+    except YAMLFileError as exc:
+        raise InputError(str(exc)) from None
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -766,7 +776,7 @@ def _check_files(ctx: Context) -> None:
                 f"{_shown(ctx.state_path)}: the stack {stack} of this upgrade has no stack file any more; restore it, "
                 "or run with --restart"
             )
-        text = path.read_text(encoding="utf-8")
+        text = _stack_text(path)
         if _sha(text) not in (now, maybe):
             raise InputError(
                 f"{_shown(path)}: changed since the upgrade planned it (by something other than this upgrade); the "
@@ -931,7 +941,7 @@ def _edit(ctx: Context, step: Step, wave: WavePlan) -> None:
     for stack in step.stacks:
         planned = step.files[stack]
         path = ctx.known[stack]
-        text = path.read_text(encoding="utf-8")
+        text = _stack_text(path)
         if _sha(text) == planned.after:
             continue
         if _sha(text) != planned.before:
@@ -956,7 +966,7 @@ def _edit(ctx: Context, step: Step, wave: WavePlan) -> None:
 def _at_after(ctx: Context, step: Step) -> None:
     for stack in step.stacks:
         path = ctx.known[stack]
-        if _sha(path.read_text(encoding="utf-8")) != step.files[stack].after:
+        if _sha(_stack_text(path)) != step.files[stack].after:
             raise InputError(
                 f"{_shown(path)}: the commit of {step.key} exists, but the file is not as that commit has it; restore "
                 "it (git checkout HEAD -- the file), or run with --restart"
