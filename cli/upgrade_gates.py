@@ -1,8 +1,8 @@
 """The apply-mode gates of ``fleet upgrade``: what the HyperShift operator reports on the management clusters.
 
 A wave whose stacks are all applied by nodefleet (``output.mode: apply``) is judged by the objects themselves,
-each read through its hosted cluster's management cluster (``managementCluster.kubeconfig``, else
-``output.kubeconfig``, else ``$KUBECONFIG`` / ``~/.kube/config``):
+each read through its hosted cluster's management cluster (its ``kubeconfig`` in the fleet's registry; without a
+registry the stack's ``output.kubeconfig``, else ``$KUBECONFIG`` / ``~/.kube/config``):
 
 - after the control planes: every HostedCluster of the wave has the release as its last ``Completed`` entry of
   ``status.version.history`` (:func:`cli.upgrade.completed_version`, HyperShift's own reading);
@@ -14,8 +14,8 @@ Either gate stops, whatever the version says, on what the operator reports as a 
 (:data:`HOSTED_CLUSTER_FAILURES`, :data:`NODE_POOL_FAILURES`): a canary that completed its upgrade degraded
 must not take the next wave with it. An object that cannot be read (not applied yet, a management cluster out
 of reach) stops the gate too. AutoNode node classes live in the hosted cluster, which the management cluster
-does not show: a wave with them is confirmed by the user or a health command after its nodes, as a
-render-mode wave is.
+does not show, and a standalone cluster's version lives in the cluster itself: a wave with them is confirmed by
+the user or a health command, as a render-mode wave is.
 """
 
 from __future__ import annotations
