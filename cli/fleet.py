@@ -84,17 +84,20 @@ def _command(args: argparse.Namespace, stack: str, path: Path) -> list[str]:
     source = (
         ["--stack", stack]
         if path.parent.resolve() == (PROJECT / "stacks").resolve()
-        else ["--config-file", str(path)]
+        else ["--config-file", os.path.abspath(path)]  # the stack runs from the project, not from here
     )
     cmd = [sys.executable, "-m", "nodefleet", args.fleet_command]
     if args.fleet_command in ("check", "forecast"):
         cmd += [*source, "--json"]
         if args.fleet_command == "forecast" and args.out:
-            cmd += ["--rendered", str(args.out / stack)]  # where `fleet render --out` put the stack
+            cmd += [
+                "--rendered",
+                os.path.join(os.path.abspath(args.out), stack),
+            ]  # where `fleet render --out` put it
     elif args.fleet_command == "render":
         cmd += source
-        if args.out:
-            cmd += ["--out", str(args.out / stack)]
+        if args.out:  # absolute: the stack runs from the project, not from here
+            cmd += ["--out", os.path.join(os.path.abspath(args.out), stack)]
     elif args.fleet_command in ("preview", "up"):
         cmd += ["--stack", stack, "--json"]
     elif args.fleet_command == "report":
@@ -241,35 +244,12 @@ def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list
 
 
 def _read_config(path: Path, shown: str) -> dict[str, Any]:
-    """A stack file's ``config:``, read as strictly as :func:`mockruntime.run.read_stack_config` reads it
-    (duplicate keys refused), with libyaml where PyYAML has it: planning 500 stacks reads 500 files, and the
-    pure-Python parser takes most of the time. Any problem is reported by the strict reader's own message."""
-    import yaml
-
+    """A stack file's ``config:``, read as :func:`mockruntime.run.read_stack_config` reads it, with libyaml
+    where PyYAML has it: planning 500 stacks reads 500 files, and the pure-Python parser takes most of the
+    time."""
     from mockruntime.run import read_stack_config
-    from nodefleet.stackfile import yamlfile
 
-    fast = getattr(yaml, "CSafeLoader", None)
-    if fast is not None:
-        global _STRICT_C_LOADER
-        if _STRICT_C_LOADER is None:
-            _STRICT_C_LOADER = type("_StrictCLoader", (fast,), {})
-            _STRICT_C_LOADER.add_constructor(
-                yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-                yamlfile._construct_mapping,
-            )
-        try:
-            document = yaml.load(path.read_bytes(), Loader=_STRICT_C_LOADER)
-        except (OSError, yaml.YAMLError, UnicodeDecodeError):
-            document = None
-        if isinstance(document, dict) and not yamlfile._too_many_values(document):
-            config = document.get("config")
-            if isinstance(config, dict):
-                return config
-    return read_stack_config(path, shown)
-
-
-_STRICT_C_LOADER: Any = None
+    return read_stack_config(path, shown, fast=True)
 
 
 def _relative(path: Path) -> str:
@@ -289,18 +269,25 @@ def matrix_run(args: argparse.Namespace, known: dict[str, Path], names: list[str
         stacks = [s for s in stacks if s.mode == args.mode]
     touched = None
     if args.changed_files:
-        if args.changed_files == "-":
-            text = sys.stdin.read()
-        else:
-            from nodefleet.files import read_regular_file
+        from nodefleet import files as reader
 
-            try:
-                text = read_regular_file(args.changed_files).decode("utf-8", "replace")
-            except OSError as e:
-                raise InputError(
-                    f"--changed-files {args.changed_files}: cannot read it ({e.strerror or e}); write the "
-                    "output of `git diff --name-only BASE` to a file, or pass - to read it from stdin"
-                ) from None
+        try:
+            if args.changed_files == "-":
+                data = sys.stdin.buffer.read(reader.MAX_FILE_BYTES + 1)
+                if len(data) > reader.MAX_FILE_BYTES:
+                    raise reader.FileProblem(
+                        "-",
+                        f"standard input holds more than {reader.MAX_FILE_BYTES:,} bytes",
+                        "give a list of files",
+                    )
+                text = reader.decode_text(data, "-", what="list of changed files")
+            else:
+                text = reader.read_text(args.changed_files, what="list of changed files")
+        except reader.FileProblem as e:
+            raise InputError(
+                f"--changed-files {e.source}: {e.problem}; {e.fix} (the output of `git diff --name-only BASE`, "
+                "or - to read it from stdin)"
+            ) from None
         touched = touched_stacks(text.splitlines(), stacks)
     try:
         out = matrix(
@@ -361,6 +348,23 @@ def selected(args: argparse.Namespace) -> tuple[dict[str, Path], list[str]]:
     return known, names
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """``--out`` and ``--out-dir`` are judged before any stack runs, as ``output.directory`` is: never inside
+    ``.git/``, never a file where a folder is meant (:func:`nodefleet.stackfile.paths.output_folder`)."""
+    from nodefleet.stackfile.paths import PathError, output_folder
+
+    for option, value, example in (
+        ("--out", getattr(args, "out", None), "--out rendered/"),
+        ("--out-dir", getattr(args, "out_dir", None), "--out-dir reports/"),
+    ):
+        if value is None:
+            continue
+        try:
+            output_folder(value, example=example)
+        except PathError as e:
+            raise InputError(f"{option} {value}: {e}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     known, names = selected(args)
     if args.fleet_command == "matrix":
@@ -369,6 +373,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--parallel {args.parallel}: must be at least 1")
     if args.fleet_command == "report" and not args.base:
         raise InputError("fleet report needs --base <git ref> (the base of the change)")
+    _check_outputs(args)
     if args.fleet_command in ("check", "preview", "up", "render"):
         problems = tree_problems(args, [(name, known[name]) for name in names])
         if problems:
@@ -518,51 +523,44 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-#: How much of a health command's output is kept: its last bytes, of each stream.
-HEALTH_TAIL_BYTES = 4096
-#: How many of its last lines a stop prints and the state file stores, each cut at :data:`HEALTH_LINE_CHARS`.
-HEALTH_TAIL_LINES = 2
+#: How much of a health command's output is kept (its end): enough for the reason it gives, never a flood.
+HEALTH_OUTPUT_KEPT = 4096
+#: The longest line of it printed or stored.
 HEALTH_LINE_CHARS = 300
 
 
-def _tail(data: bytes) -> str:
-    """The last lines of a command's output, decoded leniently, control characters replaced, bounded."""
-    text = data.decode("utf-8", "replace")
-    lines = ["".join(c if c >= " " or c == "\t" else "?" for c in line).strip() for line in text.splitlines()]
-    lines = [
-        line if len(line) <= HEALTH_LINE_CHARS else line[:HEALTH_LINE_CHARS] + "…" for line in lines if line
-    ]
-    return " ".join(lines[-HEALTH_TAIL_LINES:])
+@dataclass
+class Bounded:
+    """A shell command run with a time limit: its exit code (None when it was killed at the limit) and the end
+    of its output, decoded leniently, credentials redacted."""
+
+    code: int | None
+    tail: str
 
 
-def run_bounded(command: str, env: dict[str, str], timeout: float | None) -> tuple[int | None, str, str]:
-    """Run a user's shell command in the project: (exit code, or None when it ran past ``timeout`` and was
-    killed with every process it started; the tail of its stderr; of its stdout). Only the last
-    :data:`HEALTH_TAIL_BYTES` of each stream are kept, however much it writes."""
+def run_bounded(command: str, *, env: dict[str, str], cwd: Path, timeout: float) -> Bounded:
+    """Run ``command`` in a shell, in a process group of its own, killed with the whole group after
+    ``timeout`` seconds; only the last :data:`HEALTH_OUTPUT_KEPT` bytes of stdout and stderr are kept (a command
+    printing without end fills neither memory nor disk), decoded with replacement characters (any bytes),
+    its last two lines shortened to :data:`HEALTH_LINE_CHARS` and redacted (:func:`nodefleet.files.redact`),
+    so what is printed and stored is bounded and holds no token the command printed."""
     import signal
 
+    from nodefleet.files import redact
+
     proc = subprocess.Popen(
-        command,
-        shell=True,
-        cwd=PROJECT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its own process group: a timeout kills what it started too
-    )
-    tails = {"out": bytearray(), "err": bytearray()}
+        command, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    kept = {"out": b"", "err": b""}
 
-    def drain(fd: int, key: str) -> None:
-        buffer = tails[key]
-        while chunk := os.read(fd, 65536):
-            buffer += chunk
-            del buffer[:-HEALTH_TAIL_BYTES]
+    def drain(name: str, stream: Any) -> None:
+        for chunk in iter(lambda: stream.read1(65536), b""):
+            kept[name] = (kept[name] + chunk)[-HEALTH_OUTPUT_KEPT:]
 
-    assert proc.stdout is not None and proc.stderr is not None
     readers = [
-        threading.Thread(target=drain, args=(proc.stdout.fileno(), "out"), daemon=True),
-        threading.Thread(target=drain, args=(proc.stderr.fileno(), "err"), daemon=True),
+        threading.Thread(target=drain, args=(name, stream), daemon=True)
+        for name, stream in (("out", proc.stdout), ("err", proc.stderr))
     ]
     for reader in readers:
         reader.start()
@@ -570,43 +568,36 @@ def run_bounded(command: str, env: dict[str, str], timeout: float | None) -> tup
         code: int | None = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         code = None
+    finally:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+            os.killpg(proc.pid, signal.SIGKILL)  # what the command started, too, so its pipes close
     for reader in readers:
-        reader.join(
-            timeout=5
-        )  # a process that left the group may hold the pipe: its output is not waited for
-    return code, _tail(bytes(tails["err"])), _tail(bytes(tails["out"]))
+        reader.join(5)
+    text = (kept["err"] or kept["out"]).decode("utf-8", "replace")
+    # Control characters (a terminal's escape sequences) never reach the terminal or the state file as they are.
+    text = "".join(ch if ch >= " " or ch in "\n\t" else "?" for ch in text)
+    lines = [line.strip()[:HEALTH_LINE_CHARS] for line in text.strip().splitlines()[-2:]]
+    return Bounded(code, redact(" ".join(line for line in lines if line)))
 
 
 def _health_gate(
-    command: str,
-    wave: str,
-    stacks: list[str],
-    timeout: float | None = None,
-    extra: dict[str, str] | None = None,
+    command: str, wave: str, stacks: list[str], timeout: float = 1800, extra: dict[str, str] | None = None
 ) -> str:
-    """Run the user's health command after a wave; the reason to stop, or "" when it passed."""
-    env = {
-        **os.environ,
-        "NODEFLEET_WAVE": wave,
-        "NODEFLEET_WAVE_STACKS": ",".join(stacks),
-        **(extra or {}),
-    }
+    """Run the user's health command after a wave, within ``timeout`` seconds (``--timeout``), with ``extra`` in
+    its environment too (``fleet upgrade``'s ``NODEFLEET_UPGRADE_PHASE``); the reason to stop, or "" when it
+    passed."""
+    env = {**os.environ, "NODEFLEET_WAVE": wave, "NODEFLEET_WAVE_STACKS": ",".join(stacks), **(extra or {})}
     try:
-        code, err, out = run_bounded(command, env, timeout)
+        done = run_bounded(command, env=env, cwd=PROJECT, timeout=timeout)
     except OSError as e:
         return f"--health-command could not start ({e.strerror})"
-    if code is None:
-        return (
-            f"--health-command did not finish within {timeout:.0f}s (--timeout) after wave {label_value(wave)}; it "
-            "was stopped, with every process it started"
-        )
-    if code == 0:
+    if done.code == 0:
         return ""
-    tail = err or out
-    return f"--health-command exited {code} after wave {label_value(wave)}" + (f": {tail}" if tail else "")
+    if done.code is None:
+        reason = f"--health-command did not finish within {timeout:.0f}s (--timeout) after wave {label_value(wave)}"
+    else:
+        reason = f"--health-command exited {done.code} after wave {label_value(wave)}"
+    return reason + (f": {done.tail}" if done.tail else "")
 
 
 def _table(command: str, results: list[StackResult], wall: float, parallel: int, worst: int) -> str:

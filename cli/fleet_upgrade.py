@@ -469,11 +469,12 @@ def _state_path(args: argparse.Namespace, repo: Repo | None) -> Path:
         if repo is not None:
             return repo.git_dir / STATE_FILE
         return Path(args.stacks_dir) / STATE_FILE
-    path = Path(args.state)
-    if path.is_dir():
-        raise InputError(
-            f"--state {path}: is a directory; give the path of a file (it is created if missing)"
-        )
+    from nodefleet.stackfile.paths import PathError, output_file
+
+    try:
+        path = output_file(args.state, example="--state ../upgrade-state.json")
+    except PathError as exc:
+        raise InputError(f"--state {args.state}: {exc}") from None
     if repo is not None:
         resolved = path.resolve()
         if resolved.is_relative_to(repo.git_dir):
@@ -585,8 +586,9 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
         try:
             plan = _make_plan(args, loaded, names, target, registry)
         except PlanError as exc:
-            header = f"nodefleet fleet upgrade to {release}: no plan: {len(exc.problems)} problem(s), nothing written"
-            raise InputError("\n".join([header, *exc.problems])) from None
+            raise InputError(
+                "\n".join(exc.problems)
+            ) from None  # one line per kind of problem, nothing written
         except Unreadable as exc:
             print(f"nodefleet fleet upgrade to {release}: stopped before anything was written: {exc}")
             return EXIT_VIOLATIONS

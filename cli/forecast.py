@@ -16,6 +16,7 @@ from nodefleet.drift.forecast import Forecast, Item, Snapshot
 def run(args: argparse.Namespace) -> int:
     from mockruntime.snapshots import (
         SnapshotError,
+        deployer_of,
         last_render_root,
         plan_of,
         snapshot_from_plan,
@@ -38,7 +39,9 @@ def run(args: argparse.Namespace) -> int:
             before = snapshot_from_render_dir(plan, root, stack=stack)
     except SnapshotError as exc:
         raise InputError(str(exc)) from None
-    result = forecast(before, snapshot_from_plan(plan, "the program now (mock runtime)"))
+    result = forecast(
+        before, snapshot_from_plan(plan, "the program now (mock runtime)"), deployer=deployer_of(mock)
+    )
     if before is None and root is not None and not args.json:
         hint = (
             "--rendered DIR (where `render --out DIR` wrote)"

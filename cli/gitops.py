@@ -145,6 +145,7 @@ def _options(args: argparse.Namespace, registry: Any) -> argparse.Namespace:
     one checked before anything is read or written."""
     from nodefleet.fleet.registry import GitOpsSettings, redact_url, url_credentials_problem
     from nodefleet.render.wiring import DEFAULT_WIRING_NAME
+    from nodefleet.stackfile.modelbase import DNS_SUBDOMAIN
 
     settings = registry.gitops or GitOpsSettings()
     o = argparse.Namespace(
@@ -174,6 +175,12 @@ def _options(args: argparse.Namespace, registry: Any) -> argparse.Namespace:
                 f"{option} {value!r}: not a Kubernetes namespace or object name; use lowercase letters, digits "
                 "and '-', starting and ending with a letter or digit, at most 63 characters (a DNS label)"
             )
+    if not re.match(DNS_SUBDOMAIN, o.argocd_project) or len(o.argocd_project) > 253:
+        raise InputError(
+            f"--argocd-project {o.argocd_project!r}: not an Argo CD project name; use the name of an AppProject "
+            "(a Kubernetes object name: lowercase letters, digits, '-' and '.', starting and ending with a letter "
+            "or digit)"
+        )
     if o.revision.startswith("-") or any(c.isspace() or ord(c) < 32 for c in o.revision):
         raise InputError(
             f"--revision {o.revision!r}: not a branch name; give the branch the tree is published to"
@@ -237,8 +244,6 @@ def run(args: argparse.Namespace) -> int:
     problems = tree_problems(fleets)
     if problems:
         raise InputError("\n".join(problems))
-    for line in shared_namespaces(fleets):
-        print(f"note: {line}", file=sys.stderr)
     repo_root = args.repo_root.resolve()
     all_folders = []
     paths: dict[tuple[str, str], str] = {}
@@ -253,6 +258,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             paths[(f.stack, f.target)] = Path(rel).as_posix()
             all_folders.append(f)
+    sources = {fleet.stack: shown for fleet, shown in fleets}
     files = _file_names(o.name)
     source = "nodefleet-rendered" if o.name == DEFAULT_WIRING_NAME else f"{o.name}-rendered"
     try:
@@ -267,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
                     name=o.name,
                     namespace=o.argocd_namespace,
                     project=o.argocd_project,
+                    sources=sources,
                 )
             ]
             documents[files["argocd-cm"]] = [argocd_health_config_map(o.argocd_namespace)]
@@ -278,9 +285,14 @@ def run(args: argparse.Namespace) -> int:
                 paths=paths,
                 namespace=o.flux_namespace,
                 source=source,
+                sources=sources,
             )
     except WiringError as e:
         raise InputError(str(e)) from None
+    for line in shared_namespaces(
+        fleets
+    ):  # after every refusal: a refused run prints its one error line only
+        print(f"note: {line}", file=sys.stderr)
     used = sorted({f.management_cluster for f in all_folders if f.management_cluster})
     script = secrets_script(
         all_folders,

@@ -77,33 +77,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def out_folder(out: Path, option: str = "--out", what: str = "the manifests") -> Path:
-    """The folder an ``--out`` option names, resolved: refused (exit 2, nothing written) when it is a file (or
-    runs through one), the file system root, a symlink loop, or inside a ``.git`` folder (a write there could
-    reach ``.git/hooks``, which Git runs), by the rules ``output.directory`` follows
-    (:mod:`nodefleet.stackfile.paths`). The user chose it, so it may lie outside the project."""
-    from mockruntime.run import PROJECT_DIR
-    from nodefleet.stackfile.paths import PathError, contain, writable_folder_problem
+    """The folder an ``--out`` option names, resolved: refused (exit 2, nothing written) by the rules
+    ``output.directory`` follows (:func:`nodefleet.stackfile.paths.output_folder`: never a file or through one,
+    never inside a ``.git`` folder, whose hooks Git runs, never a symlink loop), and never the file system root.
+    The user chose it, so it may lie outside the project."""
+    from nodefleet.stackfile.paths import PathError, output_folder
 
-    problem = writable_folder_problem(Path(out).expanduser())
-    if problem:
-        raise InputError(f"{option} {out}: {problem}")
     try:
-        contained = contain(
-            str(Path(out).expanduser().resolve()),
-            project_dir=PROJECT_DIR,
-            roots=[Path(out).expanduser().resolve()],
-            allow=option,
-            example=f"{option} /tmp/out",
-        )
+        path = output_folder(out, example=f"{option} /tmp/out")
     except PathError as e:
         raise InputError(f"{option} {out}: {e}") from None
-    if contained.path == Path(contained.path.anchor):
+    if path == Path(path.anchor):
         raise InputError(f"{option} {out}: is the file system root; name a folder for {what}")
-    if any(p.lower() == ".git" for p in [*Path(out).parts, *contained.path.parts]):
-        raise InputError(
-            f"{option} {out}: lies inside a .git folder, the repository's own files; name a folder of the work tree"
-        )
-    return contained.path
+    return path
 
 
 def _show(path: Path) -> str:

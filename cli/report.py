@@ -55,10 +55,12 @@ def touched_stacks(
     The rules are ``fleet matrix``'s (:func:`nodefleet.stackfile.waves.touched_stacks`), so the report covers exactly the
     stacks the rollout would run.
     """
-    import yaml
-
+    from mockruntime.run import read_stack_config
+    from mockruntime.snapshots import shown_path
+    from nodefleet.stackfile.model import CONFIG_KEY
     from nodefleet.stackfile.waves import DEFAULT_WAVE, StackWave, is_shared
     from nodefleet.stackfile.waves import touched_stacks as touching
+    from nodefleet.stackfile.yamlfile import YAMLFileError
 
     folder = stacks_dir or project / "stacks"
     rel = in_repository(folder, project)
@@ -69,8 +71,11 @@ def touched_stacks(
         return [], f"only the program touches the stacks of {folder}, which lies outside the repository"
     fleet = []
     for stack in stacks:
-        text = (folder / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")
-        config = ((yaml.safe_load(text) or {}).get("config") or {}).get("nodefleet:fleet") or {}
+        path = folder / f"Pulumi.{stack}.yaml"
+        try:  # a stack file that does not load has no catalogs here; its own check says why
+            config = read_stack_config(path, shown_path(path), fast=True).get(CONFIG_KEY) or {}
+        except YAMLFileError:
+            config = {}
         clusters = config.get("clusters") if isinstance(config, dict) else None
         catalogs = tuple(
             str(c["catalog"])
@@ -168,7 +173,13 @@ def _stack_report(
     from cli.engine import engine_status
     from mockruntime.evaluate import evaluate_run
     from mockruntime.run import read_stack_config, run_program, stack_path
-    from mockruntime.snapshots import plan_of, shown_path, snapshot_from_plan, snapshot_from_render_dir
+    from mockruntime.snapshots import (
+        deployer_of,
+        plan_of,
+        shown_path,
+        snapshot_from_plan,
+        snapshot_from_render_dir,
+    )
     from nodefleet.drift.forecast import Snapshot, forecast
     from nodefleet.stackfile.yamlfile import YAMLFileError
     from policies.pack import POLICIES
@@ -204,7 +215,7 @@ def _stack_report(
     before = snapshot_from_render_dir(plan, base.root) if base.root else None
     if before is not None:
         before = Snapshot(base.label, before.objects)
-    result = forecast(before, snapshot_from_plan(plan, "this change"))
+    result = forecast(before, snapshot_from_plan(plan, "this change"), deployer=deployer_of(mock))
     mandatory = [v for v in violations if v["level"] == "mandatory"]
     return {
         "stack": stack,
@@ -277,6 +288,17 @@ def as_json(report: dict[str, Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from cli.verdicts import read_policy_config
+    from nodefleet.stackfile.paths import PathError, output_file
+
+    for option, value, example in (
+        ("--out", args.out, "report.md"),
+        ("--json-out", args.json_out, "report.json"),
+    ):
+        try:
+            if value is not None:
+                output_file(value, example=f"{option} {example}")
+        except PathError as e:
+            raise InputError(f"{option} {value}: {e}") from None
 
     changed = [
         line

@@ -29,7 +29,7 @@ def tree_problems(
     its file (:mod:`nodefleet.render.objects`). A stack file beside this one that does not load is left to
     its own check, which says why.
     """
-    from mockruntime.render_tree import JOURNAL_SUFFIX, RECORD_PREFIX, recorded_files
+    from mockruntime.render_tree import JOURNAL_SUFFIX, RECORD_PREFIX, RenderTreeError, recorded_files
     from mockruntime.run import PROJECT_DIR, read_stack_config
     from mockruntime.snapshots import shown_path
     from nodefleet.fleet.registry import fleet_problems, load_fleet_in
@@ -88,7 +88,11 @@ def tree_problems(
     for name in sorted(others):
         for directory in sorted(others[name]):
             files = []
-            for rel in sorted(recorded_files(directory).get(name, ())):
+            try:
+                recorded = recorded_files(directory).get(name, frozenset())
+            except RenderTreeError as exc:
+                return [*problems, str(exc)]
+            for rel in sorted(recorded):
                 path = directory / rel
                 manifest = _rendered_manifest(path)
                 if manifest is not None:
@@ -110,16 +114,16 @@ def tree_problems(
 def _folder_destinations(directory: Path, targets: set[str]) -> dict[str, str]:
     """Where each render folder's objects go, as the folder's Argo CD file records it (management cluster,
     hosted cluster): two stacks' folders on different management clusters never collide."""
-    import yaml
-
+    from nodefleet import files as reader
     from nodefleet.render.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
     from nodefleet.render.objects import folder_destination
 
     out = {}
     for target in targets:
+        path = directory / target / ARGOCD_IGNORE_DIFFERENCES_FILE
         try:
-            data = yaml.safe_load((directory / target / ARGOCD_IGNORE_DIFFERENCES_FILE).read_bytes())
-        except (OSError, yaml.YAMLError):
+            data = reader.load_yaml(reader.read_text(path), str(path))
+        except reader.FileProblem:
             continue
         destination = folder_destination(data) if isinstance(data, dict) else None
         if destination:
@@ -128,18 +132,22 @@ def _folder_destinations(directory: Path, targets: set[str]) -> dict[str, str]:
 
 
 def _rendered_manifest(path: Path) -> dict[str, Any] | None:
+    from nodefleet import files as reader
+
     try:
-        return _rendered_manifest_bytes(path.read_bytes())
-    except OSError:
+        return _rendered_manifest_bytes(reader.read_bytes(path))
+    except reader.FileProblem:
         return None
 
 
 def _rendered_manifest_bytes(content: bytes) -> dict[str, Any] | None:
     """A rendered manifest, or None for a file that is not one (its own render, or a reader, says why)."""
-    import yaml
+    from nodefleet import files as reader
 
     try:
-        value = yaml.safe_load(content)
-    except yaml.YAMLError:
+        value = reader.load_yaml(
+            reader.decode_text(content, "manifest"), "manifest", loader=reader.FastBoundedLoader
+        )
+    except reader.FileProblem:
         return None
     return value if isinstance(value, dict) and "kind" in value else None

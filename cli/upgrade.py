@@ -336,15 +336,19 @@ def _forecast_text(stack: str, before_doc: Any, after_doc: Any, source: str | No
 
     from cli.forecast import text
     from mockruntime.run import SECRET_PLACEHOLDER, run_program
-    from mockruntime.snapshots import plan_of, snapshot_from_plan
+    from mockruntime.snapshots import deployer_of, plan_of, snapshot_from_plan
     from nodefleet.drift.forecast import forecast
+
+    deployers: list[str] = []
 
     def snap(doc: Any) -> Any:
         config = {
             key: SECRET_PLACEHOLDER if isinstance(v, Mapping) and set(v) == {"secure"} else _plain(v)
             for key, v in ((doc or {}).get("config") or {}).items()
         }
-        return snapshot_from_plan(plan_of(run_program(stack, config, source=source)), "")
+        run = run_program(stack, config, source=source)
+        deployers.append(deployer_of(run))
+        return snapshot_from_plan(plan_of(run), "")
 
     try:
         before, after = snap(before_doc), snap(after_doc)
@@ -353,6 +357,7 @@ def _forecast_text(stack: str, before_doc: Any, after_doc: Any, source: str | No
     result = forecast(
         type(before)("the stack file before this step", before.objects),
         type(after)("after it", after.objects),
+        deployer=deployers[-1],
     )
     return text(stack, result)
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from cli.exits import InputError
@@ -22,25 +21,16 @@ def read_policy_config(args: argparse.Namespace) -> dict[str, object] | None:
     """The ``--policy-config`` file, validated against the pack's config schemas (InputError otherwise)."""
     if not args.policy_config:
         return None
-    from nodefleet.files import FileKindError, FileTooLargeError, read_regular_file
+    from nodefleet import files
 
     path = args.policy_config
+    example = 'it takes the --policy-pack-config format, e.g. {"boot-image-skew": {"strict": true}}'
     try:
-        value = json.loads(read_regular_file(path).decode("utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"--policy-config {path}: no such file") from None
-    except (FileKindError, FileTooLargeError) as exc:
-        raise InputError(
-            f"--policy-config {path}: {exc}; give a JSON file in the --policy-pack-config format, "
-            'e.g. {"boot-image-skew": {"strict": true}}'
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"--policy-config {path}: cannot be read ({exc.__class__.__name__})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"--policy-config {path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            'it takes the --policy-pack-config format, e.g. {"boot-image-skew": {"strict": true}}'
-        ) from None
+        text = files.read_text(path, what="policy config", limit=files.SMALL_FILE_BYTES, source=str(path))
+        value = files.load_json(text, str(path))
+    except files.FileProblem as exc:
+        fix = example if exc.syntax else exc.fix
+        raise InputError(f"--policy-config {exc.source}: {exc.problem}; {fix}") from None
     if not isinstance(value, dict):
         raise InputError(
             f"--policy-config {path}: the top level must be an object keyed by policy name, "

@@ -12,25 +12,37 @@ path): the language host answers the engine with ``RunResponse{bail: true}`` (it
 its own (``result.BailErrorf("run bailed")``). :func:`errors_reported_once` reports the message itself and
 exits with 32.
 
-**The engine stopping it.** When a preview or update ends early (a mandatory policy violation, a failed resource, Ctrl+C), the CLI
-closes its language host by sending SIGINT to the host's whole process group
+**The engine stopping it.** When a preview or update ends early (a mandatory policy violation, a failed resource,
+Ctrl+C), the CLI closes its language host by sending SIGINT to the host's whole process group
 (pulumi/pulumi ``pkg/resource/plugin/plugin.go``: ``cmdutil.InterruptChildren``, i.e. ``kill(-pgid,
 SIGINT)``). The Python language host starts the program without a process group of its own
 (``sdk/python/cmd/pulumi-language-python/main.go``, ``Run``), so the program gets that SIGINT too. Python turns
 it into ``KeyboardInterrupt``, which the SDK's exec shim (``pulumi-language-python-exec``) does not catch (it
 handles ``Exception`` only), and the traceback lands under Diagnostics, where users paste it into tickets.
-The engine has already decided the outcome by then; the program only has to go away.
+The engine has already decided the outcome by then; the program only has to go away, and say nothing.
+
+Saying nothing includes gRPC's own C-core logging. The engine tears its resource monitor down right after the
+SIGINT; when that server cancels the program's pending calls, its GOAWAY reaches the program's channel and
+gRPC (grpcio 1.85, ``chttp2_transport.cc``) logs ``Got goaway [2] … Cancelling all calls`` at INFO, which absl
+writes to stderr (nothing calls ``absl::InitializeLog``, so every level above the minimum goes there). Whether
+the program is still alive to log it is a race a loaded machine loses now and then. The environment cannot
+help from here: grpcio reads ``GRPC_VERBOSITY`` once, when ``grpc`` is imported, and the exec shim imports it
+(and opens the monitor channel) before this program runs. A Python-level handler cannot help either: it runs
+only when the main thread next executes bytecode, and gRPC's threads log without it. So the program gives
+SIGINT back its default action: the kernel then ends every thread of the process inside the ``kill()`` that
+sends it (``complete_signal``: a fatal signal with the default action takes the whole thread group down
+at once), before any thread runs another instruction, so nothing can be printed after it, whatever the
+timing. stdout is made line-buffered first, so every line printed before the signal has reached the
+language host already (stderr is line-buffered since Python 3.9).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import sys
 import threading
 from collections.abc import Iterator
-from types import FrameType
 
 import pulumi
 
@@ -47,18 +59,8 @@ def _under_the_engine() -> bool:
     return isinstance(settings.get_monitor(), resource_pb2_grpc.ResourceMonitorStub)
 
 
-def _leave(signum: int, frame: FrameType | None) -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed or broken pipe: nothing left to say
-            stream.flush()
-    # Die by the signal itself, as an unhandled KeyboardInterrupt does since Python 3.8: the same exit status
-    # for whoever waits on the process, without the traceback.
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
 def exit_quietly_when_the_engine_stops_us() -> None:
-    """Replace the KeyboardInterrupt traceback by a silent exit, when running under the real engine.
+    """Under the real engine, let SIGINT end the program by its default action: silently, every thread at once.
 
     Under the mock runtime (``python -m nodefleet check``, the tests) nothing changes, so Ctrl+C there keeps
     its usual meaning for the command line and for pytest.
@@ -66,8 +68,10 @@ def exit_quietly_when_the_engine_stops_us() -> None:
     if not _under_the_engine():
         return
     if threading.current_thread() is not threading.main_thread():
-        return  # signal handlers can only be installed from the main thread
-    signal.signal(signal.SIGINT, _leave)
+        return  # signal dispositions can only be set from the main thread
+    with contextlib.suppress(AttributeError, ValueError, OSError):  # a replaced or closed stream
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @contextlib.contextmanager

@@ -43,9 +43,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from mockruntime.rendering import RenderPlan
+from nodefleet import files as reader
 from nodefleet.render.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
 from nodefleet.render_layout import LAYOUT_DIRS, manifest_path
 
@@ -136,10 +135,15 @@ class _Record:
 
 
 def _read_record(path: Path) -> _Record:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return _Record(frozenset(), frozenset())
+    try:
+        text = reader.read_text(path, what="render record")
+    except reader.FileProblem as exc:
+        raise RenderTreeError(
+            f"{exc.source}: the render record {exc.problem}; restore it from version control, or remove it (the "
+            "next render then adopts the manifests it finds)"
+        ) from None
     targets, files = set(), set()
     for line in text.splitlines():
         kind, _, value = line.partition(" ")
@@ -207,7 +211,7 @@ def _write(root: Path, stack: str, plan: RenderPlan, result: TreeResult) -> None
         if path.is_symlink() or path.is_dir():
             raise RenderTreeError(f"{path} is a symlink or a folder where a manifest goes; remove it")
         if path.exists():
-            if path.read_bytes() == content:
+            if _existing(path) == content:
                 if rel in wanted:
                     result.unchanged.append(rel)
                 continue
@@ -263,9 +267,28 @@ def _prepare(root: Path, to_write: dict[str, bytes]) -> dict[str, Path]:
     return temps
 
 
+def _existing(path: Path) -> bytes | None:
+    """What a manifest file holds now (None when it is too large to be one); a pipe or device is refused."""
+    try:
+        return reader.read_regular_file(path)
+    except reader.FileTooLargeError:
+        return None
+    except reader.FileKindError as exc:
+        raise RenderTreeError(f"{path} {exc} where a manifest goes; remove it") from None
+    except OSError as exc:
+        raise RenderTreeError(
+            f"{path} cannot be read ({exc.strerror}) where a manifest goes; remove it"
+        ) from None
+
+
 def _apply_journal(root: Path, journal: Path) -> None:
     """Phase 2 (and recovery): renames, removals, folders, the record; then the journal goes."""
-    text = journal.read_text(encoding="utf-8")
+    try:
+        text = reader.read_text(journal, what="render journal")
+    except reader.FileProblem as exc:
+        raise RenderTreeError(
+            f"{exc.source}: the journal of an interrupted render {exc.problem}; remove it and render again"
+        ) from None
     ops, _, record = text.partition("record\n")
     keep: list[str] = []
     prune: list[str] = []
@@ -332,8 +355,8 @@ def _provider_written(root: Path, targets: set[str], skip: set[str]) -> set[str]
                 if rel in skip or path.is_symlink() or not path.is_file():
                     continue
                 try:
-                    obj = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
-                except (yaml.YAMLError, UnicodeDecodeError, OSError):
+                    obj = reader.load_yaml(reader.read_text(path), str(path), loader=reader.FastBoundedLoader)
+                except reader.FileProblem:
                     continue
                 if (
                     isinstance(obj, dict)
@@ -343,9 +366,6 @@ def _provider_written(root: Path, targets: set[str], skip: set[str]) -> set[str]
                 ):
                     found.add(rel)
     return found
-
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _refuse_foreign_targets(root: Path, stack: str, targets: list[str]) -> None:

@@ -284,14 +284,16 @@ def stack_path(stack: str, project_dir: Path = PROJECT_DIR) -> Path:
     return path
 
 
-def read_stack_config(path: Path, source: str | None = None) -> dict[str, Any]:
+def read_stack_config(path: Path, source: str | None = None, *, fast: bool = False) -> dict[str, Any]:
     """The ``config:`` block of a stack file, as the CLI would hand it to the program.
 
-    Read as strictly as the Pulumi CLI reads it (duplicate keys are errors); problems raise
-    :class:`nodefleet.stackfile.yamlfile.YAMLFileError` naming ``source`` (default: the path), never echoing content.
+    Read as strictly as the Pulumi CLI reads it (duplicate keys are errors), through the guarded reader
+    (:mod:`nodefleet.files`: a regular file, bounded, UTF-8, bounded anchors and depth); problems raise
+    :class:`nodefleet.stackfile.yamlfile.YAMLFileError` naming ``source`` (default: the path), never echoing
+    content. ``fast``: parse with libyaml where PyYAML has it (the same value and messages; for reading many).
     """
     name = source or str(path)
-    document = load_yaml(read_text(path, name), name)
+    document = load_yaml(read_text(path, name), name, fast=fast)
     if document is None:
         document = {}
     if not isinstance(document, dict):

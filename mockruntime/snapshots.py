@@ -12,24 +12,22 @@ forecast sees exactly the objects (and the render folders) a render writes. *Bef
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
-from mockruntime.render_tree import recorded_targets
+from mockruntime.render_tree import RenderTreeError, recorded_targets
 from mockruntime.rendering import ManifestFile, RenderPlan, plan_render
 from mockruntime.run import PROJECT_DIR, MockRun
+from nodefleet import files as reader
 from nodefleet.drift.forecast import Obj, Snapshot, snapshot_from_state
-from nodefleet.files import read_regular_file
 from nodefleet.render_layout import CRD_DIR, MANIFEST_DIR, target_folder
 from nodefleet.stackfile.model import Fleet, OutputSettings
 
 __all__ = [
     "SnapshotError",
     "default_target",
+    "deployer_of",
     "last_render_root",
     "plan_of",
     "render_directory_of",
@@ -61,6 +59,13 @@ def plan_of(run: MockRun) -> RenderPlan:
     return plan_render(run, render_directory_of(run) or default_target(run.stack))
 
 
+def deployer_of(run: MockRun) -> str:
+    """Who applies the run's objects: Argo CD or Flux from its render (render mode), or Pulumi (apply mode)."""
+    from nodefleet.drift.forecast import GITOPS, PULUMI
+
+    return GITOPS if render_directory_of(run) else PULUMI
+
+
 def render_directory_of(run: MockRun) -> str | None:
     """The render directory the program handed its providers, as it wrote it; None in apply mode."""
     parents = {
@@ -71,15 +76,13 @@ def render_directory_of(run: MockRun) -> str | None:
     return parents.pop() if len(parents) == 1 else None
 
 
-# libyaml's safe loader where PyYAML was built with it: forecasts read every manifest of a stack.
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _manifest(content: bytes, where: str) -> dict[str, Any]:
+    """A rendered manifest, read by the guarded reader (libyaml's parser: forecasts read every manifest of a
+    stack; bounded in aliases and depth)."""
     try:
-        value = yaml.load(content, Loader=_LOADER)
-    except yaml.YAMLError as exc:
-        raise SnapshotError(f"{where}: not valid YAML ({exc.__class__.__name__}); re-render it") from None
+        value = reader.load_yaml(reader.decode_text(content, where), where, loader=reader.FastBoundedLoader)
+    except reader.FileProblem as exc:
+        raise SnapshotError(f"{where}: not a readable manifest ({exc.problem}); re-render it") from None
     if not isinstance(value, dict) or "kind" not in value:
         raise SnapshotError(f"{where}: not a Kubernetes manifest (no 'kind'); remove it or re-render")
     return value
@@ -112,9 +115,11 @@ def snapshot_from_render_dir(plan: RenderPlan, root: Path, *, stack: str | None 
         if path.is_file():
             objects.append(Obj(f.target, _manifest(_read(path), str(path))))
             seen.add(path)
-    others = {
-        t for owner, claimed in recorded_targets(root).items() if owner != stack for t in claimed
-    } - targets
+    try:
+        recorded = recorded_targets(root)
+    except RenderTreeError as exc:
+        raise SnapshotError(str(exc)) from None
+    others = {t for owner, claimed in recorded.items() if owner != stack for t in claimed} - targets
     for layout in (MANIFEST_DIR, CRD_DIR):
         for path in sorted(root.glob(f"*/{layout}/*.yaml")):
             target = path.parent.parent.name
@@ -127,10 +132,10 @@ def snapshot_from_render_dir(plan: RenderPlan, root: Path, *, stack: str | None 
 def _read(path: Path) -> bytes:
     """A rendered manifest's bytes: a regular file only (a named pipe dropped into the tree must not hang)."""
     try:
-        return read_regular_file(path)
-    except OSError as exc:
+        return reader.read_bytes(path, what="rendered manifest")
+    except reader.FileProblem as exc:
         raise SnapshotError(
-            f"{path}: cannot be read as a rendered manifest ({exc.strerror or exc}); remove it from the render "
+            f"{path}: cannot be read as a rendered manifest ({exc.problem}); remove it from the render "
             "directory or render again"
         ) from None
 
@@ -155,13 +160,18 @@ def shown_path(path: Path) -> str:
 def snapshot_from_state_file(path: Path) -> Snapshot:
     """The objects of a ``pulumi stack export`` file."""
     try:
-        export = json.loads(read_regular_file(path).decode("utf-8"))
-    except FileNotFoundError:
+        text = reader.read_text(path, what="stack export", limit=reader.EXPORT_BYTES)
+    except reader.FileProblem as exc:
         raise SnapshotError(
-            f"{path}: no such file; write it with `pulumi stack export --file {path}`"
+            f"{path}: {exc.problem}; write it with `pulumi stack export --file {path}`"
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SnapshotError(f"{path}: not a `pulumi stack export` JSON document ({exc})") from None
+    try:
+        export = reader.load_json(text, str(path))
+    except reader.FileProblem as exc:
+        raise SnapshotError(
+            f"{path}: not a `pulumi stack export` JSON document ({exc.problem}); write it with "
+            f"`pulumi stack export --file {path}`"
+        ) from None
     try:
         return snapshot_from_state(export, f"Pulumi state ({path.name})")
     except ValueError as exc:

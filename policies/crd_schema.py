@@ -40,7 +40,14 @@ from pulumi_policy.proxy import (
 
 from nodefleet.apiserver.advice import advise
 from nodefleet.apiserver.previous import PreviousStateError, load_checkpoint, rendered_previous
-from nodefleet.apiserver.schema import UNKNOWN, Finding, validate_object
+from nodefleet.apiserver.schema import (
+    CRD_REFUSED,
+    DEFAULT_KUBERNETES_VERSION,
+    KUBERNETES_VERSIONS,
+    UNKNOWN,
+    Finding,
+    validate_object,
+)
 from nodefleet.apiserver.store import ANNOTATION_KARPENTER, KarpenterSetError, Selection, load_index
 from policies.props import ReportViolation
 
@@ -153,7 +160,13 @@ def _judge(args: ResourceValidationArgs) -> tuple[list[Finding], str, str, bool,
             args.urn,
             args.resource_type,
             json.dumps(
-                [props, config.get("previousState"), config.get("karpenter"), directory],
+                [
+                    props,
+                    config.get("previousState"),
+                    config.get("karpenter"),
+                    config.get("kubernetesVersion"),
+                    directory,
+                ],
                 sort_keys=True,
                 default=repr,
             ),
@@ -171,7 +184,8 @@ def _judge(args: ResourceValidationArgs) -> tuple[list[Finding], str, str, bool,
         return findings, identity, "", patch, [None]
     if previous is not None and _renamed(props, previous):
         previous, source = None, ""  # Pulumi replaces a renamed object: the API server sees a create
-    findings = validate_object(props, crd, old=previous, patch=patch)
+    version = str(config.get("kubernetesVersion") or DEFAULT_KUBERNETES_VERSION)
+    findings = validate_object(props, crd, old=previous, patch=patch, kubernetes=version)
     advice = [advise(f, props, crd) for f in findings]
     if key[0]:
         # The two policies judge one object back to back; only the latest results are worth keeping.
@@ -203,6 +217,8 @@ def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
         todo = (
             f"{fix}, in the stack file (or the program)"
             if fix
+            else "fix the rule in the CRD, or refresh it with one the API server accepts (`nodefleet crds refresh`)"
+            if finding.message.startswith(CRD_REFUSED)
             else "fix the value in the stack file (or the program)"
         )
         report(
@@ -237,6 +253,12 @@ _CONFIG = PolicyConfigSchema(
             "description": "The Karpenter CRD set (<flavour>/<minor>, e.g. hypershift/1.13) that judges Karpenter "
             "objects without a nodefleet.io/karpenter annotation, i.e. written by hand. Default: the shipped "
             "default (aws/<newest>).",
+        },
+        "kubernetesVersion": {
+            "type": "string",
+            "enum": list(KUBERNETES_VERSIONS),
+            "description": "The Kubernetes version of the API server that applies the objects: crd-schema follows "
+            f"its validation where versions differ. Default: {DEFAULT_KUBERNETES_VERSION} (OpenShift 4.22).",
         },
         "previousState": {
             "type": "string",

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -33,6 +31,7 @@ from pulumi_policy import (
 
 from nodefleet import kinds as k
 from nodefleet.bootimages.versions import VersionError, parse_ocp
+from nodefleet.files import FastBoundedLoader, FileProblem, load_json, load_yaml, read_text
 from nodefleet.render_layout import manifest_path
 from policies.props import (
     ReportViolation,
@@ -116,7 +115,7 @@ def _scan_ignition(doc: Mapping[str, Any], where: str, depth: int) -> Iterator[s
 
 def _scan_user_data(text: str, where: str = "spec.userData", depth: int = 0) -> Iterator[str]:
     try:
-        doc = json.loads(text)
+        doc = load_json(text, where)
     except ValueError:
         doc = None
     if isinstance(doc, dict) and isinstance(doc.get("ignition"), dict):
@@ -493,9 +492,10 @@ def previous_render(
     path = Path(directory)
     if not path.is_absolute():
         path = PROJECT_DIR / path
+    file = path / manifest_path(props)
     try:
-        doc = yaml.safe_load((path / manifest_path(props)).read_text())
-    except (OSError, ValueError, yaml.YAMLError):  # ValueError: a NUL in the directory or the name
+        doc = load_yaml(read_text(file, what="rendered manifest"), str(file), loader=FastBoundedLoader)
+    except FileProblem:  # not there, not a regular file, not a manifest: no previous render to compare with
         return None
     return doc if isinstance(doc, dict) else None
 

@@ -154,15 +154,17 @@ class Sender:
             self.namespaces.add(namespace)
         return namespace
 
-    def send(self, case: Case) -> Answer:
+    def send(self, case: Case, raw: bool = False) -> Answer:
+        """The API server's answer to ``case``, its numbers sent as kubectl and the Pulumi provider send them
+        (a whole float as an integer), or with ``raw`` as the object holds them (``1.0`` stays ``1.0``)."""
         file = _crd_file(case)
         version = case.crd.version
-        obj = _as_sent(case.obj)
+        obj = copy.deepcopy(case.obj) if raw else _as_sent(case.obj)
         query = {"dryRun": "All", "fieldValidation": "Strict"}
         if case.old is None:
             namespace = self._namespace(obj, file)
             return _answer(*self._call("POST", self._path(file, version, namespace), obj, query))
-        old = _as_sent(case.old)
+        old = copy.deepcopy(case.old) if raw else _as_sent(case.old)
         namespace = self._namespace(old, file)
         stored_body = copy.deepcopy(old)
         stored_body["apiVersion"] = f"{self.group[file]}/{STORE_VERSION}"

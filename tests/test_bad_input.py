@@ -364,3 +364,237 @@ def test_a_lookalike_quoted_by_a_validator_is_escaped_too(dev_fleet: dict[str, A
     dev_fleet["clusters"][0]["machineSets"][0]["labels"] = {"n\u043ede-tier": "infra"}  # Cyrillic o
     msg = _error(dev_fleet)
     assert "'n\\u043ede-tier'" in msg and "\u043e" not in msg and "U+043E (CYRILLIC SMALL LETTER O)" in msg
+
+
+# --- 17: every file nodefleet reads goes through the guarded reader ------------------------------------
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from cli.main import main
+
+    code = _within(120, lambda: main(list(argv)))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and "internal error" not in err, err
+    return code, out, err
+
+
+def test_a_render_record_that_is_a_pipe_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / ".nodefleet-render-dev")
+    code, _, err = _run(capsys, "render", "--stack", "dev", "--out", str(out))
+    assert code == 2 and ".nodefleet-render-dev: the render record is a named pipe" in err, err
+    assert "restore it from version control, or remove it" in err
+
+
+def test_a_render_journal_in_latin1_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".nodefleet-render-dev.journal").write_bytes("write dev/caf\xe9\n".encode("latin-1"))
+    code, _, err = _run(capsys, "render", "--stack", "dev", "--out", str(out))
+    assert code == 2 and "the journal of an interrupted render" in err and "is not UTF-8" in err, err
+    assert "remove it and render again" in err
+
+
+def test_a_pipe_where_a_manifest_goes_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert _run(capsys, "render", "--stack", "dev", "--out", str(out))[0] == 0
+    manifest = next((out / "dev" / "1-manifest").glob("*.yaml"))
+    manifest.unlink()
+    os.mkfifo(manifest)
+    code, _, err = _run(capsys, "render", "--stack", "dev", "--out", str(out))
+    assert code == 2 and "is a named pipe (FIFO), not a regular file where a manifest goes; remove it" in err
+
+
+def test_a_state_export_too_deep_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "state.json"
+    state.write_text("[" * 100_000 + "]" * 100_000)
+    code, out, err = _run(capsys, "forecast", "--stack", "dev", "--state", str(state))
+    assert code == 2 and out == "" and "nested more than 100 levels deep" in err, err
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('{"deployment": "caf\xe9"}'.encode("latin-1"))
+    code, _, err = _run(capsys, "forecast", "--stack", "dev", "--state", str(latin1))
+    assert code == 2 and "byte 0xe9 is not UTF-8" in err, err
+
+
+def test_a_previous_state_for_the_crd_policy_is_read_bounded(tmp_path: Path) -> None:
+    from nodefleet.apiserver.previous import PreviousStateError, load_checkpoint
+
+    state = tmp_path / "state.json"
+    state.write_text('{"deployment": {"resources": ' + "[" * 5000 + "]" * 5000 + "}}")
+    with pytest.raises(PreviousStateError, match="nested more than 100 levels deep"):
+        load_checkpoint(state, tmp_path)
+    os.mkfifo(tmp_path / "fifo.json")
+    with pytest.raises(PreviousStateError, match="named pipe"):
+        _within(10, lambda: load_checkpoint(tmp_path / "fifo.json", tmp_path))
+
+
+def test_json_a_user_wrote_into_a_value_is_read_bounded() -> None:
+    """A pull secret and userData hold JSON a user wrote: deep JSON is refused or ignored, never a crash."""
+    from nodefleet.render.ignition import merge_headers
+    from nodefleet.stackfile.secrets import secret_value_problem
+
+    deep = '{"auths": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert "nested deeper than any pull secret" in str(secret_value_problem(".dockerconfigjson", deep))
+    assert merge_headers('{"ignition": ' + "[" * 100_000 + "]" * 100_000 + "}") == {}
+
+
+def test_report_reads_every_stack_file_guarded(tmp_path: Path) -> None:
+    """`report` looks at every stack file for the catalogs it names: a pipe among them must not hang it."""
+    from cli.report import touched_stacks
+
+    project = tmp_path / "project"
+    (project / "stacks").mkdir(parents=True)
+    (project / "stacks" / "Pulumi.ok.yaml").write_text(
+        "config:\n  nodefleet:fleet:\n    clusters:\n    - {name: a, catalog: catalogs/a.yaml}\n"
+    )
+    os.mkfifo(project / "stacks" / "Pulumi.pipe.yaml")
+    (project / "stacks" / "Pulumi.deep.yaml").write_text("config: " + "[" * 20_000 + "]" * 20_000 + "\n")
+    stacks, _ = _within(20, lambda: touched_stacks(["catalogs/a.yaml"], project))
+    assert stacks == ["ok"]
+
+
+# --- 18: releases in the stack file: one accepted form ----------------------------------------------------
+
+_RELEASE_FIELDS = {
+    "cluster": ("dev", lambda f, v: f["clusters"][0].__setitem__("release", v), ".release:"),
+    "hosted": ("hosted", lambda f, v: f["clusters"][0].__setitem__("release", v), ".release:"),
+    "nodePool": (
+        "hosted",
+        lambda f, v: f["clusters"][0]["nodePools"][0].__setitem__("release", v),
+        ".release:",
+    ),
+    "nodeClass": (
+        "hosted",
+        lambda f, v: f["clusters"][0]["autoNode"]["nodeClasses"][0].__setitem__("version", v),
+        ".version:",
+    ),
+}
+
+
+@pytest.mark.parametrize("field", sorted(_RELEASE_FIELDS))
+@pytest.mark.parametrize(
+    ("release", "says"),
+    [
+        ("4.22.03", "'4.22.03' has a leading zero, which no release has; write 4.22.3"),
+        ("04.22.3", "has a leading zero, which no release has; write 4.22.3"),
+        (
+            "4.22.4-multi",
+            "'4.22.4-multi' is a release image tag (the multi payload of 4.22.4), not a release; write 4.22.4",
+        ),
+        ("4.22.4-x86_64", "is a release image tag"),
+        ("4.22.4-hotfix", "'-hotfix', which is not a pre-release OpenShift publishes; write 4.22.4"),
+        ("v4.22.3", "no 'v'"),
+        ("4.22", "a release line, not a release"),
+        ("4.22.3.1", "is not a release"),
+    ],
+)
+def test_a_release_is_refused_with_the_one_form(field: str, release: str, says: str) -> None:
+    stack, edit, key = _RELEASE_FIELDS[field]
+    raw = copy.deepcopy(stack_fleet(stack))
+    edit(raw, release)
+    msg = _error(raw, stack)
+    assert key in msg and says in msg and "x.y.z, e.g. 4.22.3" in msg, msg
+    assert "'x.y'" not in msg and "(4.16)" not in msg, msg
+
+
+@pytest.mark.parametrize(
+    "release", ["4.22.3", "4.22.0-rc.1", "4.22.0-ec.2", "4.22.0-0.nightly-2026-05-20-043516"]
+)
+def test_published_releases_are_accepted(release: str) -> None:
+    raw = copy.deepcopy(stack_fleet("hosted"))
+    raw["clusters"][0]["nodePools"][0]["release"] = release
+    load_fleet(raw, "hosted", PROJECT, environ={})
+
+
+# --- 19: what the CRDs accept but Karpenter can never act on ------------------------------------------------
+
+
+def _karpenter() -> dict[str, Any]:
+    return copy.deepcopy(stack_fleet("karpenter"))
+
+
+def test_an_arm64_class_under_an_amd64_pool_is_refused() -> None:
+    raw = _karpenter()
+    pool = raw["clusters"][0]["karpenter"]["nodePools"][0]
+    pool["nodeClass"] = "arm"  # an arm64 class; the pool's architectures default to [amd64]
+    msg = _error(raw, "karpenter")
+    assert (
+        "karpenter.nodePools[0]: its node class 'arm' boots arm64 images (nodeClasses[1].architecture)" in msg
+    )
+    assert "no instance type can ever launch" in msg and "set architectures: [arm64] on the pool" in msg
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda p: p.update(
+            requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]
+        ),
+        lambda p: p.update(
+            requirements=[{"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["amd64"]}]
+        ),
+        lambda p: p.update(
+            architectures=["amd64", "arm64"],
+            requirements=[
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m7g.large"]}
+            ],
+        ),
+    ],
+    ids=["arch-requirement", "arch-notin", "arm64-instance-type"],
+)
+def test_a_pool_whose_requirements_leave_no_launchable_type(edit: Callable[[dict[str, Any]], None]) -> None:
+    raw = _karpenter()
+    edit(raw["clusters"][0]["karpenter"]["nodePools"][0])  # the amd64 class 'general'
+    msg = _error(raw, "karpenter")
+    assert "karpenter.nodePools[0]" in msg and ("never launch" in msg or "can ever launch" in msg), msg
+
+
+def test_reserved_capacity_alone_never_launches() -> None:
+    raw = _hosted()
+    raw["clusters"][0]["autoNode"]["nodePools"][0]["capacityTypes"] = ["reserved"]
+    msg = _error(raw, "hosted")
+    assert "capacityTypes: only 'reserved'" in msg and "capacityReservationSelectorTerms" in msg
+    assert "add on-demand (or spot)" in msg
+
+
+@pytest.mark.parametrize(
+    ("schedule", "says"),
+    [
+        ("0 0 9 * * mon-fri", "has six fields (seconds first"),
+        ("0 9 * * 1-5 2026", "has six fields"),
+        ("CRON_TZ=Europe/Paris 0 9 * * *", "names a time zone (CRON_TZ=Europe/Paris)"),
+        ("@dailyish", "is not a descriptor robfig/cron knows"),
+        ("0 24 * * *", "the hour field: '24' ends above 23"),
+        ("0 9 * * 7", "Sunday is 0 (or sun)"),
+        ("*/0 * * * *", "has a step of 0"),
+        ("0 0 31 4,6,9,11 *", "never comes"),
+        ("0 0 30 2 *", "never comes"),
+    ],
+)
+@pytest.mark.parametrize("where", ["driftWindows", "windows"])
+def test_a_budget_schedule_karpenter_cannot_act_on(where: str, schedule: str, says: str) -> None:
+    raw = _hosted()
+    raw["clusters"][0]["autoNode"]["nodePools"][0]["disruption"][where][0]["schedule"] = schedule
+    msg = _error(raw, "hosted")
+    assert f"disruption.{where}[0].schedule" in msg and says in msg, msg
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        "0 9 * * mon-fri",
+        "@daily",
+        "@annually",
+        "*/15 * * * *",
+        "0 0 29 2 *",
+        "0 0 31 4 1",
+        "5/15 0 ? JAN sun",
+    ],
+)
+def test_budget_schedules_karpenter_reads_stay_accepted(schedule: str) -> None:
+    raw = _hosted()
+    raw["clusters"][0]["autoNode"]["nodePools"][0]["disruption"]["driftWindows"][0]["schedule"] = schedule
+    load_fleet(raw, "hosted", PROJECT, environ={})

@@ -5,7 +5,8 @@ each class.
 Each file breaks one thing and says in its header what (``# section:``, ``# class:``), the exit code the
 contract gives it (``# expect: exit N``) and what the message must name (``# field:``; for exit 1 also the
 CRD's words, ``# says:``; ``# never:`` a secret that must not be printed; ``# policy-config:`` a
-``--policy-config`` file beside the stack). All files run in one process of a fresh copy of the project,
+``--policy-config`` file beside the stack; ``# encode:`` the encoding the file is saved in before the run, for
+a file Git keeps as UTF-8 to be read as UTF-16). All files run in one process of a fresh copy of the project,
 with the project's parent directory snapshotted around every command, so a write anywhere shows.
 
 What every run must show:
@@ -84,6 +85,12 @@ def make(project: Path, meta: dict[str, str]) -> None:
             raise ValueError(f"unknown # make: {item}")
 
 
+def encode(path: Path, meta: dict[str, str]) -> None:
+    """Save ``path`` (a copy of a corpus file) in the encoding its ``# encode:`` line names, if any."""
+    if "encode" in meta:
+        path.write_bytes(path.read_bytes().decode("utf-8").encode(meta["encode"]))
+
+
 def header(path: Path) -> dict[str, str]:
     """The ``# key: value`` lines of a corpus file's leading comment, and its description."""
     fields: dict[str, str] = {}
@@ -91,7 +98,7 @@ def header(path: Path) -> dict[str, str]:
     for line in path.read_bytes().decode("utf-8", "replace").splitlines():
         if not line.startswith("#"):
             break
-        m = re.match(r"^# (section|class|expect|field|says|never|policy-config|make): (.*)$", line)
+        m = re.match(r"^# (section|class|expect|field|says|never|policy-config|make|encode): (.*)$", line)
         if m:
             fields[m.group(1)] = m.group(2)
         else:
@@ -152,6 +159,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     for path in FILES:
         meta = header(path)
         make(project, meta)
+        encode(project / "tests" / "bad_stacks" / path.name, meta)
         rel = f"tests/bad_stacks/{path.name}"
         extra = (
             ["--policy-config", f"tests/bad_stacks/{meta['policy-config']}"]
@@ -314,6 +322,7 @@ def fleet_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for path in SAMPLE:
         shutil.copy2(path, project / "stacks" / f"Pulumi.{path.stem}.yaml")
         make(project, header(path))
+        encode(project / "stacks" / f"Pulumi.{path.stem}.yaml", header(path))
     return project
 
 

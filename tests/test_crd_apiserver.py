@@ -14,7 +14,7 @@ import json
 import re
 import subprocess
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -70,16 +70,21 @@ def compare(cases: list[Case]) -> list[Outcome]:
     return judge(cases, run_reference(cases))
 
 
-def judge(cases: list[Case], verdicts: dict[str, dict[str, Any]]) -> list[Outcome]:
+def judge(
+    cases: list[Case],
+    verdicts: dict[str, dict[str, Any]],
+    options: Callable[[Case], dict[str, Any]] = lambda case: {},
+) -> list[Outcome]:
     """crd-schema's verdict on each case beside the reference's (``verdicts``: the Go reference's, or the API
-    server's in the same terms: ``allowed``, ``errors`` of ``field`` and ``detail``, ``ratcheted``)."""
+    server's in the same terms: ``allowed``, ``errors`` of ``field`` and ``detail``, ``ratcheted``);
+    ``options`` are validate_object's for a case (the Kubernetes version, the request body)."""
     out = []
     for case in cases:
         ref = verdicts[case.id]
         # The API server lists its "not checked" note among the errors; crd-schema makes it a note.
         findings = [
             f
-            for f in validate_object(case.obj, case.crd, old=case.old)
+            for f in validate_object(case.obj, case.crd, old=case.old, **options(case))
             if f.blocking or f.message == NOT_CHECKED
         ]
         out.append(
@@ -97,16 +102,22 @@ def judge(cases: list[Case], verdicts: dict[str, dict[str, Any]]) -> list[Outcom
     return out
 
 
-def summary(outcomes: list[Outcome]) -> str:
+def summary(outcomes: list[Outcome], words: bool = False) -> str:
+    """A table by class: cases, refused, verdicts equal, paths equal on refusals (and, with ``words``, refusals
+    whose every API server message crd-schema writes)."""
     by_class: dict[str, list[Outcome]] = defaultdict(list)
     for o in outcomes:
         by_class[o.case.cls].append(o)
-    rows = [f"{'class':<18} {'cases':>6} {'refused':>8} {'verdict=':>9} {'paths=':>7}"]
+    rows = [
+        f"{'class':<18} {'cases':>6} {'refused':>8} {'verdict=':>9} {'paths=':>7}"
+        + (" words=" if words else "")
+    ]
     for cls, group in sorted(by_class.items()):
         refused = [o for o in group if not o.ref_allowed]
+        worded = f" {sum(not message_differences(o) for o in refused):>6}" if words else ""
         rows.append(
             f"{cls:<18} {len(group):>6} {len(refused):>8} {sum(o.verdict_equal for o in group):>9} "
-            f"{sum(o.paths_equal for o in refused):>7}"
+            f"{sum(o.paths_equal for o in refused):>7}{worded}"
         )
     for label, group in (
         ("creates", [o for o in outcomes if o.case.old is None]),

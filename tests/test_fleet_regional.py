@@ -633,10 +633,9 @@ def test_an_unfinished_upgrade_to_another_release_is_not_mixed_in(tmp_path: Path
     restarted = nodefleet("fleet", "upgrade", *where, "--release", "4.22.5", "--dry-run", "--restart")
     assert restarted.returncode == 2, restarted.stdout + restarted.stderr
     assert restarted.stdout == "" and restarted.stderr.splitlines() == [
-        "error: nodefleet fleet upgrade to 4.22.5: no plan: 1 problem(s), nothing written",
-        f"error: {tmp_path / 'stacks' / 'Pulumi.canary-east.yaml'}: HostedCluster clusters/edge of canary-east still "
-        "holds NodePool infra, NodePool workers from an earlier upgrade to 4.22.4; finish it first (`fleet upgrade "
-        "--release 4.22.4`), then upgrade to 4.22.5",
+        "error: --release 4.22.5: 1 cluster still holds nodes from an earlier, unfinished upgrade (canary-east/edge "
+        f"holds NodePool infra, NodePool workers ({tmp_path / 'stacks' / 'Pulumi.canary-east.yaml'}) from an upgrade "
+        "to 4.22.4): finish it first (`fleet upgrade --release 4.22.4`), then upgrade to 4.22.5",
     ]
 
 

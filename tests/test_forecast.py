@@ -19,10 +19,13 @@ from mockruntime.snapshots import (
     snapshot_from_state_file,
 )
 from nodefleet.drift.forecast import (
+    CANNOT_APPLY,
+    GITOPS,
     IN_PLACE,
     NEW,
     NEW_MACHINES_ONLY,
     NO_ROLLOUT,
+    PULUMI,
     REMOVES,
     REPLACES,
     UNKNOWN,
@@ -195,14 +198,35 @@ def _static(fleet: dict[str, Any], replicas: int) -> dict[str, Any]:
     return fleet
 
 
-def test_a_pool_switching_between_static_and_dynamic_is_replaced_with_its_nodes() -> None:
-    """The NodePool API refuses the switch in place, so the pool is deleted first and created again: all of
-    its nodes go, whatever its budgets; nothing else changes. Either way round, and a static pool's new
-    replica count is an ordinary update."""
+def test_a_pool_switching_between_static_and_dynamic_cannot_be_applied_by_gitops() -> None:
+    """In render mode Argo CD or Flux update the pool in place, which the NodePool API refuses: the change
+    cannot be applied, no node rolls, and the forecast says so with the API server's words and the way out."""
     dynamic = stack_fleet("hosted")
     dynamic["clusters"][0]["autoNode"]["karpenter"]["featureGates"] = ["StaticCapacity"]
     static = _static(dynamic, 2)
-    to_static = forecast(_snap("hosted", dynamic), _snap("hosted", static))
+    for before, after, nodes in ((static, dynamic, 2), (dynamic, static, None)):
+        result = forecast(_snap("hosted", before), _snap("hosted", after), deployer=GITOPS)
+        spot = _by_name(result)[("NodePool (Karpenter)", "spot")]
+        assert (spot.verdict, spot.replaces_object, spot.rolls) == (CANNOT_APPLY, False, False), spot
+        assert spot.node_count == nodes  # the pool as it stays
+        assert "delete the NodePool first" in spot.reasons[0], spot
+        assert spot.reasons[1] == (
+            "the API server refuses the update: spec: Invalid value: Cannot transition NodePool between static "
+            "(replicas set) and dynamic (replicas unset) provisioning modes"
+        ), spot
+        assert not result.rollouts
+    scaled = forecast(_snap("hosted", static), _snap("hosted", _static(dynamic, 3)), deployer=GITOPS)
+    assert _by_name(scaled)[("NodePool (Karpenter)", "spot")].verdict == NO_ROLLOUT
+
+
+def test_a_pool_switching_between_static_and_dynamic_is_replaced_with_its_nodes_by_pulumi() -> None:
+    """In apply mode Pulumi replaces the pool (replace_on_changes), deleting it first: all of its nodes go,
+    whatever its budgets; nothing else changes. Either way round, and a static pool's new replica count is an
+    ordinary update."""
+    dynamic = stack_fleet("hosted")
+    dynamic["clusters"][0]["autoNode"]["karpenter"]["featureGates"] = ["StaticCapacity"]
+    static = _static(dynamic, 2)
+    to_static = forecast(_snap("hosted", dynamic), _snap("hosted", static), deployer=PULUMI)
     spot = _by_name(to_static)[("NodePool (Karpenter)", "spot")]
     assert (spot.verdict, spot.replaces_object) == (REPLACES, True)
     (reason,) = spot.reasons
@@ -214,14 +238,16 @@ def test_a_pool_switching_between_static_and_dynamic_is_replaced_with_its_nodes(
     assert [i.name for i in to_static.rollouts] == ["spot"]
     assert spot.as_dict()["replacesObject"] is True
 
-    back = _by_name(forecast(_snap("hosted", static), _snap("hosted", dynamic)))[
+    back = _by_name(forecast(_snap("hosted", static), _snap("hosted", dynamic), deployer=PULUMI))[
         ("NodePool (Karpenter)", "spot")
     ]
     assert (back.verdict, back.replaces_object) == (REPLACES, True)
     assert back.reasons[0].startswith("switches from static to dynamic provisioning (spec.replicas removed)")
     assert (back.nodes, back.node_count) == ("2 nodes (static pool: spec.replicas)", 2)
 
-    scaled = _by_name(forecast(_snap("hosted", static), _snap("hosted", _static(dynamic, 3))))
+    scaled = _by_name(
+        forecast(_snap("hosted", static), _snap("hosted", _static(dynamic, 3)), deployer=PULUMI)
+    )
     assert scaled[("NodePool (Karpenter)", "spot")].replaces_object is False
 
 

@@ -2,8 +2,8 @@
 
 A render in Git is edited by hand (or exported from the cluster) and then compared with what the program
 declares: empty maps and lists nodefleet never writes, a ``status`` Karpenter wrote, selector terms by id or
-by tags. The verdict must be the drift model's (Karpenter's ``Hash()``, checked against Karpenter's own in
-the goref test below), and name the field even where no value changed as a reader sees it.
+by tags. The verdict must be the drift model's (Karpenter's ``Hash()``, checked against each supported
+Karpenter's own in the goref test below), and name the field even where no value changed as a reader sees it.
 """
 
 from __future__ import annotations
@@ -17,22 +17,44 @@ import pytest
 
 from mockruntime.run import run_program
 from mockruntime.snapshots import plan_of, snapshot_from_plan
+from nodefleet import kinds as k
 from nodefleet.drift.forecast import MAY_REPLACE, NO_ROLLOUT, REPLACES, Item, Obj, Snapshot, forecast
+from nodefleet.drift.karpenter_hash import SUPPORTED_KARPENTER
 from nodefleet.drift.rules import drift_reasons
 from tests.conftest import stack_fleet
 
 CA = "-----BEGIN CERTIFICATE-----\nmcs-ca-a\n-----END CERTIFICATE-----\n"
 
 
+def _fleet(minor: str | None) -> dict[str, Any]:
+    """The karpenter example stack, its clusters on Karpenter ``minor`` (None: as shipped), with what that
+    minor's NodePool CRD lacks replaced by what it has (Balanced consolidation came with 1.14)."""
+    fleet = stack_fleet("karpenter")
+    if minor is None:
+        return fleet
+    for cluster in fleet["clusters"]:
+        karpenter = cluster.get("karpenter")
+        if not karpenter:
+            continue
+        karpenter["version"] = minor
+        for pool in karpenter.get("nodePools") or ():
+            disruption = pool.get("disruption") or {}
+            if disruption.get("consolidationPolicy") == "Balanced" and minor < "1.14":
+                disruption["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
+    return fleet
+
+
 @cache
-def _program() -> Snapshot:
-    config = {"nodefleet:fleet": stack_fleet("karpenter"), "nodefleet:mcsCaBundle": CA}
+def _program(minor: str | None = None) -> Snapshot:
+    config = {"nodefleet:fleet": _fleet(minor), "nodefleet:mcsCaBundle": CA}
     return snapshot_from_plan(plan_of(run_program("karpenter", config)), "the program")
 
 
-def _edited(kind: str, name: str, edit: Callable[[dict[str, Any]], None]) -> Snapshot:
+def _edited(
+    kind: str, name: str, edit: Callable[[dict[str, Any]], None], minor: str | None = None
+) -> Snapshot:
     """The program's objects with one of them edited by hand: the render a user changed in Git."""
-    snap = _program()
+    snap = _program(minor)
     objects = []
     for obj in snap.objects:
         if obj.manifest.get("kind") == kind and obj.meta.get("name") == name:
@@ -78,9 +100,9 @@ HAND_EDITS = [
 ]
 
 
-def _pairs() -> list[tuple[str, str, str, Snapshot]]:
+def _pairs(minor: str | None = None) -> list[tuple[str, str, str, Snapshot]]:
     return [
-        (kind, name, ".".join(path[1:]), _edited(kind, name, _put(path, value)))
+        (kind, name, ".".join(path[1:]), _edited(kind, name, _put(path, value), minor))
         for kind, name, path, value, _ in HAND_EDITS
     ]
 
@@ -231,20 +253,24 @@ def test_a_render_with_status_says_which_subnets() -> None:
 
 
 @pytest.mark.goref
-def test_hand_edited_pairs_equal_karpenters_hash() -> None:
-    """Every hand-edited pair, the old object from outside nodefleet: the forecast replaces nodes exactly
-    when Karpenter's real ``Hash()`` (and its requirements check) drifts them."""
-    from nodefleet.drift import karpenter_hash as kh
+@pytest.mark.parametrize("minor", SUPPORTED_KARPENTER)
+def test_hand_edited_pairs_equal_karpenters_hash(minor: str) -> None:
+    """Every hand-edited pair, the old object from outside nodefleet, on a cluster of each supported Karpenter:
+    the forecast replaces nodes exactly when that Karpenter's real ``Hash()`` (and its requirements check)
+    drifts them."""
     from tests.karpenter_hash.reference import Reference
 
-    new = _program()
-    pairs = _pairs()
+    new = _program(minor)
+    pairs = _pairs(minor)
+    assert {
+        o.annotations.get(k.ANNOTATION_KARPENTER) for o in new.objects if o.manifest["kind"] == "NodePool"
+    } == {f"aws/{minor}"}
     requests = []
     for kind, name, _, before in pairs:
         old = next(o for o in before.objects if o.manifest["kind"] == kind and o.meta["name"] == name)
         now = next(o for o in new.objects if o.manifest["kind"] == kind and o.meta["name"] == name)
         requests.append({"op": "drift", "old": old.manifest, "new": now.manifest})
-    answers = Reference(kh.DEFAULT_KARPENTER).ask_many(requests)
+    answers = Reference(minor).ask_many(requests)
     wrong = []
     for (kind, name, path, before), answer in zip(pairs, answers, strict=True):
         assert not answer.get("error"), answer

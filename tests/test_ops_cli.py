@@ -344,11 +344,11 @@ def test_fleet_upgrade_in_apply_mode_refuses_a_release_the_operator_does_not_run
     before = (stacks / "Pulumi.hosted.yaml").read_bytes()
     refused = _nodefleet("fleet", "upgrade", "--stacks-dir", str(stacks), "--release", "5.0.0", "--dry-run")
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert refused.stderr.splitlines()[1] == (
-        "error: management cluster management runs a HyperShift operator that supports 4.22, 4.21, 4.20 (its "
-        "ConfigMap hypershift/supported-versions), not 5.0: hosted/prod-east cannot move to 5.0.0 there; upgrade the "
-        "HyperShift operator first (or leave those stacks out with --stacks)"
-    )
+    assert refused.stderr.splitlines() == [
+        "error: --release 5.0.0: the HyperShift operator of 1 management cluster does not run 5.0 (management runs "
+        "4.22, 4.21, 4.20 (its ConfigMap hypershift/supported-versions; clusters hosted/prod-east)): upgrade the "
+        "HyperShift operator there first, or leave those stacks out with --stacks"
+    ]
     nowhere = tmp_path / "nowhere"
     _apply_hosted(nowhere, tmp_path / "missing.kubeconfig")
     missing = _nodefleet("fleet", "upgrade", "--stacks-dir", str(nowhere), "--release", "4.22.4")

@@ -75,4 +75,6 @@ def test_check_refuses_invalid_policy_config_with_exit_2(
     ]
     cfg.write_text("{not json")
     assert main(["check", "--stack", "dev", "--policy-config", str(cfg)]) == 2
-    assert "not valid JSON (line 1, column 2" in capsys.readouterr().err
+    assert "is not valid JSON (Expecting property name enclosed in double quotes: line 1, column 2)" in (
+        capsys.readouterr().err
+    )

@@ -65,8 +65,14 @@ def test_a_parse_error_never_echoes_the_file(tmp_path: Path, capsys: pytest.Capt
     ("make", "expected"),
     [
         pytest.param(lambda p: p.mkdir(), "is a directory, not a file", id="directory"),
-        pytest.param(lambda p: p.write_bytes(b"\x1f\x8b\x08\x00\x00\x00"), "is a binary file", id="gzip"),
-        pytest.param(lambda p: p.write_bytes(b"config:\n  x: caf\xe9\n"), "is not UTF-8 text", id="latin-1"),
+        pytest.param(
+            lambda p: p.write_bytes(b"\x1f\x8b\x08\x00\x00\x00"), "is gzip-compressed, not text", id="gzip"
+        ),
+        pytest.param(
+            lambda p: p.write_bytes(b"config:\n  x: caf\xe9\n"),
+            "line 2, column 9: byte 0xe9 is not UTF-8",
+            id="latin-1",
+        ),
         pytest.param(lambda p: None, "no such file", id="missing"),
     ],
 )
@@ -117,4 +123,5 @@ def test_an_alias_bomb_is_refused_before_anything_walks_it(
     code, out, err = _check(path, capsys)
     assert (code, out) == (2, "")
     (line,) = err.strip().splitlines()
-    assert f"{path}: its anchors and aliases expand to more than 1,000,000 values" in line
+    assert line.startswith(f"error: {path}: line ") and "anchors and aliases" in line, line
+    assert "expand to more than 1,000,000 values" in line or "an alias inside its own anchor" in line, line

@@ -24,7 +24,14 @@ from typing import Any
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+from google.protobuf import (  # type: ignore[import-untyped]
+    duration_pb2,
+    empty_pb2,
+    field_mask_pb2,
+    timestamp_pb2,
+)
 
+from nodefleet.apiserver import cel_ast
 from nodefleet.apiserver import cel_library as library
 
 FUNCTIONS = library.FUNCTIONS
@@ -34,9 +41,14 @@ __all__ = [
     "CompiledRule",
     "RuleOutcome",
     "compile_rule",
+    "duration",
+    "escape_property",
     "evaluate",
+    "holds_invalid",
     "invalid_data",
     "references_old_self",
+    "rule_field_path",
+    "timestamp",
 ]
 
 
@@ -50,7 +62,11 @@ def _env() -> Any:
             "__nf_old": cel.Type.DYN,
             "__nf_has_old": cel.Type.BOOL,
         },
-        extensions=[ext_optional.ExtOptional(), ext_strings.ExtStrings(), ext_bindings.ExtBindings()],
+        extensions=[
+            ext_optional.ExtOptional(),
+            ext_strings.ExtStrings(version=2),
+            ext_bindings.ExtBindings(),
+        ],
         functions=library.declarations(),
     )
 
@@ -94,9 +110,20 @@ def _compile(expression: str, optional_old_self: bool) -> tuple[Any | None, str 
         # oldSelf as optional<T>: none on create, of(old) on update (KEP-4008's optionalOldSelf).
         source = f"cel.bind(oldSelf, __nf_has_old ? optional.of(__nf_old) : optional.none(), ({source}))"
     try:
-        return _env().compile(source), None
+        program = _env().compile(source)
     except Exception as e:  # the binding raises RuntimeError/ValueError with the checker's message
         return None, " ".join(str(e).split())
+    if _OPAQUE_HINT.search(expression):
+        redirected = cel_ast.redirect_calls(program.serialize(), library.redirect)
+        if redirected is not None:
+            program = _env().deserialize(redirected)
+    return program, None
+
+
+#: Rules that may compare opaque values or build maps (their AST is read only then).
+_OPAQUE_HINT = re.compile(
+    r"\b(quantity|semver|ip|cidr|url|transformMap|transformMapEntry)\s*\(|\.(add|sub|masked)\s*\("
+)
 
 
 def compile_rule(spec: Mapping[str, Any]) -> CompiledRule:
@@ -164,6 +191,25 @@ def invalid_data(message: str) -> dict[str, str]:
     return {_INVALID: message}
 
 
+def timestamp(value: Any) -> Any:
+    """A CEL timestamp of an aware ``datetime`` (what the binding carries into a rule as a timestamp)."""
+    out = timestamp_pb2.Timestamp()
+    out.FromDatetime(value)
+    return out
+
+
+def duration(nanoseconds: int) -> Any:
+    """A CEL duration of that many nanoseconds."""
+    out = duration_pb2.Duration()
+    out.FromNanoseconds(nanoseconds)
+    return out
+
+
+def holds_invalid(value: Any) -> bool:
+    """Whether ``value`` holds a value CEL cannot read (:func:`invalid_data`) anywhere."""
+    return _invalid_in(value) is not None
+
+
 def _invalid_in(value: Any) -> str | None:
     """The conversion error of the first unconvertible value inside ``value``, if any."""
     if isinstance(value, Mapping):
@@ -204,12 +250,99 @@ def _default_message(rule: CompiledRule) -> str:
     return _go_trim(rule.message) if rule.message else f"failed rule: {_go_trim(rule.rule)}"
 
 
-def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> RuleOutcome:
+def _substituted(value: Any, stand_in: Any, drop: bool) -> Any:
+    """``value`` with each unconvertible value replaced by ``stand_in`` (a message no operator but ``==``
+    accepts), or, with ``drop``, removed where it is an object's field (so selecting it fails, as it does in
+    cel-go, while a list keeps its item's place)."""
+    if isinstance(value, Mapping):
+        if _INVALID in value and len(value) == 1:
+            return stand_in
+        out = {}
+        for k, v in value.items():
+            if drop and isinstance(v, Mapping) and _INVALID in v and len(v) == 1:
+                continue
+            out[k] = _substituted(v, stand_in, drop)
+        return out
+    if isinstance(value, list):
+        return [_substituted(v, stand_in, drop) for v in value]
+    return value
+
+
+#: Stand-ins for a value the API server cannot convert: two message types no rule operates on, so every
+#: operator but ``==``/``!=``/``in`` and ``has()`` fails on them, and the two compare unequal.
+_STAND_INS = (empty_pb2.Empty(), field_mask_pb2.FieldMask())
+
+
+_CONSTANT = re.compile(
+    r"'((?:\\.|[^'\\])*)'|\"((?:\\.|[^\"\\])*)\"|(?<![\w.])(-?\d+\.\d+(?:[eE][-+]?\d+)?|-?\d+)(?![\w.])"
+)
+
+
+def _constants(expression: str) -> list[Any]:
+    """The string and number constants written in ``expression`` (at most eight), as probes."""
+    out: list[Any] = []
+    for match in _CONSTANT.finditer(expression):
+        single, double, number = match.groups()
+        if number is not None:
+            value: Any = float(number) if "." in number else int(number)
+        else:
+            value = single if single is not None else double
+        if value not in out:
+            out.append(value)
+    return out[:8]
+
+
+def _outcome_reading_invalid(
+    rule: CompiledRule, self_value: Any, old_value: Any, has_old: bool, error: str
+) -> RuleOutcome:
+    """The outcome of a rule whose ``self`` or ``oldSelf`` holds a value the API server cannot convert to its
+    schema's type (a string in an integer field kept by ratcheting, say).
+
+    cel-go converts a field when the rule selects it, so the rule fails with the conversion error wherever it
+    reads that value (an ancestor's rule too), and only ``has()`` and what short-circuits past it do not read
+    it. cel-expr-python converts the whole value up front, so the rule is evaluated three ways: with the value
+    removed from its object (selecting it fails), with a stand-in no operator accepts, and with distinct
+    stand-ins on the two sides of a comparison; it read the value when any of them fails or the last two
+    differ, and then fails as the API server's does."""
+    variants: list[bool | None] = []
+    # The stand-ins, then each constant the rule compares with: a value equal to the constant shows whether
+    # the rule compared the unreadable value with it (``self.x != 'stop'``).
+    probes = [(_STAND_INS[0], _STAND_INS[0], True), (_STAND_INS[0], _STAND_INS[0], False)]
+    probes += [(_STAND_INS[1], _STAND_INS[0], False)]
+    probes += [(c, c, False) for c in _constants(rule.rule)]
+    for stand_self, stand_old, drop in probes:
+        data = {
+            "self": _substituted(self_value, stand_self, drop),
+            "oldSelf": _substituted(old_value, stand_old, drop) if has_old else None,
+            "__nf_has_old": has_old,
+        }
+        data["__nf_old"] = data["oldSelf"]
+        assert rule.program is not None
+        try:
+            result = rule.program.eval(data=data)
+        except Exception:
+            variants.append(None)
+            continue
+        kind = result.type().name()
+        variants.append(bool(result.value()) if kind == "BOOL" else None)
+    if None in variants or len(set(variants[1:])) > 1:
+        return RuleOutcome(False, message=f"{error} evaluating rule: {_named(rule)}", error=error)
+    if variants[1]:
+        return RuleOutcome(True)
+    data = {"self": self_value, "oldSelf": old_value if has_old else None, "__nf_has_old": has_old}
+    data["__nf_old"] = data["oldSelf"]
+    return RuleOutcome(False, message=_message(rule, data))
+
+
+def evaluate(
+    rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT, *, holds_invalid: bool = False
+) -> RuleOutcome:
     """Evaluate ``rule`` with ``self`` (and ``oldSelf`` when given) the way the API server does.
 
     False gives the rule's message (``messageExpression`` first, as Kubernetes does, falling back to
     ``message``, then to ``failed rule: <rule>``); a runtime error is a rejection with the error, as the API
-    server reports it; an error caused by this environment is "cannot evaluate".
+    server reports it; an error caused by this environment is "cannot evaluate". ``holds_invalid``: ``self`` or
+    ``oldSelf`` holds a value the API server cannot convert (:func:`invalid_data`) below its top.
     """
     if rule.program is None:
         return RuleOutcome(None, detail=f"does not compile here: {rule.error}")
@@ -218,6 +351,9 @@ def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> R
         # cel-go binds self to the conversion error: the rule evaluates to it.
         error = str(self_value[_INVALID])
         return RuleOutcome(False, message=f"{error} evaluating rule: {_named(rule)}", error=error)
+    invalid = None
+    if holds_invalid:
+        invalid = _invalid_in(self_value) or (_invalid_in(old_value) if has_old else None)
     data = {
         "self": self_value,
         "oldSelf": old_value if has_old else None,
@@ -229,14 +365,14 @@ def evaluate(rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT) -> R
     except Exception as e:
         return RuleOutcome(None, detail=f"evaluation failed here: {' '.join(str(e).split())}")
     kind = result.type().name()
+    error = " ".join(str(result.value()).split()) if kind == "ERROR" else ""
+    if invalid is not None and not _go_error(error).startswith("no such overload"):
+        # (A list function given such items refuses them as cel-go's dispatch does: worded below.)
+        return _outcome_reading_invalid(rule, self_value, old_value, has_old, invalid)
     if kind == "ERROR":
-        error = " ".join(str(result.value()).split())
-        invalid = _invalid_in(self_value) or (_invalid_in(old_value) if has_old else None)
-        if _go_error(error).startswith("no such overload"):
-            pass  # a library function refused its arguments: worded as such below
-        elif invalid is not None:
-            error = invalid  # the rule read a value the API server could not convert: that error is cel-go's
-        elif any(marker in error for marker in _GAP_ERRORS):
+        if any(marker in error for marker in _GAP_ERRORS) and not _go_error(error).startswith(
+            "no such overload"
+        ):
             return RuleOutcome(None, detail=f"needs what this environment lacks: {error}")
         # As the API server words it (apiextensions-apiserver, cel/validation.go): cel-go's error text, then
         # the rule's message, or the rule when it has none (ruleErrorString).
@@ -326,3 +462,147 @@ def _message(rule: CompiledRule, data: Mapping[str, Any]) -> str:
             if text and "\n" not in text and len(text.encode()) <= _MAX_MESSAGE_BYTES:
                 return text
     return _default_message(rule)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CEL property-name escaping (k8s.io/apiserver/pkg/cel/escaping.go)
+# ---------------------------------------------------------------------------------------------------------
+
+_CEL_RESERVED = frozenset(
+    [
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ]
+)
+_ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+
+
+@cache
+def escape_property(name: str) -> str | None:
+    """How CEL sees an object property named ``name``; None when the API server makes it inaccessible."""
+    if not name or name[0].isdigit():
+        return None
+    if name in _CEL_RESERVED:
+        return f"__{name}__"
+    out, i = [], 0
+    while i < len(name):
+        if name.startswith("__", i):
+            out.append(_ESCAPES["__"])
+            i += 2
+            continue
+        ch = name[i]
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isascii() and (ch.isalnum() or ch == "_"):
+            out.append(ch)
+        else:
+            return None
+        i += 1
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a rule's fieldPath (apiextensions cel.ValidFieldPath)
+# ---------------------------------------------------------------------------------------------------------
+
+_ESCAPED = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "'": "'", "\\": "\\"}
+
+
+def _field_path_tokens(text: str) -> list[str]:
+    """The tokens of a rule's ``fieldPath``: ``.``, ``[``, ``]``, single-quoted strings, names between them."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "'":
+            end = i + 1
+            while end < len(text) and not (text[end] == "'" and text[end - 1] != "\\"):
+                end += 1
+            out.append(text[i : end + 1])
+            i = end + 1
+        elif text[i] in ".[]":
+            out.append(text[i])
+            i += 1
+        else:
+            end = i
+            while end < len(text) and text[end] not in ".[]":
+                end += 1
+            out.append(text[i:end])
+            i = end
+    return out
+
+
+def _normalized_field_path(field_path: str, schema: Mapping[str, Any]) -> str | None:
+    parts: list[str] = []
+    tokens = iter(_field_path_tokens(field_path))
+    for tok in tokens:
+        if tok == "[":
+            quoted = next(tokens, "")
+            if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'" or next(tokens, "") != "]":
+                return None
+            name, bad = "", False
+            body = quoted[1:-1]
+            j = 0
+            while j < len(body):
+                if body[j] == "\\" and j + 1 < len(body):
+                    if body[j + 1] not in _ESCAPED:
+                        bad = True
+                    name += _ESCAPED.get(body[j + 1], "")
+                    j += 2
+                else:
+                    name += body[j]
+                    j += 1
+            if bad:
+                return None
+        elif tok == ".":
+            following = next(tokens, None)
+            if following is None:
+                return None
+            name = following
+        else:
+            return None
+        props = schema.get("properties")
+        addl = schema.get("additionalProperties")
+        if props is not None:
+            if name not in props:
+                return None
+            parts.append(f".{name}" if parts else name)
+            schema = props[name]
+        elif isinstance(addl, dict):
+            parts.append(f"[{name}]")
+            schema = addl
+        else:
+            return None
+    return "".join(parts) or None
+
+
+def rule_field_path(field_path: str, schema: Mapping[str, Any]) -> str | None:
+    """A rule's ``fieldPath`` as the API server appends it to the rule's node (cel ``ValidFieldPath``): a
+    property as ``.name``, a map key as ``[key]`` (``spec.m.[key]`` when it comes first: the API server's
+    quirk, kept); None when it does not name a field of ``schema``, and the error is at the node."""
+    key = (field_path, id(schema))
+    cached = _FIELD_PATHS.get(key)
+    if cached is None or cached[0] is not schema:
+        cached = _FIELD_PATHS[key] = (schema, _normalized_field_path(field_path, schema))
+    return cached[1]
+
+
+#: Normalized rule field paths by (fieldPath, schema identity); the schema is kept to check the identity.
+_FIELD_PATHS: dict[tuple[str, int], tuple[Mapping[str, Any], str | None]] = {}

@@ -485,6 +485,46 @@ def _map_insert(m: Mapping[Any, Any], key: Any, value: Any = None, *more: Any) -
     return out
 
 
+def _opaque_equal(a: Any, b: Any) -> bool:
+    """cel-go's ``==`` of two opaque values: quantities and semvers by value (``Cmp``/``Compare``), the others
+    (URL, IP, CIDR) by their canonical form."""
+    kind = _kind(a)
+    if kind != _kind(b):
+        return False
+    if kind == _QUANTITY:
+        return _qty(a).cmp(_qty(b)) == 0
+    if kind == _SEMVER:
+        return _semver_cmp(a, b) == 0
+    return _cel_eq(a, b)
+
+
+def _opaque_in(item: Any, items: list[Any]) -> bool:
+    return any(_opaque_equal(item, other) for other in items)
+
+
+#: The type the checker gives an opaque value here (``map(string, dyn)``) and a list of them, as
+#: ``cel.expr.Type`` bytes (map_type: key primitive STRING, value dyn): where ``==``/``!=``/``in`` meet them,
+#: the comparison is sent to :func:`_opaque_equal` (nodefleet.apiserver.cel_ast).
+OPAQUE_TYPE = b"\x3a\x08\x0a\x02\x18\x05\x12\x02\x0a\x00"
+OPAQUE_LIST_TYPE = b"\x32" + bytes([len(OPAQUE_TYPE) + 2]) + b"\x0a" + bytes([len(OPAQUE_TYPE)]) + OPAQUE_TYPE
+
+
+def redirect(function: str, arg_types: list[bytes]) -> tuple[str, tuple[str, ...]] | None:
+    """Where a call goes instead (a ``cel_ast`` redirect): a comparison of opaque values to one by value, and
+    ``cel.@mapInsert`` (transformMap's accumulator, which the C++ runtime lacks) to :func:`_map_insert`."""
+    if function in ("_==_", "_!=_") and arg_types == [OPAQUE_TYPE, OPAQUE_TYPE]:
+        name = "__nf_opaque_eq" if function == "_==_" else "__nf_opaque_ne"
+        return name, (name,)
+    if function == "@in" and arg_types == [OPAQUE_TYPE, OPAQUE_LIST_TYPE]:
+        return "__nf_opaque_in", ("__nf_opaque_in",)
+    if function == "cel.@mapInsert":
+        return "__nf_map_insert", _MAP_INSERT_IDS
+    return None
+
+
+_KEY_TYPES = {"string": cel.Type.STRING, "int": cel.Type.INT, "uint": cel.Type.UINT, "bool": cel.Type.BOOL}
+
+
 # --- declarations ------------------------------------------------------------------------------------------
 
 
@@ -532,6 +572,24 @@ def _index_overloads(name: str, last: bool) -> list[Any]:
         )
     )
     return out
+
+
+def _map_insert_overloads() -> list[Any]:
+    out = [_o("nf_map_insert_map", _ANY_MAP, [_ANY_MAP, _ANY_MAP], _map_insert)]
+    for key_name, key_type in _KEY_TYPES.items():
+        for value_name, value_type in _ITEM_TYPES.items():
+            out.append(
+                _o(
+                    f"nf_map_insert_{key_name}_{value_name}",
+                    _ANY_MAP,
+                    [_ANY_MAP, key_type, value_type],
+                    _map_insert,
+                )
+            )
+    return out
+
+
+_MAP_INSERT_IDS = ("nf_map_insert_map", *(f"nf_map_insert_{k}_{v}" for k in _KEY_TYPES for v in _ITEM_TYPES))
 
 
 def declarations() -> list[Any]:
@@ -652,6 +710,14 @@ def declarations() -> list[Any]:
         _fn("masked", _o("cidr_masked", _MAP, [_MAP], _masked, m)),
         _fn("__nf_is_opaque", _o("nf_is_opaque", _BOOL, [_ANY_MAP], lambda v: _kind(v) in (_IP, _CIDR))),
         _fn("__nf_opaque_string", _o("nf_opaque_string", _STR, [_ANY_MAP], _opaque_string)),
+        # opaque values compared by value (see opaque_comparison)
+        _fn("__nf_opaque_eq", _o("__nf_opaque_eq", _BOOL, [_MAP, _MAP], _opaque_equal)),
+        _fn(
+            "__nf_opaque_ne", _o("__nf_opaque_ne", _BOOL, [_MAP, _MAP], lambda a, b: not _opaque_equal(a, b))
+        ),
+        _fn("__nf_opaque_in", _o("__nf_opaque_in", _BOOL, [_MAP, cel.Type.List(_MAP)], _opaque_in)),
+        # ext TwoVarComprehensions: transformMap and transformMapEntry accumulate with cel.@mapInsert
+        _fn("__nf_map_insert", *_map_insert_overloads()),
         # format.go
         _fn("__nf_validate", _o("format_validate", _STRS, [_MAP, _STR], _format_validate, m)),
         _fn("__nf_format_named", _o("nf_format_named", _MAP, [_STR], _format_named)),

@@ -549,3 +549,108 @@ def is_duration(value: str) -> bool:
             if any((i == last and unit.startswith(v)) or v == unit for i, v in enumerate(variants)):
                 ok = True
     return ok
+
+
+_GO_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+_LOOSE_SECONDS = (1e-9, 1e-6, 1e-3, 1, 60, 3600, 86400, 7 * 86400)
+
+
+def duration_seconds(value: str) -> float | None:
+    """The length of a ``format: duration`` value in seconds, as strfmt's ``ParseDuration`` reads it (what
+    the API server's CEL validator hands a rule as a ``duration``); None when it is not one."""
+    if _GO_DURATION.fullmatch(value):
+        sign = -1 if value.startswith("-") else 1
+        body = value.lstrip("+-")
+        if body == "0":
+            return 0.0
+        return sign * sum(float(n) * _DURATION_SECONDS[u] for n, u in _GO_DURATION_PART.findall(body))
+    total, ok = 0.0, False
+    for match in _LOOSE_DURATION.finditer(value):
+        if int(match[2]) > _MAX_INT64:
+            return None
+        unit = match[3].strip().lower()
+        for variants, seconds in zip(_DURATION_UNITS, _LOOSE_SECONDS, strict=True):
+            last = len(variants) - 1
+            for i, v in enumerate(variants):
+                if (i == last and unit.startswith(v)) or v == unit:
+                    ok = True
+                    total += int(match[2]) * seconds
+    return total if ok else None
+
+
+def date_time_value(value: str) -> Any:
+    """A ``format: date-time`` value as the API server's CEL validator hands it to a rule (a timestamp), or
+    None when it is not one."""
+    import datetime
+
+    if not is_date_time(value):
+        return None
+    day, _, clock = value.lower().partition("t")
+    m = _TIME.fullmatch(clock)
+    assert m is not None
+    zone = m[5]
+    tz = datetime.UTC
+    if zone != "z":
+        hours, minutes = int(zone[1:3]), int(zone[4:6])
+        offset = datetime.timedelta(hours=hours, minutes=minutes)
+        tz = datetime.timezone(-offset if zone[0] == "-" else offset)
+    fraction = m[4][1:] if m[4] else ""
+    micro = int((fraction + "000000")[:6]) if fraction else 0
+    y, mo, d = (int(p) for p in day.split("-"))
+    return datetime.datetime(y, mo, d, int(m[1]), int(m[2]), int(m[3]), micro, tzinfo=tz)
+
+
+def date_value(value: str) -> Any:
+    """A ``format: date`` value as a timestamp at midnight UTC, or None when it is not one."""
+    import datetime
+
+    if not is_date(value):
+        return None
+    y, mo, d = (int(p) for p in value.split("-"))
+    return datetime.datetime(y, mo, d, tzinfo=datetime.UTC)
+
+
+#: Go layout elements of the date layouts the API server's CEL conversion parses with, as (element, digits,
+#: largest value or 0): ``2006-01-02`` (``format: date``) and ``2006-01-02T15:04:05`` (the last layout
+#: strfmt's ``ParseDateTime`` tries, whose error it returns).
+_LAYOUT_PARTS = {
+    "2006": (4, 0, ""),
+    "01": (2, 12, "month"),
+    "02": (2, 31, "day"),
+    "15": (1, 23, "hour"),
+    "04": (2, 59, "minute"),
+    "05": (2, 59, "second"),
+}
+DATE_LAYOUT = "2006-01-02"
+DATE_TIME_LAYOUT = "2006-01-02T15:04:05"
+
+
+def go_time_parse_error(value: str, layout: str) -> str:
+    """Go's ``time.Parse(layout, value)`` error for the two layouts above, as the API server quotes it."""
+    head = f'parsing time "{value}" as "{layout}"'
+    rest, parts = value, re.findall(r"2006|01|02|15|04|05|[^0-9]+", layout)
+    for part in parts:
+        if part not in _LAYOUT_PARTS:
+            if not rest.startswith(part):
+                return f'{head}: cannot parse "{rest}" as "{part}"'
+            rest = rest[len(part) :]
+            continue
+        least, largest, name = _LAYOUT_PARTS[part]
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        most = 4 if part == "2006" else 2
+        if (
+            digits < least
+            or (part != "15" and digits < most and part != "2006")
+            or (part == "2006" and digits < 4)
+        ):
+            return f'{head}: cannot parse "{rest}" as "{part}"'
+        taken = min(digits, most)
+        number, rest = int(rest[:taken]), rest[taken:]
+        if largest and (number > largest or (name in ("month", "day") and number == 0)):
+            return f'parsing time "{value}": {name} out of range'
+        if part == "05" and rest.startswith(".") and rest[1:2].isdigit():
+            rest = rest[1:].lstrip("0123456789")
+    if rest:
+        return f'parsing time "{value}": extra text: "{rest}"'
+    return f'parsing time "{value}": day out of range'

@@ -16,15 +16,13 @@ returned as ``crd_schema.UNKNOWN`` (a rule reading it is reported as "cannot eva
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from nodefleet import files
 from nodefleet.apiserver.schema import UNKNOWN
 from nodefleet.render_layout import manifest_path
 
@@ -55,11 +53,10 @@ def rendered_previous(
     if not file.is_file():
         return None
     try:
-        doc = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        doc = files.load_yaml(files.read_text(file, what="rendered manifest"), str(file))
+    except files.FileProblem as e:
         raise PreviousStateError(
-            f"{file}: the previously rendered manifest cannot be read ({e.__class__.__name__}); re-render or "
-            "remove it"
+            f"{file}: the previously rendered manifest cannot be read ({e.problem}); re-render or remove it"
         ) from None
     if not isinstance(doc, dict):
         raise PreviousStateError(
@@ -73,7 +70,7 @@ def _decode(value: Any) -> Any:
         if value.get(_SECRET_SIG) == "1b47061264138c4ac30d75fd1eb44270":
             if "plaintext" in value:
                 try:
-                    return _decode(json.loads(value["plaintext"]))
+                    return _decode(files.load_json(value["plaintext"], "plaintext"))
                 except (TypeError, ValueError):
                     return UNKNOWN
             return UNKNOWN
@@ -108,15 +105,10 @@ def _urn_key(urn: str) -> str:
 @lru_cache(maxsize=4)
 def _load(path: str, mtime_ns: int) -> Checkpoint:
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
+        doc = files.load_json(files.read_text(path, what="stack export", limit=files.EXPORT_BYTES), path)
+    except files.FileProblem as e:
         raise PreviousStateError(
-            f"previousState {path}: cannot be read ({e.__class__.__name__}); write it with "
-            f"`pulumi stack export --file {path}`"
-        ) from None
-    except json.JSONDecodeError as e:
-        raise PreviousStateError(
-            f"previousState {path}: not JSON (line {e.lineno}); write it with `pulumi stack export --file {path}`"
+            f"previousState {path}: {e.problem}; write it with `pulumi stack export --file {path}`"
         ) from None
     deployment = doc.get("deployment") if isinstance(doc, dict) else None
     resources = deployment.get("resources") if isinstance(deployment, dict) else None

@@ -52,9 +52,24 @@ from nodefleet.apiserver import cel as crd_cel
 from nodefleet.apiserver import formats as crd_formats
 from nodefleet.apiserver import rule_log as rule_log
 from nodefleet.apiserver import strfmt as crd_strfmt
+from nodefleet.apiserver.cel import escape_property
+from nodefleet.apiserver.cel import rule_field_path as _rule_field_path
 from nodefleet.apiserver.store import CrdVersion
 
-__all__ = ["NOT_CHECKED", "UNKNOWN", "Finding", "escape_property", "rejects_field", "validate_object"]
+__all__ = [
+    "CRD_REFUSED",
+    "DEFAULT_KUBERNETES_VERSION",
+    "KUBERNETES_VERSIONS",
+    "NOT_CHECKED",
+    "REQUEST_BODIES",
+    "UNKNOWN",
+    "Finding",
+    "VersionError",
+    "escape_property",
+    "kubernetes_version",
+    "rejects_field",
+    "validate_object",
+]
 
 
 class _Unknown:
@@ -76,6 +91,37 @@ NOT_CHECKED = (
 )
 _ABSENT: Any = crd_cel._ABSENT
 
+#: The Kubernetes versions whose API server validation crd-schema follows, and the one it follows unless told
+#: (docs/crd-validation.md, "Which API server"): OpenShift 4.22, the newest release nodefleet deploys, runs
+#: Kubernetes 1.35. What differs: 1.36 range-checks ``format: int32`` integers and ``format: float`` numbers
+#: (and any integer beyond int64 or with a fraction, "Checked value must be of type ...") and words a number
+#: in a field with a numeric format by Go's types.
+KUBERNETES_VERSIONS = ("1.35", "1.36")
+DEFAULT_KUBERNETES_VERSION = "1.35"
+#: How a finding says the API server refuses the CRD itself (nodefleet.apiserver.crd_rules).
+CRD_REFUSED = "the API server refuses this CRD"
+#: How the API server reads a request body's numbers: ``client`` (kubectl, the Pulumi provider, client-go:
+#: a whole float is marshalled as an integer, so ``1.0`` arrives as ``1``), or ``json`` (a JSON body written by
+#: hand keeps ``1.0``, a float64 on the server).
+REQUEST_BODIES = ("client", "json")
+
+
+class VersionError(ValueError):
+    """A Kubernetes version crd-schema does not follow."""
+
+
+def kubernetes_version(text: str) -> tuple[int, int]:
+    """``"1.36"`` as (1, 36); refused unless it is one of :data:`KUBERNETES_VERSIONS`."""
+    if text not in KUBERNETES_VERSIONS:
+        raise VersionError(
+            f"Kubernetes {text!r} is not a version crd-schema follows; use one of {', '.join(KUBERNETES_VERSIONS)}"
+        )
+    major, minor = text.split(".")
+    return int(major), int(minor)
+
+
+DEFAULT_KUBERNETES = kubernetes_version(DEFAULT_KUBERNETES_VERSION)
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -91,62 +137,6 @@ class Finding:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# CEL property-name escaping (k8s.io/apiserver/pkg/cel/escaping.go)
-# ---------------------------------------------------------------------------------------------------------
-
-_CEL_RESERVED = frozenset(
-    [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ]
-)
-_ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
-
-
-@cache
-def escape_property(name: str) -> str | None:
-    """How CEL sees an object property named ``name``; None when the API server makes it inaccessible."""
-    if not name or name[0].isdigit():
-        return None
-    if name in _CEL_RESERVED:
-        return f"__{name}__"
-    out, i = [], 0
-    while i < len(name):
-        if name.startswith("__", i):
-            out.append(_ESCAPES["__"])
-            i += 2
-            continue
-        ch = name[i]
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ch.isascii() and (ch.isalnum() or ch == "_"):
-            out.append(ch)
-        else:
-            return None
-        i += 1
-    return "".join(out)
-
-
-# ---------------------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------------------
 
@@ -154,36 +144,38 @@ def escape_property(name: str) -> str | None:
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _copy(value: Any) -> Any:
+def _copy(value: Any, raw: bool = False) -> Any:
     """A copy of JSON-shaped data (a few times faster than ``copy.deepcopy``, which this path is hot for), with
-    its numbers as the API server decodes them from the JSON a client sends (:func:`_json_number`). Mappings
-    become dicts and sequences lists, so what is judged holds nothing else."""
+    its numbers as the API server decodes them from the JSON a client sends (:func:`_json_number`), or, with
+    ``raw``, from a JSON body that writes each number as it is held (``1.0`` stays a float). Mappings become
+    dicts and sequences lists, so what is judged holds nothing else."""
     kind = type(value)
     if kind is dict:
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: _copy(v, raw) for k, v in value.items()}
     if kind is list:
-        return [_copy(v) for v in value]
+        return [_copy(v, raw) for v in value]
     if kind is str or kind is bool or value is None:
         return value
     if kind is int or kind is float:
-        return _json_number(value)
+        return _json_number(value, raw)
     if isinstance(value, Mapping):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: _copy(v, raw) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_copy(v) for v in value]
+        return [_copy(v, raw) for v in value]
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return _json_number(value)
+        return _json_number(value, raw)
     return value
 
 
-def _json_number(value: int | float) -> int | float:
+def _json_number(value: int | float, raw: bool = False) -> int | float:
     """A number as it arrives in the API server: a client (kubectl, the Pulumi provider) marshals it to JSON,
     where a whole float is written without a fraction (YAML's ``1.0`` becomes ``1``), and the API server
     decodes an integer that fits in int64 as int64 and any other number as float64 (so ``2**63`` is a float
     and fails an ``integer`` type)."""
     if isinstance(value, float):
         if (
-            math.isfinite(value)
+            not raw
+            and math.isfinite(value)
             and value.is_integer()
             and abs(value) < 1e21
             and _INT64_MIN <= value <= _INT64_MAX
@@ -297,6 +289,8 @@ _GO_TYPES = {bool: "bool", int: "int64", float: "float64", str: "string"}
 
 def _conversion_error(value: Any, schema: Mapping[str, Any]) -> str:
     """What the CEL validator's ``UnstructuredToVal`` says of a value its schema's type does not allow."""
+    if value is None:
+        return "invalid data, got null for schema with nullable=false"
     if schema.get("x-kubernetes-int-or-string"):
         return "invalid data, expected XIntOrString value to be either a string or integer"
     kind = schema.get("type")
@@ -317,11 +311,90 @@ def _conversion_error(value: Any, schema: Mapping[str, Any]) -> str:
     return f"invalid data, expected {expected}, got {go_type}"
 
 
-def _type_message(value: Any, schema: Mapping[str, Any], path: str) -> str:
-    """The API server's words (kube-openapi ``InvalidType``), with the value's JSON type as its value."""
+#: The string formats the API server's CEL validator converts (``UnstructuredToVal``): a rule sees a
+#: ``date-time`` or ``date`` as a timestamp, a ``duration`` as a duration, a ``byte`` string as its bytes.
+_CEL_FORMATS = frozenset({"date-time", "date", "duration", "byte"})
+
+
+def _format_view(value: str, fmt: str) -> Any:
+    """The CEL value of a string of a converted format, or the API server's conversion error."""
+    import base64
+    import binascii
+
+    if fmt == "duration":
+        seconds = crd_formats.duration_seconds(value)
+        if seconds is not None:
+            return crd_cel.duration(round(seconds * 1e9))
+        return crd_cel.invalid_data(f"Invalid duration {value}: unable to parse {value} as duration")
+    if fmt in ("date", "date-time"):
+        parse, layout = (
+            (crd_formats.date_value, crd_formats.DATE_LAYOUT)
+            if fmt == "date"
+            else (crd_formats.date_time_value, crd_formats.DATE_TIME_LAYOUT)
+        )
+        stamp = parse(value)
+        if stamp is not None:
+            return crd_cel.timestamp(stamp)
+        why = crd_formats.go_time_parse_error(value, layout)
+        return crd_cel.invalid_data(f"Invalid {fmt} formatted string {value}: {why}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return crd_cel.invalid_data(f"Invalid byte formatted string {value}")
+
+
+def _type_message(
+    value: Any, schema: Mapping[str, Any], path: str, kubernetes: tuple[int, int] = (1, 35)
+) -> str:
+    """The API server's words (kube-openapi ``InvalidType``), with the value's JSON type as its value. Since
+    1.36 a number in a field with a numeric ``format`` is named by Go's type against that format
+    (``must be of type int64: "float64"``)."""
+    fmt = _numeric_format(schema)
+    if kubernetes >= (1, 36) and fmt and isinstance(value, int | float) and not isinstance(value, bool):
+        actual = "int64" if isinstance(value, int) else "float64"
+        return f'Invalid value: "{actual}": {path} in body must be of type {fmt}: "{actual}"'
     expected = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
     actual = _json_type(value)
     return f'Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"'
+
+
+def _numeric_format(schema: Mapping[str, Any]) -> str:
+    """The numeric ``format`` the API server keeps (``int32``/``int64`` of an integer, ``float``/``double`` of
+    a number; it drops any other), or ``""``."""
+    fmt = schema.get("format")
+    kind = schema.get("type")
+    if (kind == "integer" and fmt in ("int32", "int64")) or (kind == "number" and fmt in ("float", "double")):
+        return str(fmt)
+    return ""
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
+#: Beyond this a float64 rounds to infinity as a float32 (``strconv.ParseFloat(s, 32)``'s ErrRange).
+_FLOAT32_LIMIT = _FLOAT32_MAX + 2.0 ** (127 - 24)
+
+
+def _checked_range_error(value: int | float, schema: Mapping[str, Any], path: str) -> str | None:
+    """kube-openapi's range check of a number against its schema's type and format (1.36:
+    ``IsValueValidAgainstRange``, prefix "Checked"): an integer field takes only whole numbers in int64 (int32
+    with ``format: int32``), a ``format: float`` number only what a float32 holds."""
+    # An int-or-string is an integer to it (its anyOf's integer branch).
+    kind = "integer" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
+    fmt = _numeric_format(schema)
+    if kind == "integer":
+        low, high = (-(2**31), 2**31 - 1) if fmt == "int32" else (_INT64_MIN, _INT64_MAX)
+        # The value as strconv.FormatFloat(v, 'f', -1, 64) writes it, parsed as an integer.
+        whole = isinstance(value, int) or (
+            math.isfinite(value) and value.is_integer() and "e" not in repr(value)
+        )
+        ok = whole and low <= int(value) <= high
+    elif fmt == "float":
+        ok = not math.isfinite(value) or abs(value) < _FLOAT32_LIMIT
+    else:
+        return None
+    if ok:
+        return None
+    words = f"with format {fmt}" if fmt else "(default format)"
+    return f'Invalid value: "": Checked value must be of type {kind} {words} in {path}'
 
 
 def _map_key(item: Any, keys: Sequence[str], items: Mapping[str, Any]) -> str | None:
@@ -511,16 +584,22 @@ class _Site:
     ratchet: bool = False
     #: The value itself (a scalar's message shows it).
     value: Any = None
+    #: The view holds, below its top, a value the API server cannot convert to its schema's type.
+    holds_invalid: bool = False
 
 
 class _Walk:
-    def __init__(self, patch: bool) -> None:
+    def __init__(self, patch: bool, kubernetes: tuple[int, int] = DEFAULT_KUBERNETES) -> None:
         self.patch = patch
+        #: The API server's Kubernetes version (major, minor), where its validation differs between versions.
+        self.kubernetes = kubernetes
         self.findings: list[Finding] = []
         self.sites: list[_Site] = []
         self.type_errors = False
         #: Paths of values unknown during preview, and the rules (path, rule) they kept from being evaluated.
         self.unknown_paths: list[str] = []
+        #: How many values the API server's CEL validator could not convert were met (kept by ratcheting).
+        self.invalid = 0
         self.unknown_rules: list[tuple[str, str]] = []
         #: Whether the node being checked is ratcheted: on an update, the nearest node that correlates with
         #: the previous object (object fields, map values, items of ``list-type: map`` by key) is unchanged.
@@ -576,21 +655,15 @@ class _Walk:
             self.fail(path, _type_message(None, schema, path), blocks=True)
             if "enum" in schema and None not in schema["enum"]:
                 self._enum(None, schema, path)
-            return None, False
+            return self._invalid(value, schema, old, spath, cpath), False
         if not _type_ok(value, schema):
-            self.fail(path, _type_message(value, schema, path), blocks=True)
+            self.fail(path, _type_message(value, schema, path, self.kubernetes), blocks=True)
             if "enum" in schema and value not in schema["enum"]:
                 self._enum(value, schema, path)  # kube-openapi checks the enum regardless of the type
             if isinstance(value, int | float) and not isinstance(value, bool):
                 # ...and picks its value validators by the value's kind: 1.5 for an integer meets the bounds.
                 self._number(value, schema, path)
-            # The CEL validator cannot convert the value to the schema's type: a rule that reads it fails at
-            # run time (it runs when the type error was ratcheted), and runtime errors are never ratcheted.
-            invalid = crd_cel.invalid_data(_conversion_error(value, schema))
-            rules = schema.get("x-kubernetes-validations")
-            if rules:
-                self.sites.append(_Site(cpath, rules, schema, invalid, False, old, spath, self.anchor, value))
-            return invalid, False
+            return self._invalid(value, schema, old, spath, cpath), False
         if (
             isinstance(value, float)
             and value.is_integer()
@@ -602,18 +675,47 @@ class _Walk:
         self._values(value, schema, path)
         view: Any
         unknown = False
+        invalid_before = self.invalid
         if isinstance(value, dict):
             view, unknown = self._object(value, schema, path, old, spath, cpath)
         elif isinstance(value, list | tuple):
             view, unknown = self._array(value, schema, path, old, spath, cpath)
         elif schema.get("type") == "number" and isinstance(value, int):
             view = float(value)
+        elif isinstance(value, str) and schema.get("format") in _CEL_FORMATS:
+            view = _format_view(value, str(schema["format"]))
+            if crd_cel.holds_invalid(view):
+                self.invalid += 1
         else:
             view = value
         rules = schema.get("x-kubernetes-validations")
         if rules:
-            self.sites.append(_Site(cpath, rules, schema, view, unknown, old, spath, self.anchor, value))
+            self.sites.append(
+                _Site(
+                    cpath,
+                    rules,
+                    schema,
+                    view,
+                    unknown,
+                    old,
+                    spath,
+                    self.anchor,
+                    value,
+                    self.invalid > invalid_before,
+                )
+            )
         return view, unknown
+
+    def _invalid(self, value: Any, schema: Mapping[str, Any], old: Any, spath: str, cpath: str) -> Any:
+        """The CEL view of a value of the wrong type: the CEL validator cannot convert it to the schema's type,
+        so a rule that reads it, here or at any ancestor, fails at run time (rules run when the type error was
+        ratcheted), and runtime errors are never ratcheted."""
+        self.invalid += 1
+        invalid = crd_cel.invalid_data(_conversion_error(value, schema))
+        rules = schema.get("x-kubernetes-validations")
+        if rules:
+            self.sites.append(_Site(cpath, rules, schema, invalid, False, old, spath, self.anchor, value))
+        return invalid
 
     # --- value validations ---------------------------------------------------------------------------------
 
@@ -641,7 +743,7 @@ class _Walk:
     def _branch_ok(self, value: Any, sub: Mapping[str, Any]) -> bool:
         if not _type_ok(value, sub):
             return False
-        probe = _Walk(self.patch)
+        probe = _Walk(self.patch, self.kubernetes)
         probe._values(value, sub, "")
         return not probe.findings
 
@@ -683,8 +785,40 @@ class _Walk:
                 op = "less than" if schema.get("exclusiveMaximum") else "less than or equal to"
                 self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should be {op} {high}")
         step = schema.get("multipleOf")
-        if step and (value / step) != int(value / step):
-            self.fail(path, f"Invalid value: {_shown(value)}: {path} in body should be a multiple of {step}")
+        if step is not None:
+            self._multiple_of(value, step, path)
+        if self.kubernetes >= (1, 36):
+            checked = _checked_range_error(value, schema, path)
+            if checked is not None:
+                self.fail("", checked)
+
+    def _multiple_of(self, value: float, step: float, path: str) -> None:
+        """kube-openapi's ``MultipleOfNativeType``: a JSON integer against the factor cut to an integer (a
+        fraction such as 0.1 becomes 0, which is refused), a float within a relative 1e-9 of a multiple."""
+        if isinstance(value, int):
+            factor: float = int(step)
+            if factor <= 0:
+                self.fail(
+                    path,
+                    f"Invalid value: {factor}: factor MultipleOf declared for {path} must be positive: {factor}",
+                )
+                return
+            multiple = abs(value) // factor * factor == abs(value)
+        else:
+            factor = step
+            if factor <= 0:
+                self.fail(
+                    path,
+                    f"Invalid value: {_shown(factor)}: factor MultipleOf declared for {path} must be positive: "
+                    f"{_shown(factor)}",
+                )
+                return
+            multiple = _json_integer(1 / factor * value if factor < 1 else value / factor)
+        if not multiple:
+            self.fail(
+                path,
+                f"Invalid value: {_shown(value)}: {path} in body should be a multiple of {_shown(factor)}",
+            )
 
     # --- objects -------------------------------------------------------------------------------------------
 
@@ -712,21 +846,30 @@ class _Walk:
             )
         view: dict[str, Any] = {}
         unknown = False
+        if embedded:
+            self._embedded(value, path)
         for key, item in value.items():
             old_item = old_map.get(key, _ABSENT) if old_map is not None else _ABSENT
-            if key in props:
+            if embedded and key in ("apiVersion", "kind", "metadata"):
+                # An embedded resource's type and ObjectMeta, as CEL sees them whatever the schema declares
+                # (WithTypeAndObjectMeta): of metadata, only name and generateName.
+                if key == "metadata" and isinstance(item, dict):
+                    item = {k: item[k] for k in ("name", "generateName") if isinstance(item.get(k), str)}
+                view[key], child_unknown = item, _holds_unknown(item)
+            elif key in props:
                 child_view, child_unknown = self.walk(
                     item, props[key], _child(path, key), old_item, f"{spath}.{key}", _child(cpath, key)
                 )
                 name = escape_property(key)
-                if name is not None:
+                if name is not None and item is not None:
+                    # (A null field of an object with properties is absent to CEL: has() is false.)
                     view[name] = child_view
             elif isinstance(addl, dict):
                 child_view, child_unknown = self.walk(
                     item, addl, _child(path, key), old_item, f"{spath}{{}}", f"{cpath}[{key}]"
                 )
                 view[key] = child_view
-            elif addl is True or preserve or (embedded and key in ("apiVersion", "kind", "metadata")):
+            elif addl is True or preserve:
                 view[key], child_unknown = item, _holds_unknown(item)
             else:
                 self.fail(
@@ -737,6 +880,29 @@ class _Walk:
                 continue
             unknown = unknown or child_unknown
         return view, unknown
+
+    def _embedded(self, value: Mapping[str, Any], path: str) -> None:
+        """An embedded resource's type meta and ObjectMeta (apiextensions ``objectmeta.validateEmbeddedResource``)."""
+        for key in ("apiVersion", "kind"):
+            if key not in value:
+                self.fail(_child(path, key), "Required value", blocks=True)
+        for key, item in value.items():
+            where = _child(path, key)
+            if key in ("apiVersion", "kind") and item is not UNKNOWN:
+                if not isinstance(item, str):
+                    self.fail(where, f"Invalid value: {_shown(item)}: must be a string")
+                elif not item:
+                    self.fail(where, 'Invalid value: "": must not be empty')
+                elif key == "apiVersion" and item.count("/") > 1:
+                    self.fail(where, f"Invalid value: {_shown(item)}: unexpected GroupVersion string: {item}")
+                elif key == "kind" and (errs := crd_formats.dns1035_label_errors(item.lower())):
+                    self.fail(
+                        where,
+                        f"Invalid value: {_shown(item)}: may have mixed case, but should otherwise match: "
+                        + ",".join(errs),
+                    )
+            elif key == "metadata" and isinstance(item, dict):
+                _object_meta(item, where, self)
 
     # --- arrays --------------------------------------------------------------------------------------------
 
@@ -830,6 +996,8 @@ def _unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: str, roo
         addl = schema.get("additionalProperties")
         for key, item in value.items():
             if embedded and key in ("apiVersion", "kind", "metadata"):
+                if key == "metadata" and not root and isinstance(item, dict):
+                    found += [f"{_child(path, 'metadata')}.{k}" for k in item if k not in _OBJECT_META]
                 continue
             if key in props:
                 found += _unknown_fields(item, props[key], _child(path, key))
@@ -852,6 +1020,8 @@ def _unknown_below_preserved(value: Any, schema: Mapping[str, Any], path: str) -
         addl = schema.get("additionalProperties")
         for key, item in value.items():
             if embedded and key in ("apiVersion", "kind", "metadata"):
+                if key == "metadata" and isinstance(item, dict):
+                    found += [f"{_child(path, 'metadata')}.{k}" for k in item if k not in _OBJECT_META]
                 continue
             if key in props:
                 found += _unknown_fields(item, props[key], _child(path, key))
@@ -1064,6 +1234,58 @@ def _path_segment_errors(name: str, prefix: bool) -> list[str]:
     return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
+def _meta_maps(meta: Mapping[str, Any], prefix: str, walk: _Walk) -> None:
+    """ObjectMeta's labels, annotations (their size too) and finalizers, at ``prefix``."""
+    for field, check_values in (("labels", True), ("annotations", False)):
+        entries = meta.get(field)
+        if entries is UNKNOWN or entries is None:
+            continue
+        if not isinstance(entries, dict):
+            walk.fail(f"{prefix}.{field}", f"Invalid value: {_shown(entries)}: must be a map of strings")
+            continue
+        for key, item in entries.items():
+            key_text = str(key) if field == "labels" else str(key).lower()
+            for err in crd_formats.qualified_name_errors(key_text):
+                walk.fail(f"{prefix}.{field}", f"Invalid value: {_shown(key)}: {err}")
+            if check_values and isinstance(item, str):
+                for err in crd_formats.label_value_errors(item):
+                    # The API server names the map, not the key (ValidateLabels); the value says which.
+                    walk.fail(f"{prefix}.{field}", f"Invalid value: {_shown(item)}: {err}")
+    finalizers = meta.get("finalizers")
+    if isinstance(finalizers, list | tuple):
+        for finalizer in finalizers:
+            if isinstance(finalizer, str):
+                for err in crd_formats.qualified_name_errors(finalizer):
+                    walk.fail(f"{prefix}.finalizers", f"Invalid value: {_shown(finalizer)}: {err}")
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        size = sum(
+            len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items() if v is not UNKNOWN
+        )
+        if size > 256 * 1024:
+            # A Too long error: it keeps the CEL rules from running.
+            walk.fail(
+                f"{prefix}.annotations",
+                f"Too long: may not be more than 262144 bytes\n(the annotations hold {size} bytes)",
+                blocks=True,
+            )
+
+
+def _object_meta(meta: Mapping[str, Any], prefix: str, walk: _Walk) -> None:
+    """An embedded resource's ObjectMeta (``ValidateObjectMeta`` with path-segment names; a missing name is
+    no error)."""
+    for key, prefix_name in (("name", False), ("generateName", True)):
+        value = meta.get(key)
+        if isinstance(value, str) and value:
+            for err in _path_segment_errors(value, prefix_name):
+                walk.fail(f"{prefix}.{key}", f"Invalid value: {_shown(value)}: {err}")
+    namespace = meta.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        for err in crd_formats.dns1123_label_errors(namespace):
+            walk.fail(f"{prefix}.namespace", f"Invalid value: {_shown(namespace)}: {err}")
+    _meta_maps(meta, prefix, walk)
+
+
 def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = None) -> dict[str, Any]:
     """ObjectMeta as ``rest.BeforeCreate`` checks it (``ValidateObjectMetaAccessor`` with DNS-subdomain names,
     after name generation), or, given the stored object's ``old`` metadata, as ``rest.BeforeUpdate`` does
@@ -1117,39 +1339,7 @@ def _metadata(meta: Any, crd: CrdVersion, walk: _Walk, patch: bool, old: Any = N
     if isinstance(namespace, str) and crd.crd.scope == "Namespaced":
         for err in crd_formats.dns1123_label_errors(namespace):
             walk.fail("metadata.namespace", f"Invalid value: {_shown(namespace)}: {err}")
-    for field, check_values in (("labels", True), ("annotations", False)):
-        entries = meta.get(field)
-        if entries is UNKNOWN or entries is None:
-            continue
-        if not isinstance(entries, dict):
-            walk.fail(f"metadata.{field}", f"Invalid value: {_shown(entries)}: must be a map of strings")
-            continue
-        for key, item in entries.items():
-            key_text = str(key) if field == "labels" else str(key).lower()
-            for err in crd_formats.qualified_name_errors(key_text):
-                walk.fail(f"metadata.{field}", f"Invalid value: {_shown(key)}: {err}")
-            if check_values and isinstance(item, str):
-                for err in crd_formats.label_value_errors(item):
-                    # The API server names the map, not the key (ValidateLabels); the value says which.
-                    walk.fail(f"metadata.{field}", f"Invalid value: {_shown(item)}: {err}")
-    finalizers = meta.get("finalizers")
-    if isinstance(finalizers, list | tuple):
-        for finalizer in finalizers:
-            if isinstance(finalizer, str):
-                for err in crd_formats.qualified_name_errors(finalizer):
-                    walk.fail("metadata.finalizers", f"Invalid value: {_shown(finalizer)}: {err}")
-    annotations = meta.get("annotations")
-    if isinstance(annotations, dict):
-        size = sum(
-            len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items() if v is not UNKNOWN
-        )
-        if size > 256 * 1024:
-            # A Too long error: it keeps the CEL rules from running.
-            walk.fail(
-                "metadata.annotations",
-                f"Too long: may not be more than 262144 bytes\n(the annotations hold {size} bytes)",
-                blocks=True,
-            )
+    _meta_maps(meta, "metadata", walk)
     return {key: meta[key] for key in ("name", "generateName") if isinstance(meta.get(key), str)}
 
 
@@ -1164,22 +1354,38 @@ def validate_object(
     *,
     old: Mapping[str, Any] | None = None,
     patch: bool = False,
+    kubernetes: str = DEFAULT_KUBERNETES_VERSION,
+    request_body: str = "client",
 ) -> list[Finding]:
     """Everything the API server would reject in ``obj`` (an object of ``crd``), plus what cannot be judged.
 
     ``old`` is the previous object (the stored one on an update), which enables transition rules; ``patch``
     marks a server-side-apply patch: a partial object whose missing fields the live object supplies, so
     neither ``required`` nor defaulting applies, and a rule that fails only because a field is absent from
-    the patch is not reported.
+    the patch is not reported. ``kubernetes`` is the API server's version (:data:`KUBERNETES_VERSIONS`), and
+    ``request_body`` how the request's numbers reach it (:data:`REQUEST_BODIES`).
     """
-    body = _copy(obj)
+    version = kubernetes_version(kubernetes)
+    refused = _crd_refusals(crd)
+    if refused:
+        # The API server refuses the CRD itself, so it is never installed and no object of it is created.
+        return [
+            Finding(
+                "",
+                f"{CRD_REFUSED} ({crd.crd.file}, {crd.version}), so no object of it can be created: {r}",
+                True,
+            )
+            for r in refused[:3]
+        ]
+    raw = request_body == "json"
+    body = _copy(obj, raw)
     if crd.status_subresource:
         body.pop("status", None)
         if old is not None and isinstance(old.get("status"), Mapping):
-            body["status"] = _copy(old["status"])
+            body["status"] = _copy(old["status"], raw)
     schema = crd.schema
     if old is not None:
-        old = _copy(old)
+        old = _copy(old, raw)
     if not patch:
         _default(body, schema)
         if old is not None:
@@ -1216,7 +1422,7 @@ def validate_object(
                     True,
                 )
             ]
-    walk = _Walk(patch)
+    walk = _Walk(patch, version)
     for key, expected in (("kind", crd.crd.kind), ("apiVersion", crd.api_version)):
         # (The API server then skips the schema and ObjectMeta checks; an object of another kind or version
         # is judged by that CRD here, so this only shows up in hand-made objects.)
@@ -1245,7 +1451,7 @@ def validate_object(
         elif key in props:
             view, child_unknown = walk.walk(value, props[key], key, old_value, f".{key}")
             name = escape_property(key)
-            if name is not None:
+            if name is not None and value is not None:
                 root_view[name] = view
             unknown = unknown or child_unknown
         elif not schema.get("x-kubernetes-preserve-unknown-fields"):
@@ -1271,6 +1477,7 @@ def validate_object(
                 old if old is not None else _ABSENT,
                 "",
                 walk.anchor,
+                holds_invalid=walk.invalid > 0,
             )
         )
     if walk.type_errors:
@@ -1294,6 +1501,20 @@ def validate_object(
             )
         )
     return walk.findings
+
+
+_REFUSALS: dict[tuple[str, str, int], list[str]] = {}
+
+
+def _crd_refusals(crd: CrdVersion) -> list[str]:
+    """Why the API server refuses ``crd``'s schema, as :mod:`nodefleet.apiserver.crd_rules` tells (kept per CRD
+    file and version, and the schema's identity)."""
+    from nodefleet.apiserver.crd_rules import refusals
+
+    key = (crd.crd.file, crd.version, id(crd.schema))
+    if key not in _REFUSALS:
+        _REFUSALS[key] = [str(r) for r in refusals(crd.schema)]
+    return _REFUSALS[key]
 
 
 _RULES_CACHE: dict[tuple[str, str], bool] = {}
@@ -1324,7 +1545,7 @@ def _old_view(site: _Site) -> Any:
 
 def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> None:
     old_view: Any = _ABSENT
-    old_unknown = False
+    old_unknown = old_invalid = False
     for spec in site.rules:
         rule = crd_cel.compile_rule(spec)
         if rule.transition and site.old is _ABSENT and not rule.optional_old_self:
@@ -1337,6 +1558,7 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
             if old_view is _ABSENT:
                 old_unknown = _holds_unknown(site.old)
                 old_view = _old_view(site)
+                old_invalid = crd_cel.holds_invalid(old_view)
             if old_unknown:
                 walk.findings.append(
                     Finding(
@@ -1345,7 +1567,12 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
                 )
                 continue
             old_arg = old_view
-        outcome = crd_cel.evaluate(rule, site.view, old_arg)
+        outcome = crd_cel.evaluate(
+            rule,
+            site.view,
+            old_arg,
+            holds_invalid=site.holds_invalid or (old_arg is not _ABSENT and old_invalid),
+        )
         if rule_log.active():
             rule_log.record(crd.crd.file, crd.version, site.spath, rule.rule, outcome.passed)
         if outcome.passed is None:
@@ -1383,90 +1610,6 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
             walk.findings.append(Finding(path, f"{message}\n(ratcheted: {_RATCHETED})", False, rule.rule))
             continue
         walk.findings.append(Finding(path, message, True, rule.rule))
-
-
-_ESCAPED = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "'": "'", "\\": "\\"}
-
-
-def _field_path_tokens(text: str) -> list[str]:
-    """The tokens of a rule's ``fieldPath``: ``.``, ``[``, ``]``, single-quoted strings, names between them."""
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "'":
-            end = i + 1
-            while end < len(text) and not (text[end] == "'" and text[end - 1] != "\\"):
-                end += 1
-            out.append(text[i : end + 1])
-            i = end + 1
-        elif text[i] in ".[]":
-            out.append(text[i])
-            i += 1
-        else:
-            end = i
-            while end < len(text) and text[end] not in ".[]":
-                end += 1
-            out.append(text[i:end])
-            i = end
-    return out
-
-
-def _normalized_field_path(field_path: str, schema: Mapping[str, Any]) -> str | None:
-    parts: list[str] = []
-    tokens = iter(_field_path_tokens(field_path))
-    for tok in tokens:
-        if tok == "[":
-            quoted = next(tokens, "")
-            if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'" or next(tokens, "") != "]":
-                return None
-            name, bad = "", False
-            body = quoted[1:-1]
-            j = 0
-            while j < len(body):
-                if body[j] == "\\" and j + 1 < len(body):
-                    if body[j + 1] not in _ESCAPED:
-                        bad = True
-                    name += _ESCAPED.get(body[j + 1], "")
-                    j += 2
-                else:
-                    name += body[j]
-                    j += 1
-            if bad:
-                return None
-        elif tok == ".":
-            following = next(tokens, None)
-            if following is None:
-                return None
-            name = following
-        else:
-            return None
-        props = schema.get("properties")
-        addl = schema.get("additionalProperties")
-        if props is not None:
-            if name not in props:
-                return None
-            parts.append(f".{name}" if parts else name)
-            schema = props[name]
-        elif isinstance(addl, dict):
-            parts.append(f"[{name}]")
-            schema = addl
-        else:
-            return None
-    return "".join(parts) or None
-
-
-def _rule_field_path(field_path: str, schema: Mapping[str, Any]) -> str | None:
-    """A rule's ``fieldPath`` as the API server appends it to the rule's node (cel ``ValidFieldPath``): a
-    property as ``.name``, a map key as ``[key]`` (``spec.m.[key]`` when it comes first: the API server's
-    quirk, kept); None when it does not name a field of ``schema``, and the error is at the node."""
-    key = (field_path, id(schema))
-    cached = _FIELD_PATHS.get(key)
-    if cached is None or cached[0] is not schema:
-        cached = _FIELD_PATHS[key] = (schema, _normalized_field_path(field_path, schema))
-    return cached[1]
-
-
-#: Normalized rule field paths by (fieldPath, schema identity); the schema is kept to check the identity.
-_FIELD_PATHS: dict[tuple[str, int], tuple[Mapping[str, Any], str | None]] = {}
 
 
 def _rule_message(site: _Site, reason: str, detail: str) -> str:

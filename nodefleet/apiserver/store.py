@@ -41,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from nodefleet import files
 from nodefleet import kinds as k
 
 __all__ = [
@@ -117,7 +118,6 @@ MODULE_CRD_PATHS: dict[str, str] = {
     "github.com/openshift/hypershift": "karpenter-operator/controllers/karpenter/assets",
 }
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader reads the 600 KB CRD in 40 ms
 _SET_NAME = re.compile(r"^(?P<flavour>[a-z]+)/(?P<minor>[0-9]+\.[0-9]+)$")
 
 
@@ -254,9 +254,9 @@ def _sha256(path: Path) -> str:
 
 def _parse_crd(text: str, where: str) -> dict[str, Any]:
     try:
-        doc = yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as e:
-        raise CrdError(f"{where}: not a readable YAML file ({e.__class__.__name__})") from None
+        doc = files.load_yaml(text, where, loader=files.FastBoundedLoader)
+    except files.FileProblem as e:
+        raise CrdError(f"{where}: not a readable YAML file ({e.problem}); {e.fix}") from None
     spec = doc.get("spec") if isinstance(doc, dict) else None
     if (
         not isinstance(doc, dict)
@@ -287,7 +287,7 @@ def _cached(digest: str) -> dict[str, Any] | None:
         return None
     try:
         doc = json.loads((folder / f"{digest}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -311,14 +311,14 @@ def _keep(digest: str, doc: dict[str, Any]) -> None:
 
 def _read_crd(path: Path) -> dict[str, Any]:
     try:
-        data = path.read_bytes()
+        data = files.read_bytes(path, what="CRD")
         digest = hashlib.sha256(data).hexdigest()
         cached = _cached(digest)
         if cached is not None:
             return cached
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise CrdError(f"{path}: not a readable YAML file ({e.__class__.__name__})") from None
+        text = files.decode_text(data, str(path), what="CRD")
+    except files.FileProblem as e:
+        raise CrdError(f"{path}: not a readable YAML file ({e.problem}); {e.fix}") from None
     doc = _parse_crd(text, str(path))
     _keep(digest, doc)
     return doc
@@ -365,7 +365,7 @@ def _read_manifest(directory: Path) -> _Manifest | None:
     if not path.exists():
         return None
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        doc = files.load_yaml(files.read_text(path, what="CRD provenance file"), str(path)) or {}
         out = _Manifest()
         karpenter = doc.get("karpenter") or {}
         set_files: set[str] = set()
@@ -391,7 +391,7 @@ def _read_manifest(directory: Path) -> _Manifest | None:
                 continue  # a set's file: its sources are the sets' modules
             listed = entry.get("sources") or ([entry["source"]] if entry.get("source") else [])
             out.base[file] = tuple(Source.from_yaml(s) for s in listed)
-    except (yaml.YAMLError, KeyError, TypeError, AttributeError) as e:
+    except (files.FileProblem, KeyError, TypeError, AttributeError) as e:
         raise CrdError(
             f"{path}: not a CRD provenance file nodefleet wrote ({e.__class__.__name__}: {e}); restore it from "
             "version control or rerun `python -m nodefleet crds refresh`"
@@ -697,6 +697,19 @@ def _kind_key(kind: k.Kind) -> tuple[str, str]:
     return kind.api_version.split("/")[0], kind.kind
 
 
+def _refuse_refused(doc: Mapping[str, Any], where: str) -> None:
+    """A CRD the API server refuses (a rule that does not compile, an invalid fieldPath, ...) is not shipped:
+    no cluster could serve it (:mod:`nodefleet.apiserver.crd_rules`)."""
+    from nodefleet.apiserver.crd_rules import refusals
+
+    for i, version in enumerate(doc["spec"].get("versions") or []):
+        schema = ((version or {}).get("schema") or {}).get("openAPIV3Schema")
+        if isinstance(schema, Mapping):
+            found = refusals(schema, f"spec.versions[{i}].schema.openAPIV3Schema")
+            if found:
+                raise CrdError(f"{where}: the API server refuses this CRD: {found[0]}; nothing was changed")
+
+
 def refresh(
     source_dir: Path,
     *,
@@ -742,6 +755,7 @@ def refresh(
                 f"{path}: {kind.kind} CRD does not serve {version}, which nodefleet writes (it serves "
                 f"{', '.join(map(str, served)) or 'nothing'}); nothing was changed"
             )
+        _refuse_refused(doc, str(path))
         source = (provenance or {}).get(path.name) or default_source
         if source is None:
             raise CrdError(
@@ -915,6 +929,7 @@ def refresh_karpenter(
             except (CrdError, UnicodeDecodeError):
                 continue
             if _group_kind(doc) in wanted:
+                _refuse_refused(doc, f"{module}@{version}:{inner}")
                 found[_group_kind(doc)] = (str(inner), data, doc)
     missing = [kind.kind for key, kind in wanted.items() if key not in found]
     if missing:

@@ -40,7 +40,6 @@ given as a catalog by mistake may hold secrets.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -48,9 +47,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from nodefleet.files import FileKindError, FileTooLargeError, read_regular_file
+from nodefleet import files
+from nodefleet.files import FileKindError, FileTooLargeError
 
 from .versions import OCPVersion, RHCOSVersion, VersionError, parse_ocp, parse_rhcos
 
@@ -314,15 +312,6 @@ class BootImageCatalog:
 # Files and references
 # ---------------------------------------------------------------------------------------------------------
 
-#: Leading bytes of the compressed and archive formats a catalog export is most often mistaken for.
-_MAGIC: tuple[tuple[bytes, str, str], ...] = (
-    (b"\x1f\x8b", "gzip-compressed", "gunzip -k"),
-    (b"\xfd7zXZ\x00", "xz-compressed", "unxz -k"),
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "unzstd"),
-    (b"BZh", "bzip2-compressed", "bunzip2 -k"),
-    (b"PK\x03\x04", "a zip archive", "unzip"),
-)
-
 
 def load_catalog(path: str | os.PathLike[str], shown: str | None = None) -> BootImageCatalog:
     """Load a boot image catalog file; the format is detected from the content, not the file name.
@@ -333,7 +322,7 @@ def load_catalog(path: str | os.PathLike[str], shown: str | None = None) -> Boot
     name = shown if shown is not None else os.fspath(path)
     file = Path(path)
     try:
-        data = read_regular_file(file)
+        data = files.read_regular_file(file)
     except FileKindError as exc:
         raise CatalogError(
             f"Boot image catalog '{name}' {exc}: nodefleet reads a catalog only from a regular file (a pipe or "
@@ -380,18 +369,13 @@ def _directory_listing(directory: Path) -> str:
 
 
 def _decode(data: bytes, name: str) -> str:
-    for magic, what, tool in _MAGIC:
-        if data.startswith(magic):
-            raise CatalogError(
-                f"Boot image catalog '{name}' is {what}, not a ConfigMap or stream JSON; unpack it first "
-                f"(`{tool} {name}`) and point catalog at the unpacked file."
-            )
-    if b"\x00" in data[:8192]:
-        raise CatalogError(_not_text(name))
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise CatalogError(_not_text(name)) from None
+        text = files.decode_text(data, name, what="catalog")
+    except files.FileProblem as exc:
+        raise CatalogError(
+            f"Boot image catalog '{name}' {_is(exc.problem)}; {exc.fix}; a catalog is the coreos-bootimages "
+            f"ConfigMap (YAML or JSON) or a stream JSON: {_EXPORT_HINT}."
+        ) from None
     if not text.strip():
         raise CatalogError(
             f"Boot image catalog '{name}' is empty; {_EXPORT_HINT} again (an interrupted export leaves an "
@@ -400,42 +384,46 @@ def _decode(data: bytes, name: str) -> str:
     return text
 
 
-def _not_text(name: str) -> str:
-    return (
-        f"Boot image catalog '{name}' is not a text file (it holds binary data); a catalog is the "
-        f"coreos-bootimages ConfigMap (YAML or JSON) or a stream JSON: {_EXPORT_HINT}."
-    )
+def _is(problem: str) -> str:
+    """A reader's problem after the catalog's name: ``is gzip-compressed…``, ``is not text (line 3…)``."""
+    return problem if problem.startswith("is ") else f"is not text nodefleet reads ({problem})"
 
 
-_LONG_QUOTE = re.compile(r"('[^']{13,}'|\"[^\"]{13,}\")")
+def _beyond_bounds(name: str, exc: files.FileProblem) -> CatalogError:
+    return CatalogError(f"Boot image catalog '{name}' {_is(exc.problem)}; {exc.fix}, or {_EXPORT_HINT}.")
 
 
 def _parse_document(text: str, name: str) -> Any:
-    """JSON or YAML; errors say where, never what the offending line holds.
+    """JSON or YAML, read by :mod:`nodefleet.files` (bounded depth and aliases); errors say where, never what
+    the offending line holds.
 
     A file that starts like JSON is judged as JSON, so a truncated stream JSON gets the JSON parser's
     error, not YAML's; hand-written flow-style YAML that is not JSON is still accepted.
     """
     if text.lstrip().startswith(("{", "[")):
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
+            return files.load_json(text, name)
+        except files.FileProblem as exc:
+            if not exc.syntax:
+                raise _beyond_bounds(name, exc) from None
             json_error = exc
         try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError:
+            return files.load_yaml(text, name)
+        except files.FileProblem:
             truncated = (
                 "; it ends inside an object or string, so it looks truncated" if _unclosed(text) else ""
             )
             raise CatalogError(
-                f"Boot image catalog '{name}' is not valid JSON ({json_error.msg}: line {json_error.lineno}, "
-                f"column {json_error.colno}{truncated}); {_EXPORT_HINT} again rather than editing it."
+                f"Boot image catalog '{name}' {json_error.problem.removesuffix(')')}{truncated}); "
+                f"{_EXPORT_HINT} again rather than editing it."
             ) from None
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        return files.load_yaml(text, name)
+    except files.FileProblem as exc:
+        if not exc.syntax:
+            raise _beyond_bounds(name, exc) from None
         raise CatalogError(
-            f"Boot image catalog '{name}' is neither valid JSON nor valid YAML ({_yaml_problem(exc)}); "
+            f"Boot image catalog '{name}' is neither valid JSON nor valid YAML ({exc.problem}); "
             f"check that the right file was given, or {_EXPORT_HINT}."
         ) from None
 
@@ -458,19 +446,6 @@ def _unclosed(text: str) -> bool:
         elif char in "}]":
             depth -= 1
     return in_string or depth > 0
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """PyYAML's problem and position, without the quoted source line ``str(exc)`` would include."""
-    problem = getattr(exc, "problem", None) or "unparsable"
-    context = getattr(exc, "context", None)
-    text = f"{context}: {problem}" if context else str(problem)
-    # Tokens PyYAML quotes are short; anything longer is file content.
-    text = _LONG_QUOTE.sub("'…'", text)
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    if mark is not None:
-        text += f" at line {mark.line + 1}, column {mark.column + 1}"
-    return text
 
 
 def catalog_reference(path: str | os.PathLike[str], project_dir: str | os.PathLike[str]) -> str:
@@ -557,11 +532,15 @@ def _json_value(value: Any, source: str, key: str) -> Any:
     if not isinstance(value, str):
         return value  # already structured (e.g. a hand-written YAML mapping)
     try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
+        return files.load_json(value, source)
+    except files.FileProblem as exc:
+        if not exc.syntax:
+            raise CatalogError(
+                f"Boot image catalog '{source}': '{key}' {_is(exc.problem)}; re-export the ConfigMap."
+            ) from None
         raise CatalogError(
-            f"Boot image catalog '{source}': '{key}' is not valid JSON ({exc.msg} at line {exc.lineno}, "
-            f"column {exc.colno} of the value); re-export the ConfigMap rather than editing it."
+            f"Boot image catalog '{source}': '{key}' {exc.problem.removesuffix(')')} of the value); re-export "
+            "the ConfigMap rather than editing it."
         ) from None
 
 

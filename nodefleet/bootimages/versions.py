@@ -30,6 +30,7 @@ from datetime import datetime
 __all__ = [
     "OCP_FORMATS",
     "OS_STREAMS",
+    "RELEASE_FORM",
     "RHCOS_FORMATS",
     "OCPVersion",
     "RHCOSVersion",
@@ -40,6 +41,7 @@ __all__ = [
     "minors_between",
     "os_streams",
     "parse_ocp",
+    "parse_release",
     "parse_rhcos",
     "parse_rhel",
     "rhel_for_ocp",
@@ -153,6 +155,65 @@ def parse_ocp(text: str) -> OCPVersion:
         prerelease=tuple(pre.split(".")) if pre else (),
         has_patch=patch is not None,
     )
+
+
+#: The one form a release field takes (a stack file's ``release``, a node class ``version``, ``--release``).
+RELEASE_FORM = (
+    "x.y.z, e.g. 4.22.3, or a pre-release as OpenShift publishes it (5.0.0-ec.2, 5.0.0-rc.1, "
+    "5.0.0-0.nightly-2026-05-20-043516)"
+)
+#: The pre-releases OpenShift publishes: engineering, feature and release candidates (``ec.2``, ``fc.0``,
+#: ``rc.1``), and the builds of a release stream (``0.nightly-2026-05-20-043516``, ``0.ci-…``,
+#: ``0.okd-scos-…``, ``0.nightly-multi-…``).
+_PUBLISHED_PRE = re.compile(
+    r"^(?:(?:ec|fc|rc)\.(?:0|[1-9][0-9]*)|0\.[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*-[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{6})$"
+)
+#: Suffixes of release image tags (``quay.io/openshift-release-dev/ocp-release:4.22.4-multi``): the payload
+#: for an architecture, not a version.
+_IMAGE_TAG_ARCH = re.compile(
+    r"^(multi|x86_64|amd64|aarch64|arm64|ppc64le|s390x)(-(x86_64|aarch64|arm64|amd64))?$"
+)
+
+
+def parse_release(text: str) -> OCPVersion:
+    """A release as a release field takes it: ``x.y.z``, or a pre-release OpenShift publishes
+    (:data:`RELEASE_FORM`). Everything else raises :class:`VersionError` naming that one form and, where it
+    can tell, what was meant: a leading zero (``4.22.03``: write ``4.22.3``), a release image tag's suffix
+    (``4.22.4-multi``: write ``4.22.4``), a release line without its patch (``4.22``), a ``v``."""
+    if not isinstance(text, str):
+        raise VersionError(f"a release is text, not {type(text).__name__}; write a release: {RELEASE_FORM}")
+    core = re.match(r"^v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?(?:-(.*))?$", text.strip())
+    if core is None:
+        raise VersionError(f"'{text}' is not a release; write a release: {RELEASE_FORM}")
+    numbers = [n for n in core.groups()[:3] if n is not None]
+    plain = ".".join(str(int(n)) for n in numbers)
+    pre = core.group(4)
+    meant = plain + (f"-{pre}" if pre and not _IMAGE_TAG_ARCH.match(pre) else "")
+    if text != text.strip() or text.startswith("v"):
+        raise VersionError(
+            f"'{text}' is not a release (no 'v', no spaces); write {meant}: a release is {RELEASE_FORM}"
+        )
+    if any(len(n) > 1 and n.startswith("0") for n in numbers):
+        raise VersionError(
+            f"'{text}' has a leading zero, which no release has; write {meant}: a release is {RELEASE_FORM}"
+        )
+    if core.group(3) is None:
+        raise VersionError(
+            f"'{text}' is a release line, not a release: a release has its patch number (the release image, the "
+            f"boot image catalog and the skew policies name one); write e.g. {plain}.0 or the patch the cluster "
+            f"runs: a release is {RELEASE_FORM}"
+        )
+    if pre is not None and _IMAGE_TAG_ARCH.match(pre):
+        raise VersionError(
+            f"'{text}' is a release image tag (the {pre} payload of {plain}), not a release; write {plain}: a "
+            f"release is {RELEASE_FORM}"
+        )
+    if pre is not None and not _PUBLISHED_PRE.match(pre):
+        raise VersionError(
+            f"'{text}' has the suffix '-{pre}', which is not a pre-release OpenShift publishes; write {plain}: a "
+            f"release is {RELEASE_FORM}"
+        )
+    return parse_ocp(text)
 
 
 def linear_minor(version: OCPVersion | tuple[int, int]) -> int:

@@ -62,6 +62,7 @@ from nodefleet.drift.rules import (
     karpenter_minor,
     node_pool_static_view,
 )
+from nodefleet.files import load_json
 from nodefleet.render.gitops import ControllerOwnedError, controller_owned, json_pointer
 from nodefleet.render.ignition import TARGET_CONFIG_VERSION_HASH, hypershift_stub, merge_headers, user_data
 
@@ -96,6 +97,13 @@ MAY_REPLACE = "may replace nodes"
 NEW = "new"
 #: The item is gone from the program: its nodes are removed with it.
 REMOVES = "removes nodes"
+#: The API server refuses the update (a transition rule, an immutable field): nothing changes on the cluster,
+#: no node rolls, and the sync or ``pulumi up`` fails until the change is made another way.
+CANNOT_APPLY = "cannot be applied"
+#: Who applies a stack's objects: Argo CD or Flux from a render (render mode), which update an object in place,
+#: or Pulumi (apply mode), which replaces an object whose ``replace_on_changes`` path changed.
+GITOPS = "gitops"
+PULUMI = "pulumi"
 #: Nothing to compare with (first run, or no render/state found).
 UNKNOWN = "unknown"
 
@@ -516,7 +524,7 @@ def _user_data_reason(before: str, after: str) -> str:
 
 def _merge_source(text: str) -> str | None:
     try:
-        config = json.loads(text)
+        config = load_json(text, "userData")
         return str(config["ignition"]["config"]["merge"][0]["source"])
     except (ValueError, KeyError, IndexError, TypeError):
         return None
@@ -876,10 +884,67 @@ def _provisioning_switch(before: Obj, after: Obj) -> str | None:
     )
 
 
-def _karpenter_pool_item(before: Obj, after: Obj, new: Snapshot) -> Item:
+def _update_refusal(before: Obj, after: Obj) -> list[str]:
+    """What the API server says when it refuses to update ``before`` to ``after`` where it would accept
+    ``after`` as a new object (transition rules, immutable fields): crd-schema's verdict with the previous
+    object; empty when the update is accepted, ``after`` is refused as a new object too (``check`` reports
+    that), or the kind has no shipped CRD."""
+    from nodefleet.apiserver.schema import validate_object
+    from nodefleet.apiserver.store import KarpenterSetError, load_index
+
+    try:
+        crd = load_index().for_object(
+            str(after.manifest.get("apiVersion", "")),
+            str(after.manifest.get("kind", "")),
+            after.annotations.get(k.ANNOTATION_KARPENTER),
+        )
+    except KarpenterSetError:
+        return []
+    if crd is None:
+        return []
+    as_update = [f for f in validate_object(after.manifest, crd, old=before.manifest) if f.blocking]
+    if not as_update:
+        return []
+    if any(f.blocking for f in validate_object(after.manifest, crd)):
+        return []  # refused as a new object too: `check` says why; the forecast judges the change itself
+    return [str(f).split("\n")[0] for f in as_update]
+
+
+def _refused_item(before: Obj, after: Obj, label: str, refusal: Sequence[str], why: str = "") -> Item:
+    """An update the API server refuses: the object, and so its nodes, stay as they are."""
+    nodes, count = (
+        _pool_nodes(before.manifest)
+        if label == "NodePool (Karpenter)"
+        else ("unchanged: nothing is applied", None)
+    )
+    return Item(
+        after.cluster,
+        label,
+        str(after.meta.get("name")),
+        CANNOT_APPLY,
+        (
+            *([why] if why else []),
+            *(f"the API server refuses the update: {r}" for r in refusal[:3]),
+        ),
+        nodes,
+        count,
+        "nothing: the object is not changed",
+    )
+
+
+def _karpenter_pool_item(before: Obj, after: Obj, new: Snapshot, deployer: str) -> Item:
     name = str(after.meta.get("name"))
     switch = _provisioning_switch(before, after)
-    if switch:
+    refusal = [] if switch and deployer == PULUMI else _update_refusal(before, after)
+    if refusal:
+        why = (
+            f"{switch.split(':')[0]}: Argo CD and Flux update the pool in place, which the NodePool API refuses, "
+            "so the sync fails and no node changes; delete the NodePool first (its nodes go with it), then sync"
+            if switch
+            else ""
+        )
+        return _refused_item(before, after, "NodePool (Karpenter)", refusal, why)
+    if switch and deployer == PULUMI:
         # The old pool's nodes go, whatever its budgets said: they are deleted with it.
         nodes, count = _pool_nodes(before.manifest)
         return Item(
@@ -1149,12 +1214,16 @@ def _pool_item(before: Obj, after: Obj, snapshot: Snapshot) -> Item:
     )
 
 
-def _compare(before: Obj, after: Obj, old: Snapshot, new: Snapshot) -> Item | None:
+def _compare(before: Obj, after: Obj, old: Snapshot, new: Snapshot, deployer: str = GITOPS) -> Item | None:
     label = _kind_label(after)
+    if label == "NodePool (Karpenter)":
+        return _karpenter_pool_item(before, after, new, deployer)
+    if label is not None:
+        refusal = _update_refusal(before, after)
+        if refusal:
+            return _refused_item(before, after, label, refusal)
     if label in ("EC2NodeClass", "OpenshiftEC2NodeClass"):
         return _node_class_item(before, after, old, new, label)
-    if label == "NodePool (Karpenter)":
-        return _karpenter_pool_item(before, after, new)
     if label == "MachineSet":
         return _machine_set_item(before, after)
     if label == "NodePool (HyperShift)":
@@ -1282,8 +1351,9 @@ def _nodes_moving_with(
 # --- entry points --------------------------------------------------------------------------------------
 
 
-def forecast(before: Snapshot | None, after: Snapshot) -> Forecast:
-    """The forecast for moving from ``before`` to ``after``; ``before=None`` is the first run (unknown)."""
+def forecast(before: Snapshot | None, after: Snapshot, *, deployer: str = GITOPS) -> Forecast:
+    """The forecast for moving from ``before`` to ``after``; ``before=None`` is the first run (unknown).
+    ``deployer`` applies the change: :data:`GITOPS` (render mode) or :data:`PULUMI` (apply mode)."""
     new_objs = [o for o in after.objects if _kind_label(o)]
     if before is None:
         unknown = tuple(
@@ -1308,7 +1378,7 @@ def forecast(before: Snapshot | None, after: Snapshot) -> Forecast:
         if previous is None:
             items.append(_added(obj, after))
             continue
-        item = _compare(previous, obj, before, after)
+        item = _compare(previous, obj, before, after, deployer)
         if item is not None:
             items.append(item)
     for obj in before.objects:

@@ -35,6 +35,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from nodefleet.files import looks_like_file_content
 from nodefleet.render.objects import load_fleet
 from nodefleet.stackfile.hosted import (
     DEFAULT_MANAGEMENT_CLUSTER,
@@ -98,7 +99,7 @@ def _path_problem(value: str) -> str | None:
             "has a line break or control character: it looks like the content of a kubeconfig, not the path of "
             "one (the value is not printed here, it may hold a token); save it to a file and give the file's path"
         )
-    if value.lstrip().startswith(("{", "apiVersion", "clusters:", "kind:")):
+    if value.lstrip().startswith(("{", "apiVersion", "clusters:", "kind:")) or looks_like_file_content(value):
         return (
             "looks like the content of a kubeconfig, not the path of one (the value is not printed here, it may "
             "hold a token); save it to a file and give the file's path"
@@ -106,6 +107,12 @@ def _path_problem(value: str) -> str | None:
     if len(value) > _MAX_PATH:
         return (
             f"is {len(value)} characters long, more than any path ({_MAX_PATH}); give the kubeconfig's path"
+        )
+    if not (value.startswith("~/") or os.path.isabs(value)):
+        return (
+            f"'{value}' is a relative path, which would mean another file in every folder nodefleet, the engine "
+            "and Argo CD's or Flux's set-up scripts run from; give it absolute or from ~/ (a kubeconfig holds "
+            "credentials: keep it outside the repository)"
         )
     return None
 

@@ -239,47 +239,49 @@ def judge(
     release = str(target)
     moves: list[ClusterMove] = []
     left: list[LeftOut] = []
-    refusals: list[str] = []
     notes: list[str] = []
-    ahead: dict[str, list[tuple[str, OCPVersion]]] = {}
+    ahead: dict[str, list[str]] = {}  # stack → "<stack>/<cluster> at <release>"
+    newest = target
     skipping: list[tuple[str, OCPVersion]] = []
+    holding: list[tuple[str, str]] = []
+    pinned: list[str] = []
     on_management: dict[str, list[str]] = {}
     for s in stacks:
         for resolved in s.fleet.clusters:
             config = resolved.config
             current = parse_ocp(config.release)
-            if isinstance(config, HostedCluster):
-                what = f"HostedCluster {config.namespace}/{config.name} of {s.stack}"
-                held = [label for label, _ in _followers(config) if (config.name, label) in s.held]
-            else:
-                what = f"standalone cluster {config.name} of {s.stack}"
-                held = []
+            name = f"{s.stack}/{config.name}"
+            held = (
+                [label for label, _ in _followers(config) if (config.name, label) in s.held]
+                if isinstance(config, HostedCluster)
+                else []
+            )
             if current > target:
-                ahead.setdefault(s.stack, []).append((what, current))
+                ahead.setdefault(s.stack, []).append(f"{name} at {current}")
+                newest = max(newest, current)
                 continue
             if current == target and not held:
                 continue
             if current == target:
-                moves.append(_hosted_move(s, config, release, nodes_only=True))  # type: ignore[arg-type]
+                assert isinstance(config, HostedCluster)  # only hosted clusters hold nodes
+                moves.append(_hosted_move(s, config, release, nodes_only=True))
                 continue
             if held:
-                refusals.append(
-                    f"{s.file}: {what} still holds {', '.join(held)} from an earlier upgrade to {current}; finish it "
-                    f"first (`fleet upgrade --release {current}`), then upgrade to {release}"
+                holding.append(
+                    (f"{name} holds {', '.join(held)} ({s.file}) from an upgrade to {current}", str(current))
                 )
                 continue
-            hops = linear_minor(target) - linear_minor(current)
-            if hops > 1:
+            if linear_minor(target) - linear_minor(current) > 1:
                 skipping.append(
-                    (f"{what}: {current} → {release} would skip {_lines_between(current, target)}", current)
+                    (f"{name} at {current} would skip {_lines_between(current, target)}", current)
                 )
                 continue
             if isinstance(config, HostedCluster):
                 problems = _pinned_out_of_skew(config, target, skew_profile, max_behind)
                 if problems:
-                    refusals += [f"{s.file}: {what}: {p}" for p in problems]
+                    pinned += [f"{name}: {p}" for p in problems]
                     continue
-                on_management.setdefault(config.management_cluster, []).append(f"{s.stack}/{config.name}")
+                on_management.setdefault(config.management_cluster, []).append(name)
                 moves.append(_hosted_move(s, config, release, nodes_only=False))
             else:
                 assert isinstance(resolved, ResolvedCluster)
@@ -288,25 +290,41 @@ def judge(
                     left.append(outcome)
                 else:
                     moves.append(outcome)
+    refusals: list[str] = []
     if ahead:
         found = [item for items in ahead.values() for item in items]
-        refusals += [f"{what} runs {current}, ahead of --release {release}" for what, current in found]
         keep = [n for n in selected if n not in ahead]
         refusals.append(
-            f"{len(found)} cluster{'s are' if len(found) != 1 else ' is'} ahead of {release}, and nodefleet does "
-            "not stage downgrades: "
-            + (f"leave {_stacks_word(ahead)} out with --stacks {','.join(keep)}, " if keep else "")
-            + f"or choose a release at or above {max(current for _, current in found)}"
+            f"--release {release} is a downgrade for {_clusters(len(found))} ({', '.join(found)}), and nodefleet does "
+            f"not stage downgrades: use a release at or above {newest}"
+            + (f", or leave {_stacks_word(ahead)} out with --stacks {','.join(keep)}" if keep else "")
         )
     if skipping:
-        refusals += [line for line, _ in skipping]
         first = min(linear_minor(current) for _, current in skipping) + 1
         refusals.append(
-            f"{len(skipping)} cluster{'s' if len(skipping) != 1 else ''} would skip a minor release, and a control "
-            f"plane moves one minor at a time: upgrade {'them' if len(skipping) != 1 else 'it'} to a "
-            f"{line_name(first)} release first (`fleet upgrade --release {line_name(first)}.z`), then to {release}"
+            f"--release {release} skips a minor release for {_clusters(len(skipping))} "
+            f"({'; '.join(line for line, _ in skipping)}), and a control plane moves one minor at a time: upgrade to "
+            f"a {line_name(first)} release first (`fleet upgrade --release {line_name(first)}.z`), then to {release}"
+        )
+    if holding:
+        earlier = sorted({r for _, r in holding}, key=parse_ocp)
+        finish = (
+            f"`fleet upgrade --release {earlier[0]}`"
+            if len(earlier) == 1
+            else "`fleet upgrade --release` of each"
+        )
+        refusals.append(
+            f"--release {release}: {_clusters(len(holding))} still {'holds' if len(holding) == 1 else 'hold'} nodes "
+            "from an earlier, unfinished upgrade "
+            f"({'; '.join(line for line, _ in holding)}): finish it first ({finish}), then upgrade to {release}"
+        )
+    if pinned:
+        refusals.append(
+            f"--release {release} would put {len(pinned)} node source{'s' if len(pinned) != 1 else ''} pinned in "
+            f"their stack files outside the node skew: {'; '.join(pinned)}"
         )
     line = f"{target.major}.{target.minor}"
+    unsupported = []
     for management, clusters in sorted(on_management.items()):
         known = support.get(management)
         if known is None:
@@ -315,12 +333,20 @@ def judge(
                 "(hypershift.supportedVersions in the fleet registry), so the plan could not check them"
             )
         elif line not in known.versions:
-            refusals.append(
-                f"management cluster {management} runs a HyperShift operator that supports "
-                f"{', '.join(known.versions)} ({known.source}), not {line}: {', '.join(clusters)} cannot move to "
-                f"{release} there; upgrade the HyperShift operator first (or leave those stacks out with --stacks)"
+            unsupported.append(
+                f"{management} runs {', '.join(known.versions)} ({known.source}; clusters {', '.join(clusters)})"
             )
+    if unsupported:
+        refusals.append(
+            f"--release {release}: the HyperShift operator of {len(unsupported)} management "
+            f"cluster{'s' if len(unsupported) != 1 else ''} does not run {line} ({'; '.join(unsupported)}): upgrade "
+            "the HyperShift operator there first, or leave those stacks out with --stacks"
+        )
     return Judgment(tuple(moves), tuple(left), tuple(refusals), tuple(notes))
+
+
+def _clusters(n: int) -> str:
+    return f"{n} cluster{'s' if n != 1 else ''}"
 
 
 def _stacks_word(ahead: Mapping[str, object]) -> str:

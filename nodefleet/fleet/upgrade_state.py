@@ -37,12 +37,14 @@ from nodefleet.stackfile.waves import WAVES
 __all__ = [
     "EVENTS",
     "SCHEMA",
+    "WAVE_PHASES",
     "Action",
     "Event",
     "GitBinding",
     "State",
     "StateError",
     "Stopped",
+    "WaveProgress",
     "check_bound",
     "done_steps",
     "dump",
@@ -52,6 +54,7 @@ __all__ = [
     "next_action",
     "record",
     "seal",
+    "summary",
 ]
 
 #: What a state file says it is; a file without it (or with another) is not read.
@@ -157,6 +160,18 @@ class Stopped(_Model):
     next: _Text = ""
 
 
+#: How far a wave got, as the state file's ``waves`` summary says it.
+WAVE_PHASES = ("pending", "control-plane", "control-plane-completed", "nodes", "done")
+
+
+class WaveProgress(_Model):
+    """One wave of the plan and how far it got: a summary of the progress, for the people reading the file."""
+
+    wave: Literal["canary", "early", "main", "last"]
+    stacks: Annotated[list[_Name], Field(max_length=10_000)]
+    phase: Literal["pending", "control-plane", "control-plane-completed", "nodes", "done"]
+
+
 class State(_Model):
     schema_: Literal["nodefleet.io/fleet-upgrade/v2"] = Field(alias="schema")
     release: _Name
@@ -170,6 +185,8 @@ class State(_Model):
     push: bool
     git: GitBinding | None = None
     progress: Annotated[list[Event], Field(max_length=100_000)] = []
+    #: Each wave and how far it got, derived from ``progress`` (and checked against it when read).
+    waves: Annotated[list[WaveProgress], Field(max_length=len(WAVES))] = []
     stopped: Stopped | None = None
     complete: bool = False
     updated: Annotated[str, Field(max_length=64)] = ""
@@ -257,6 +274,20 @@ def load(data: bytes, where: str) -> State:
     return state
 
 
+def summary(plan: Plan, progress: Sequence[Event]) -> list[WaveProgress]:
+    """Each wave of ``plan`` and how far ``progress`` took it."""
+    done = {(e.step, e.event) for e in progress}
+    out = []
+    for wave in plan.waves:
+        control, nodes = (f"{wave.wave}/{phase}" for phase in PHASES)
+        reached = [
+            (control, "staged"), (control, "gate"), (nodes, "staged"), (nodes, "gate"),
+        ]  # fmt: skip
+        phase = WAVE_PHASES[sum(1 for point in reached if point in done)]
+        out.append(WaveProgress(wave=wave.wave, stacks=sorted(wave.stacks), phase=phase))  # type: ignore[arg-type]
+    return out
+
+
 def _sequence(plan: Plan, push: bool) -> list[tuple[str, str]]:
     """Every (step key, event) of ``plan``, in order."""
     out = []
@@ -291,6 +322,8 @@ def _order_problem(state: State, plan: Plan) -> str:
             return f"its progress names a commit where it made none ({event.event} of {event.step})"
     if state.complete and len(state.progress) != len(expected):
         return "it says the upgrade is complete, but its progress is not"
+    if state.waves != summary(plan, state.progress):
+        return "its waves do not say what its progress says"
     return ""
 
 
@@ -303,7 +336,7 @@ def new_state(
     push: bool,
     git: GitBinding | None,
 ) -> State:
-    return State.model_validate(
+    state = State.model_validate(
         {
             "schema": SCHEMA,
             "release": plan.release,
@@ -316,6 +349,7 @@ def new_state(
             "git": git.model_dump(by_alias=True) if git else None,
         }
     )
+    return state.model_copy(update={"waves": summary(plan, [])})
 
 
 def check_bound(
@@ -371,7 +405,10 @@ def next_action(state: State, plan: Plan) -> Action:
 def record(state: State, step: Step, event: str, **fields: Any) -> State:
     """``state`` with ``event`` of ``step`` appended (it must be the next one), the stop cleared."""
     entry = Event.model_validate({"step": step.key, "event": event, **fields})
-    return state.model_copy(update={"progress": [*state.progress, entry], "stopped": None})
+    progress = [*state.progress, entry]
+    return state.model_copy(
+        update={"progress": progress, "waves": summary(state.the_plan(), progress), "stopped": None}
+    )
 
 
 def done_steps(state: State) -> dict[str, str]:

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodefleet.files import load_json
 from nodefleet.stackfile.modelbase import key_segment, prefix_segments
 
 __all__ = [
@@ -158,7 +159,7 @@ def merge_headers(config: Mapping[str, Any] | str) -> dict[str, str]:
     parsed: Any = config
     if isinstance(config, str):
         try:
-            parsed = json.loads(config)
+            parsed = load_json(config, "userData")
         except ValueError:
             return {}
     try:

@@ -215,14 +215,20 @@ def folder_fields(fleet: Fleet, management: ManagementClusters | None = None) ->
     }
 
 
-def _unique(entries: Iterable[Folder], what: str) -> None:
+def _unique(entries: Iterable[Folder], what: str, sources: Mapping[str, str]) -> None:
+    """Refuse two folders that would be one Application or Kustomization, naming both stack files
+    (``sources``: stack -> its file as the user reads it)."""
     seen: dict[str, Folder] = {}
+
+    def where(f: Folder) -> str:
+        return f"{sources[f.stack]} (stack '{f.stack}')" if f.stack in sources else f"stack '{f.stack}'"
+
     for f in entries:
         other = seen.setdefault(f.application, f)
         if other is not f:
             raise WiringError(
-                f"stack '{f.stack}' folder {f.target} and stack '{other.stack}' folder {other.target} would both "
-                f"be the {what} '{f.application}'; rename one of the stacks or clusters"
+                f"{where(f)} folder {f.target} and {where(other)} folder {other.target} would both be the {what} "
+                f"'{f.application}'; rename one of the stacks or clusters"
             )
 
 
@@ -268,6 +274,7 @@ def argocd_application_set(
     name: str = DEFAULT_WIRING_NAME,
     namespace: str = "argocd",
     project: str = "default",
+    sources: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One Argo CD ApplicationSet with an Application per folder of the fleet.
 
@@ -281,7 +288,7 @@ def argocd_application_set(
     ``applicationset/utils``, ``RenderTemplateParams``), so an Application that goes (its stack removed or
     renamed, the ApplicationSet deleted) leaves what it applied in place; pruning stays off.
     """
-    _unique(all_folders, "Application")
+    _unique(all_folders, "Application", sources or {})
     files = [{"path": f"{paths[(f.stack, f.target)]}/argocd-ignore-differences"} for f in _order(all_folders)]
     label_keys = (WAVE_LABEL, LABEL_STACK, LABEL_SIDE)
     return {
@@ -368,6 +375,7 @@ def flux_kustomizations(
     paths: Mapping[tuple[str, str], str],
     namespace: str = "flux-system",
     source: str = "nodefleet-rendered",
+    sources: Mapping[str, str] | None = None,
     timeout: str = "30m",
 ) -> list[dict[str, Any]]:
     """A GitRepository and one Kustomization per folder of the fleet.
@@ -379,7 +387,7 @@ def flux_kustomizations(
     also depends on its own management side. ``prune: false`` and ``deletionPolicy: Orphan``: neither a
     removed manifest nor a deleted Kustomization deletes what it applied.
     """
-    _unique(all_folders, "Kustomization")
+    _unique(all_folders, "Kustomization", sources or {})
     ordered = _order(all_folders)
     by_wave: dict[str, list[Folder]] = {w: [] for w in WAVES}
     for f in ordered:

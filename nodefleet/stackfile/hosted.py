@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from nodefleet.stackfile.instance_types import instance_type_finding
 from nodefleet.stackfile.karpenter import AutoNode, check_unique_names
@@ -25,6 +25,7 @@ from nodefleet.stackfile.modelbase import (
     OCPRelease,
     Zone,
     fits_go_duration,
+    refused_when,
     reserved_namespace_problem,
 )
 from nodefleet.stackfile.names import dns_label
@@ -273,17 +274,11 @@ class HostedCluster(ConfigModel):
 
     kind: Literal["hosted"]
     name: Annotated[str, Field(pattern=DNS_LABEL, max_length=40)]
-    namespace: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)] = "clusters"
+    namespace: Annotated[
+        str, Field(pattern=DNS_LABEL, max_length=63), refused_when(reserved_namespace_problem)
+    ] = "clusters"
     infra_id: Annotated[str, Field(pattern=DNS_LABEL, max_length=27)]
     region: Annotated[str, Field(pattern=REGION)]
-
-    @field_validator("namespace")
-    @classmethod
-    def _not_reserved(cls, v: str) -> str:
-        problem = reserved_namespace_problem(v)
-        if problem:
-            raise ValueError(problem)
-        return v
 
     release: OCPRelease = Field(
         description="Control-plane release, e.g. 4.22.3; node releases may trail it as far as the version-skew "

@@ -172,6 +172,11 @@ def family_finding(family: str) -> Finding | None:
     return Finding("error", f"'{family}' is not an EC2 instance family ({known.described()}); {hint}")
 
 
+def instance_type_architecture(name: str) -> str | None:
+    """The architecture of an instance type the list knows, else None."""
+    return known_types().types.get(name)
+
+
 def family_architecture(family: str) -> str | None:
     """The architecture of a family the list knows (every type of a family shares it), else None."""
     sizes = known_types().families.get(family)

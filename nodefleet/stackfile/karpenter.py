@@ -14,7 +14,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator, model_validator
 
 from nodefleet.apiserver.store import unshipped_karpenter
-from nodefleet.stackfile.instance_types import family_architecture, family_finding, instance_type_finding
+from nodefleet.stackfile.cron import schedule_problem
+from nodefleet.stackfile.instance_types import (
+    family_architecture,
+    family_finding,
+    instance_type_architecture,
+    instance_type_finding,
+)
 from nodefleet.stackfile.modelbase import (
     CONFIG_KEY_NAME,
     DNS_LABEL,
@@ -28,6 +34,7 @@ from nodefleet.stackfile.modelbase import (
     OCPRelease,
     key_segment,
     prefix_segments,
+    refused_when,
 )
 
 #: A budget's node count or share, e.g. "10%" or "5" (the NodePool CRD's pattern judges it).
@@ -44,6 +51,7 @@ FeatureGate = Literal["StaticCapacity", "NodeRepair"]
 #: Well-known node labels whose values are EC2 instance types and families (Kubernetes; Karpenter AWS).
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 INSTANCE_FAMILY_LABEL = "karpenter.k8s.aws/instance-family"
+ARCH_LABEL = "kubernetes.io/arch"
 
 
 class Requirement(ConfigModel):
@@ -75,7 +83,9 @@ class Requirement(ConfigModel):
 class DriftWindow(ConfigModel):
     """A scheduled budget for Drifted disruption, e.g. no drift replacement during business hours."""
 
-    schedule: str = Field(description="Cron, UTC, e.g. '0 9 * * mon-fri'.")
+    schedule: Annotated[str, refused_when(schedule_problem)] = Field(
+        description="Cron, UTC, e.g. '0 9 * * mon-fri'."
+    )
     duration: GoDurationValue = Field(description="How long the window lasts, e.g. '8h' or '1h30m'.")
     nodes: BudgetNodes = "0"
 
@@ -177,6 +187,18 @@ class _NodePoolBase(ConfigModel):
                     f"[{', '.join(self.architectures)}], so Karpenter would never launch it; add {arch} to "
                     "architectures or remove the family"
                 )
+        if set(self.capacity_types) == {"reserved"}:
+            raise ValueError(
+                "capacityTypes: only 'reserved': reserved capacity comes from the capacity reservations a node "
+                "class selects (capacityReservationSelectorTerms), and no node class nodefleet declares selects any, so "
+                "Karpenter would never launch a node for this pool; add on-demand (or spot)"
+            )
+        if not self.launchable_architectures():
+            raise ValueError(
+                f"architectures [{', '.join(self.architectures)}] and the pool's requirements on {ARCH_LABEL} and "
+                "its instance families leave no architecture, so Karpenter would never launch a node for it; make "
+                "them agree (e.g. architectures: [arm64] with arm64 families such as m7g)"
+            )
         for i, req in enumerate(self.requirements):
             if req.operator not in ("In", "NotIn"):
                 continue
@@ -190,6 +212,40 @@ class _NodePoolBase(ConfigModel):
                 if finding is not None and finding.level == "error":
                     raise ValueError(f"requirements[{i}].values[{j}]: {finding.message}")
         return self
+
+    def launchable_architectures(self) -> set[str]:
+        """The architectures Karpenter may launch for this pool: ``architectures``, narrowed by requirements on
+        ``kubernetes.io/arch`` (Karpenter intersects requirements on one key) and by the architectures of the
+        instance families and types it is limited to."""
+        archs: set[str] = set(self.architectures)
+        for req in self.requirements:
+            if req.key == ARCH_LABEL and req.operator == "In":
+                archs &= set(req.values)
+            elif req.key == ARCH_LABEL and req.operator == "NotIn":
+                archs -= set(req.values)
+            elif req.key == ARCH_LABEL and req.operator == "DoesNotExist":
+                archs = set()
+            elif req.key in (INSTANCE_FAMILY_LABEL, INSTANCE_TYPE_LABEL) and req.operator == "In":
+                archs &= _architectures_of(req.key, req.values)
+        if self.instance_families:
+            archs &= _architectures_of(INSTANCE_FAMILY_LABEL, self.instance_families)
+        return archs
+
+
+def _architectures_of(label: str, values: list[str]) -> set[str]:
+    """The architectures of instance families or types; a value the shipped list does not know could be
+    either (its own finding says so), so it narrows nothing."""
+    found: set[str] = set()
+    for value in values:
+        arch = (
+            family_architecture(value)
+            if label == INSTANCE_FAMILY_LABEL
+            else instance_type_architecture(value)
+        )
+        if arch is None:
+            return {"amd64", "arm64"}
+        found.add(arch)
+    return found
 
 
 class KarpenterNodePoolSpec(_NodePoolBase):
@@ -455,6 +511,19 @@ class SelfManagedKarpenter(ConfigModel):
     @model_validator(mode="after")
     def _refs(self) -> SelfManagedKarpenter:
         check_pools_reference_classes([c.name for c in self.node_classes], self.node_pools, "")
+        classes = {c.name: (j, c) for j, c in enumerate(self.node_classes)}
+        for i, pool in enumerate(self.node_pools):
+            j, node_class = classes[pool.node_class]
+            archs = pool.launchable_architectures()
+            if node_class.architecture not in archs:
+                other = "arm64" if node_class.architecture == "amd64" else "amd64"
+                raise ValueError(
+                    f"nodePools[{i}]: its node class '{node_class.name}' boots {node_class.architecture} images "
+                    f"(nodeClasses[{j}].architecture) but the pool launches only {', '.join(sorted(archs))} "
+                    "instance types, so no instance type can ever launch; set architectures: "
+                    f"[{node_class.architecture}] on the pool (and {node_class.architecture} families), or "
+                    f"architecture: {other} on the class"
+                )
         check_karpenter_shipped("aws", self.version, "version")
         check_pools_fit_karpenter(
             KarpenterRelease(version=self.version, feature_gates=self.feature_gates), self.node_pools, ""

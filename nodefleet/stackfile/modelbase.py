@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from nodefleet.apiserver.formats import qualified_name_errors
-from nodefleet.bootimages.versions import VersionError, known_release, parse_ocp
+from nodefleet.bootimages.versions import VersionError, known_release, parse_release
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 #: A DNS name (``validation.IsDNS1123Subdomain``): what a cluster domain, a base domain or an API server name is.
@@ -37,26 +38,30 @@ class ConfigModel(BaseModel):
     )
 
 
-_FULL_RELEASE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+")
-
-
 def _release_parses(v: str) -> str:
-    """An OCP release nodefleet can place: x.y.z (pre-releases too), inside what its payload table knows."""
-    if not _FULL_RELEASE.match(v):
-        minor = re.match(r"^[0-9]+\.[0-9]+$", v)
-        raise ValueError(
-            f"'{v}' is not a release: a release has its patch number (x.y.z: the release image, the boot image "
-            "catalog and the skew policies name one), e.g. "
-            + (f"{v}.0 or the patch the cluster runs" if minor else "4.22.3 or 5.0.0-ec.2")
-        )
+    """An OCP release nodefleet can place: x.y.z (published pre-releases too), inside what its payload table
+    knows; every other spelling is refused with the one form (:func:`nodefleet.bootimages.versions.parse_release`)."""
     try:
-        known_release(parse_ocp(v))
+        known_release(parse_release(v))
     except VersionError as e:
         raise ValueError(str(e)) from None
     return v
 
 
 OCPRelease = Annotated[str, AfterValidator(_release_parses)]
+
+
+def refused_when(problem_of: Callable[[str], str | None]) -> AfterValidator:
+    """A validator that refuses a value when ``problem_of`` finds a problem with it (the message is the problem)."""
+
+    def check(value: str) -> str:
+        problem = problem_of(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
 
 # --- values the controllers cannot parse, or AWS refuses ------------------------------------------------
 

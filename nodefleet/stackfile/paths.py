@@ -206,10 +206,15 @@ def _version_control_problem(contained: ContainedPath) -> str | None:
     )
 
 
-def writable_folder_problem(path: Path) -> str | None:
+def writable_folder_problem(
+    path: Path,
+    *,
+    example: str = "rendered/{stack}",
+    needs: str = "the render writes a folder per cluster below it",
+) -> str | None:
     """Why files cannot be written in folder ``path`` (created where missing), or None: a file where a
     folder must be, or a symlink loop. Judged on what is on disk now, so ``check`` says it before ``render``
-    fails halfway."""
+    fails halfway. ``example`` is a good folder, ``needs`` why a folder is needed."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -218,20 +223,15 @@ def writable_folder_problem(path: Path) -> str | None:
         if exc.errno == errno.ELOOP:
             return (
                 "goes through a symlink loop (a link that points back at itself); remove the link or name "
-                "another folder, e.g. rendered/{stack}"
+                f"another folder, e.g. {example}"
             )
         if exc.errno == errno.ENOTDIR:
             parent = next((p for p in path.parents if os.path.lexists(p) and not os.path.isdir(p)), None)
             where = f" ({parent} is a file)" if parent is not None else ""
-            return (
-                f"runs through a file where a folder must be{where}; name a folder, e.g. rendered/{{stack}}"
-            )
-        return f"cannot be used ({exc.strerror}); name another folder, e.g. rendered/{{stack}}"
+            return f"runs through a file where a folder must be{where}; name a folder, e.g. {example}"
+        return f"cannot be used ({exc.strerror}); name another folder, e.g. {example}"
     if not stat.S_ISDIR(mode):
-        return (
-            "is a file, not a folder: the render writes a folder per cluster below it; name a folder (or "
-            "move the file away), e.g. rendered/{stack}"
-        )
+        return f"is a file, not a folder: {needs}; name a folder (or move the file away), e.g. {example}"
     return None
 
 
@@ -252,3 +252,75 @@ def check_folder_name(name: str) -> None:
     """A render target becomes one folder below the render directory: one plain path component."""
     if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
         raise PathError(f"{name!r} cannot name a render folder; a folder name is one plain path component")
+
+
+def _output_problem(value: str, example: str) -> tuple[Path, str | None]:
+    """The absolute path an output option names (``~`` expanded: a shell would have), and why it cannot be
+    written, judged as ``output.directory`` is: the path's form, ``..`` after a symlink, a version control
+    folder; not containment, for an option is the operator's own choice, not a stack file's."""
+    expanded = os.path.expanduser(value) if value.startswith("~") else value
+    try:
+        contained = contain(
+            str(Path(os.path.abspath(expanded))),
+            project_dir=Path(os.getcwd()),
+            roots=[Path(os.path.abspath(expanded))],
+            allow="it",
+            example=example,
+            project_itself=True,
+        )
+    except PathError as exc:
+        return Path(os.path.abspath(expanded)), str(exc)
+    if contained.path == Path(contained.path.anchor):
+        return contained.path, f"is the file system root; name a folder of its own, e.g. {example}"
+    vcs = next((p for p in contained.path.parts if p.lower() in _VCS_FOLDERS), None)
+    vcs = vcs or next((p for p in Path(os.path.normpath(expanded)).parts if p.lower() in _VCS_FOLDERS), None)
+    if vcs is not None:
+        return contained.path, (
+            f"lies inside {vcs}/, the repository's own files (Git runs what lands in {vcs}/hooks); name a "
+            f"folder of the work tree, e.g. {example}"
+        )
+    return contained.path, None
+
+
+def output_folder(value: str | os.PathLike[str], *, example: str) -> Path:
+    """The folder an output option names (``render --out``, ``gitops --out``, ``fleet report --out-dir``),
+    absolute and resolved, or :class:`PathError` saying why files cannot be written there: the checks of
+    ``output.directory`` (the path's form, ``..`` after a symlink, never inside ``.git/``, never through or
+    onto an existing file, never a symlink loop) except containment. The message starts after the option;
+    the caller names it (``--out DIR: …``)."""
+    text = os.fspath(value)
+    path, problem = _output_problem(text, example)
+    problem = problem or writable_folder_problem(
+        Path(os.path.abspath(os.path.expanduser(text))), example=example, needs="the files go below it"
+    )
+    if problem:
+        raise PathError(problem)
+    return path
+
+
+def output_file(value: str | os.PathLike[str], *, example: str) -> Path:
+    """The file an output option names (``report --out``, ``fleet upgrade --state``), absolute and resolved,
+    or :class:`PathError`: the checks of :func:`output_folder` on its folder, never inside ``.git/``, and
+    the file itself, where it exists, a regular file (writing into a named pipe blocks; into a device or a
+    folder fails)."""
+    text = os.fspath(value)
+    path, problem = _output_problem(text, example)
+    if problem:
+        raise PathError(problem)
+    folder = writable_folder_problem(path.parent, example=example, needs="the file is written in it")
+    if folder:
+        raise PathError(f"its folder {folder}")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise PathError(f"cannot be used ({exc.strerror}); name another file, e.g. {example}") from None
+    if stat.S_ISDIR(mode):
+        raise PathError(f"is a folder; name a file (in it, e.g. {path.name}/…), e.g. {example}")
+    if not stat.S_ISREG(mode):
+        raise PathError(
+            "exists and is not a regular file (a named pipe, device or socket: writing there blocks or fails); "
+            f"name a file, e.g. {example}"
+        )
+    return path

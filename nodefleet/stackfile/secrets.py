@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
+
+from nodefleet.files import FileProblem, load_json
 
 __all__ = ["CA_BUNDLE", "UNDECRYPTED_MARKER", "secret_value_problem"]
 
@@ -46,9 +47,10 @@ def _ca_bundle_problem(value: str) -> str | None:
 
 def _docker_config_problem(value: str) -> str | None:
     try:
-        doc = json.loads(value)
-    except ValueError:
-        return 'is not JSON; a pull secret is the JSON of ~/.docker/config.json ({"auths": {...}})'
+        doc = load_json(value, "pull secret")
+    except FileProblem as exc:
+        what = "is not JSON" if exc.syntax else "is JSON nested deeper than any pull secret"
+        return f'{what}; a pull secret is the JSON of ~/.docker/config.json ({{"auths": {{...}}}})'
     if not isinstance(doc, dict) or not isinstance(doc.get("auths"), dict):
         return 'is JSON without an "auths" mapping; a pull secret looks like {"auths": {"quay.io": {"auth": ...}}}'
     return None

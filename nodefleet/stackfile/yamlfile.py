@@ -14,25 +14,33 @@ from typing import Any
 
 import yaml
 
-from nodefleet.files import MAX_FILE_BYTES, FileKindError, FileTooLargeError, read_regular_file
+from nodefleet import files
+from nodefleet.files import MAX_EXPANDED_VALUES, MAX_FILE_BYTES, FileProblem
 
 __all__ = [
+    "MAX_EXPANDED_VALUES",
     "MAX_FILE_BYTES",
-    "FileKindError",
-    "FileTooLargeError",
     "YAMLFileError",
     "load_yaml",
-    "read_regular_file",
     "read_text",
 ]
 
 
-class YAMLFileError(ValueError):
+class YAMLFileError(FileProblem):
     """A file that cannot be read or parsed; the message names the file, the place and the fix."""
 
+    def __init__(self, message: str) -> None:
+        source, _, problem = message.partition(": ")
+        if problem:
+            super().__init__(source, problem)
+        else:
+            ValueError.__init__(self, message)
+            self.source, self.problem, self.fix = "", message, ""
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys, as the Pulumi CLI does."""
+
+class _StrictLoader(files.BoundedLoader):
+    """The bounded safe loader (:class:`nodefleet.files.BoundedLoader`), refusing duplicate mapping keys as
+    the Pulumi CLI does."""
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -125,67 +133,39 @@ def _construct_bool(loader: _StrictLoader, node: yaml.ScalarNode) -> Any:
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 _StrictLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 _StrictLoader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
+_FastStrictLoader = type(
+    "_FastStrictLoader",
+    (files.FastBoundedLoader,),
+    {"yaml_constructors": dict(_StrictLoader.yaml_constructors)},
+)
 
 
 def read_text(path: str | os.PathLike[str], source: str | None = None) -> str:
-    """The UTF-8 text of ``path``; ``source`` names it in messages (default: the path)."""
-    name = source or os.fspath(path)
+    """The UTF-8 text of the stack file (or project file) ``path``, read by :func:`nodefleet.files.read_text`;
+    ``source`` names it in messages (default: the path)."""
     try:
-        data = read_regular_file(path)
-    except FileNotFoundError:
-        raise YAMLFileError(f"{name}: no such file; check the path") from None
-    except IsADirectoryError:
-        raise YAMLFileError(f"{name}: is a directory, not a file; give the path of the file") from None
-    except FileKindError as exc:
-        raise YAMLFileError(
-            f"{name}: {exc}; nodefleet reads only regular files (a pipe or device could block every command "
-            "forever): save the content to a file and give its path"
-        ) from None
-    except FileTooLargeError as exc:
-        raise YAMLFileError(
-            f"{name}: {exc}, larger than any file nodefleet reads; check that the right file was given"
-        ) from None
-    except OSError as exc:
-        raise YAMLFileError(f"{name}: cannot be read ({exc.strerror or type(exc).__name__})") from None
-    if b"\x00" in data[:8192]:
-        raise YAMLFileError(
-            f"{name}: is a binary file, not YAML or JSON text; check that the right file was given"
-        )
+        return files.read_text(path, what="stack file", source=source)
+    except FileProblem as exc:
+        raise YAMLFileError(str(exc)) from None
+
+
+def load_yaml(text: str, source: str, *, fast: bool = False) -> Any:
+    """Parse YAML (or JSON, a subset of it) strictly: duplicate keys are errors, messages carry no content,
+    anchors, aliases and nesting bounded (:func:`nodefleet.files.compose_bounded`).
+
+    ``fast`` parses with libyaml first (for reading hundreds of stack files); a file it cannot read is
+    parsed again here, so every message is the same."""
+    if fast:
+        try:
+            node, loader = files.compose_bounded(text, source, _FastStrictLoader)
+            return files.construct(node, loader, source)
+        except (FileProblem, yaml.YAMLError):
+            pass
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise YAMLFileError(
-            f"{name}: is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
-        ) from None
-
-
-#: The most values a document may expand to through anchors and aliases. A 100-cluster stack file is about
-#: 10,000; an alias bomb ("billion laughs", or an alias inside its own anchor) is billions or endless, and
-#: everything that walks the value afterwards would hang. The Pulumi CLI's parser (yaml.v3) refuses
-#: "excessive aliasing" too.
-MAX_EXPANDED_VALUES = 1_000_000
-
-
-def _too_many_values(document: Any) -> bool:
-    """Whether walking ``document`` (aliases followed each time, as every reader will) exceeds the limit."""
-    count, stack = 0, [document]
-    while stack:
-        value = stack.pop()
-        count += 1
-        if count > MAX_EXPANDED_VALUES:
-            return True
-        if isinstance(value, dict):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-    return False
-
-
-def load_yaml(text: str, source: str) -> Any:
-    """Parse YAML (or JSON, a subset of it) strictly: duplicate keys are errors, messages carry no content."""
-    try:
-        document = yaml.load(text, Loader=_StrictLoader)
+        node, loader = files.compose_bounded(text, source, _StrictLoader)
+        return files.construct(node, loader, source)
+    except FileProblem as exc:
+        raise YAMLFileError(str(exc)) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "somewhere"
@@ -197,12 +177,6 @@ def load_yaml(text: str, source: str) -> Any:
         raise YAMLFileError(f"{source}: {where}: {problem}{hint}") from None
     except yaml.YAMLError as exc:
         raise YAMLFileError(f"{source}: not valid YAML ({type(exc).__name__})") from None
-    if _too_many_values(document):
-        raise YAMLFileError(
-            f"{source}: its anchors and aliases expand to more than {MAX_EXPANDED_VALUES:,} values (an alias "
-            "bomb, or an alias inside its own anchor); write the values out instead of aliasing them"
-        )
-    return document
 
 
 _UNKNOWN_TAG = re.compile(r"could not determine a constructor for the tag '([^']*)'")

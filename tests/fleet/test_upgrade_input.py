@@ -91,7 +91,7 @@ def test_clusters_sharing_node_pools_at_different_releases_are_refused_with_the_
     path.write_text(text[:at] + "release: 4.22.4" + text[at + len("release: 4.22.3") :])
     refused = _upgrade(stacks, "--dry-run")
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert refused.stderr.splitlines()[1:] == [
+    assert refused.stderr.splitlines() == [
         f"error: {path}: the control-plane step would change more than the step: clusters[pay].node_pools[infra].release: "
         "4.22.3 where the step leaves None (clusters of this stack file share YAML through an anchor and alias); give "
         "each cluster its own copy of what they share, then run the upgrade again"
@@ -127,9 +127,12 @@ def test_a_state_file_edited_by_hand_to_skip_the_canary_is_refused(stopped: Path
         f"error: {state_file}: was changed since nodefleet wrote it (its digest does not match its content); nodefleet "
         f"does not follow a state file edited by hand: {RESTART} {state_file}\n"
     )
-    # Resealed by someone who knows how: the stack files still say where the upgrade really is.
+    # Resealed by someone who knows how (its waves summary and digest recomputed): the stack files still say
+    # where the upgrade really is.
     data.pop("digest")
-    state_file.write_text(us.dump(us.State.model_validate(data)))
+    forged = us.State.model_validate(data)
+    forged = forged.model_copy(update={"waves": us.summary(forged.the_plan(), forged.progress)})
+    state_file.write_text(us.dump(forged))
     refused = _upgrade(stopped)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert refused.stderr.startswith(
@@ -187,10 +190,7 @@ def test_a_state_file_of_other_stacks_is_not_followed(stopped: Path) -> None:
 
 def test_a_health_command_that_hangs_is_stopped_at_the_timeout_with_what_it_started() -> None:
     reason = _health_gate("sleep 300 & sleep 300; echo never", "canary", ["canary-east"], timeout=1)
-    assert reason == (
-        "--health-command did not finish within 1s (--timeout) after wave 0-canary; it was stopped, with every process "
-        "it started"
-    )
+    assert reason == "--health-command did not finish within 1s (--timeout) after wave 0-canary"
 
 
 def test_a_health_command_s_output_is_decoded_leniently_and_only_its_tail_kept() -> None:
@@ -198,7 +198,7 @@ def test_a_health_command_s_output_is_decoded_leniently_and_only_its_tail_kept()
     reason = _health_gate(command, "main", ["east-a"], timeout=60)
     assert reason.startswith("--health-command exited 3 after wave 2-main: ")
     tail = reason.removeprefix("--health-command exited 3 after wave 2-main: ")
-    assert tail == "x" * HEALTH_LINE_CHARS + "…"
+    assert tail == "x" * HEALTH_LINE_CHARS
     out_only = _health_gate("printf 'a\\nb\\n\\377 c \\033[0m\\n'; exit 4", "main", ["east-a"], timeout=60)
     assert out_only == "--health-command exited 4 after wave 2-main: b \ufffd c ?[0m"
 
@@ -213,7 +213,7 @@ def test_the_upgrade_applies_the_timeout_to_its_health_command(tmp_path: Path) -
     assert hung.returncode == 1, hung.stdout + hung.stderr
     assert hung.stdout.splitlines()[0] == (
         f"nodefleet fleet upgrade to {NEW}: stopped at the gate after wave 1/1 canary control-plane: --health-command "
-        "did not finish within 2s (--timeout) after wave 0-canary; it was stopped, with every process it started"
+        "did not finish within 2s (--timeout) after wave 0-canary"
     )
     noisy = _upgrade(stacks, "--health-command", "head -c 3000000 /dev/zero | tr '\\0' y; exit 1")
     assert noisy.returncode == 1 and len(noisy.stdout) < 2000, noisy.stdout[:3000]
@@ -278,11 +278,9 @@ def test_clusters_ahead_are_all_named_before_any_plan_is_printed(tmp_path: Path)
         refused = _upgrade(stacks, *extra)
         assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
         assert refused.stderr.splitlines() == [
-            f"error: nodefleet fleet upgrade to {NEW}: no plan: 3 problem(s), nothing written",
-            f"error: HostedCluster clusters/shop of Team_B runs 4.22.6, ahead of --release {NEW}",
-            f"error: HostedCluster clusters/shop of east-b runs 4.22.5, ahead of --release {NEW}",
-            f"error: 2 clusters are ahead of {NEW}, and nodefleet does not stage downgrades: leave stacks Team_B, east-b "
-            "out with --stacks canary-east,east-a, or choose a release at or above 4.22.6",
+            f"error: --release {NEW} is a downgrade for 2 clusters (Team_B/shop at 4.22.6, east-b/shop at 4.22.5), and "
+            "nodefleet does not stage downgrades: use a release at or above 4.22.6, or leave stacks Team_B, east-b out "
+            "with --stacks canary-east,east-a",
         ]
     assert not (stacks / "nodefleet-upgrade.json").exists() and not (tmp_path / "rendered").exists()
     followed = _upgrade(stacks, "--dry-run", "--stacks", "canary-east,east-a")
@@ -296,15 +294,17 @@ def test_a_release_the_registry_says_a_hyper_shift_operator_does_not_run_is_refu
     refused = _upgrade(stacks, "--dry-run", "--release", "5.0.0")
     assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
     registry = stacks / "nodefleet-fleet.yaml"
-    assert refused.stderr.splitlines()[1:] == [
-        f"error: management cluster {mgmt} runs a HyperShift operator that supports {versions} ({registry} "
-        f"hypershift.supportedVersions), not 5.0: {clusters} cannot move to 5.0.0 there; upgrade the HyperShift "
-        "operator first (or leave those stacks out with --stacks)"
+    runs = "; ".join(
+        f"{mgmt} runs {versions} ({registry} hypershift.supportedVersions; clusters {clusters})"
         for mgmt, versions, clusters in (
             ("mgmt-euw1-a", "4.22, 4.21", "Team_B/shop"),
             ("mgmt-use2-a", "4.22, 4.21, 4.20", "canary-east/edge"),
             ("mgmt-use2-b", "4.22, 4.21, 4.20", "east-b/shop"),
         )
+    )
+    assert refused.stderr.splitlines() == [
+        f"error: --release 5.0.0: the HyperShift operator of 3 management clusters does not run 5.0 ({runs}): "
+        "upgrade the HyperShift operator there first, or leave those stacks out with --stacks"
     ]
     registry.write_text(registry.read_text().replace('["4.22", "4.21", "4.20"]', '["5.0", "4.22", "4.21"]'))
     partly = _upgrade(stacks, "--dry-run", "--release", "5.0.0", "--stacks", "canary-east,east-b")

@@ -279,3 +279,21 @@ def test_rules_moved_out_of_the_config_model_are_judged_by_the_crd(
     run = run_program("hosted", {"nodefleet:fleet": fleet})  # the config model accepts it now
     found = [v.message for v in evaluate_run(run, [crd_schema]) if v.level == "mandatory"]
     assert any(expected in m for m in found), found
+
+
+def test_an_object_of_a_crd_the_api_server_refuses_says_so_and_how_to_fix_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A CRD whose rule does not compile on the API server is never installed: its objects are refused with
+    the reason, and the fix is the CRD's, not the stack's."""
+    from nodefleet.apiserver import schema
+
+    obj = _node_pool()
+    reason = (
+        "openAPIV3Schema.x-kubernetes-validations.rule: compilation failed: undeclared reference to 'cel'"
+    )
+    monkeypatch.setattr(schema, "_crd_refusals", lambda crd: [reason])
+    (v,) = run_policy(crd_schema, k.HYPERSHIFT_NODE_POOL.token, obj)
+    assert v.level == "mandatory"
+    assert "the API server refuses this CRD (hypershift.openshift.io_nodepools.yaml, v1beta1)" in v.message
+    assert reason in v.message and "`nodefleet crds refresh`" in v.message, v.message

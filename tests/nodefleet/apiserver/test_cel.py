@@ -152,3 +152,36 @@ def test_old_self_is_optional_only_with_optional_old_self() -> None:
 )
 def test_transition_rules_are_those_reading_old_self(rule: str, transition: bool) -> None:
     assert crd_cel.references_old_self(rule) is transition
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        ("quantity('1000m') == quantity('1')", True),
+        ("quantity('1Gi') != quantity('1024Mi')", False),
+        ("quantity('1G') == quantity('1Gi')", False),
+        ("quantity('500m') in [quantity('0.5'), quantity('2')]", True),
+        ("semver('v1.2', true) == semver('1.2.0')", True),
+        ("ip('2001:db8::1') == ip('2001:db8:0::1')", True),
+        # A map literal compares as a map, not as an opaque value.
+        ("{'#quantity': '1'} == {'#quantity': '1000m'}", False),
+    ],
+)
+def test_opaque_values_compare_by_value_as_cel_go_compares_them(rule: str, expected: bool) -> None:
+    outcome = crd_cel.evaluate(crd_cel.compile_rule({"rule": rule}), {})
+    assert outcome.passed is expected, outcome
+
+
+def test_transform_map_evaluates_and_a_duplicate_key_fails_as_cel_go_words_it() -> None:
+    rule = crd_cel.compile_rule({"rule": "self.transformMapEntry(k, v, {v: k}).size() == self.size()"})
+    assert crd_cel.evaluate(rule, {"a": "x", "b": "y"}).passed is True
+    failed = crd_cel.evaluate(rule, {"a": "x", "b": "x"})
+    assert failed.passed is False and failed.message.startswith("insert failed: key x already exists"), failed
+    mapped = crd_cel.compile_rule({"rule": "self.transformMap(k, v, k != 'b', v + '!') == {'a': 'x!'}"})
+    assert crd_cel.evaluate(mapped, {"a": "x", "b": "y"}).passed is True
+
+
+def test_the_strings_extension_is_the_api_servers_version_2() -> None:
+    assert crd_cel.compile_rule({"rule": "'abc'.reverse() == 'cba'"}).error  # version 3
+    assert crd_cel.compile_rule({"rule": "['a'].reverse() == ['a']"}).error is None  # the lists extension's
+    assert crd_cel.compile_rule({"rule": "'a,b'.split(',').join('-') == 'a-b'"}).error is None

@@ -376,10 +376,15 @@ def test_compressed_and_binary_files_are_refused(tmp_path: Path) -> None:
     assert "is gzip-compressed" in message and "`gunzip -k catalogs/prod.yaml`" in message
     binary = tmp_path / "ami.img"
     binary.write_bytes(bytes(range(256)) * 4)
-    assert "is not a text file (it holds binary data)" in _refused(binary)
+    assert "is not text nodefleet reads (line 1, column 1: a NUL byte, which text never holds" in _refused(
+        binary
+    )
     latin1 = tmp_path / "latin1.yaml"
     latin1.write_bytes("stream: caf\xe9\n".encode("latin-1"))
-    assert "is not a text file" in _refused(latin1)
+    assert "(line 1, column 12: byte 0xe9 is not UTF-8" in _refused(latin1)
+    utf16 = tmp_path / "utf16.json"
+    utf16.write_bytes((SHARED / "rhcos-4.16.json").read_text().encode("utf-16"))
+    assert "is UTF-16 (little-endian) text; nodefleet reads UTF-8; save it as UTF-8" in _refused(utf16)
 
 
 def test_an_empty_file_is_refused(tmp_path: Path) -> None:

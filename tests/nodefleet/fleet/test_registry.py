@@ -116,6 +116,10 @@ def test_without_a_file_the_fleet_has_one_management_cluster(tmp_path: Path) -> 
             "managementClusters[1].kubeconfig: the same kubeconfig path is also managementClusters[0]'s",
         ),
         (
+            {"managementClusters": [_entry(kubeconfig="kube/mgmt-a")]},
+            "managementClusters[0].kubeconfig: 'kube/mgmt-a' is a relative path",
+        ),
+        (
             {"managementClusters": [_entry(hypershift={"supportedVersions": ["4.22.1"]})]},
             "managementClusters[0].hypershift.supportedVersions[0]: must be",
         ),

@@ -107,11 +107,9 @@ def test_clusters_ahead_are_all_named_with_the_stacks_to_leave_out() -> None:
     stacks = [_input("canary-east"), _at("east-a", "4.22.5"), _at("Team_B", "4.22.6"), _input("east-b")]
     judged = judge(stacks, parse_ocp("4.22.4"), {}, selected=["canary-east", "east-a", "Team_B", "east-b"])
     assert judged.refusals == (
-        "HostedCluster clusters/shop of east-a runs 4.22.5, ahead of --release 4.22.4",
-        "HostedCluster clusters/pay of east-a runs 4.22.5, ahead of --release 4.22.4",
-        "HostedCluster clusters/shop of Team_B runs 4.22.6, ahead of --release 4.22.4",
-        "3 clusters are ahead of 4.22.4, and nodefleet does not stage downgrades: leave stacks east-a, Team_B out with "
-        "--stacks canary-east,east-b, or choose a release at or above 4.22.6",
+        "--release 4.22.4 is a downgrade for 3 clusters (east-a/shop at 4.22.5, east-a/pay at 4.22.5, Team_B/shop at "
+        "4.22.6), and nodefleet does not stage downgrades: use a release at or above 4.22.6, or leave stacks east-a, "
+        "Team_B out with --stacks canary-east,east-b",
     )
 
 
@@ -120,11 +118,9 @@ def test_a_control_plane_moves_one_minor_at_a_time_with_5_0_after_4_22() -> None
     assert one_hop.refusals == () and [m.target for m in one_hop.moves] == ["5.0.0"]
     skip = judge([_at("canary-east", "4.21.14"), _at("east-a", "4.20.2")], parse_ocp("5.0.0"), {})
     assert skip.refusals == (
-        "HostedCluster clusters/edge of canary-east: 4.21.14 → 5.0.0 would skip 4.22",
-        "HostedCluster clusters/shop of east-a: 4.20.2 → 5.0.0 would skip 4.21, 4.22",
-        "HostedCluster clusters/pay of east-a: 4.20.2 → 5.0.0 would skip 4.21, 4.22",
-        "3 clusters would skip a minor release, and a control plane moves one minor at a time: upgrade them to a 4.21 "
-        "release first (`fleet upgrade --release 4.21.z`), then to 5.0.0",
+        "--release 5.0.0 skips a minor release for 3 clusters (canary-east/edge at 4.21.14 would skip 4.22; "
+        "east-a/shop at 4.20.2 would skip 4.21, 4.22; east-a/pay at 4.20.2 would skip 4.21, 4.22), and a control plane "
+        "moves one minor at a time: upgrade to a 4.21 release first (`fleet upgrade --release 4.21.z`), then to 5.0.0",
     )
     assert skip.moves == ()
 
@@ -133,9 +129,9 @@ def test_a_release_the_management_cluster_does_not_run_is_refused_and_an_unknown
     stacks = [_at("canary-east", "4.22.3"), _at("east-b", "4.22.3")]
     judged = judge(stacks, parse_ocp("5.0.0"), {"mgmt-use2-a": SUPPORTED, "mgmt-use2-b": None})
     assert judged.refusals == (
-        "management cluster mgmt-use2-a runs a HyperShift operator that supports 4.22, 4.21, 4.20 (nodefleet-fleet.yaml "
-        "hypershift.supportedVersions), not 5.0: canary-east/edge cannot move to 5.0.0 there; upgrade the HyperShift "
-        "operator first (or leave those stacks out with --stacks)",
+        "--release 5.0.0: the HyperShift operator of 1 management cluster does not run 5.0 (mgmt-use2-a runs 4.22, "
+        "4.21, 4.20 (nodefleet-fleet.yaml hypershift.supportedVersions; clusters canary-east/edge)): upgrade the "
+        "HyperShift operator there first, or leave those stacks out with --stacks",
     )
     assert judged.notes == (
         "management cluster mgmt-use2-b: the release lines its HyperShift operator runs are not declared "
@@ -149,8 +145,9 @@ def test_nodes_held_from_an_unfinished_upgrade_are_refused_and_a_cluster_at_the_
     earlier = _input("canary-east", held=frozenset({("edge", "NodePool infra")}))
     judged = judge([earlier], parse_ocp("4.22.5"), {})
     assert judged.refusals == (
-        "stacks/Pulumi.canary-east.yaml: HostedCluster clusters/edge of canary-east still holds NodePool infra from an "
-        "earlier upgrade to 4.22.3; finish it first (`fleet upgrade --release 4.22.3`), then upgrade to 4.22.5",
+        "--release 4.22.5: 1 cluster still holds nodes from an earlier, unfinished upgrade (canary-east/edge holds "
+        "NodePool infra (stacks/Pulumi.canary-east.yaml) from an upgrade to 4.22.3): finish it first (`fleet upgrade "
+        "--release 4.22.3`), then upgrade to 4.22.5",
     )
     finishing = judge([earlier], parse_ocp("4.22.3"), {})
     assert [(m.cluster, m.nodes_only) for m in finishing.moves] == [("edge", True)]
@@ -163,9 +160,9 @@ def test_a_node_pool_pinned_out_of_the_skew_after_the_move_is_refused() -> None:
     judged = judge([_input("canary-east", raw)], parse_ocp("5.0.0"), {})
     (refusal,) = judged.refusals
     assert refusal.startswith(
-        "stacks/Pulumi.canary-east.yaml: HostedCluster clusters/edge of canary-east: NodePool infra is pinned at 4.20.9 "
-        "by its stack file; with the control plane at 5.0.0 it would be 3 minor releases behind its control plane at "
-        "5.0.0 (OCP 5.0 counts as 4.23); at most 2 are supported"
+        "--release 5.0.0 would put 1 node source pinned in their stack files outside the node skew: canary-east/edge: "
+        "NodePool infra is pinned at 4.20.9 by its stack file; with the control plane at 5.0.0 it would be 3 minor "
+        "releases behind its control plane at 5.0.0 (OCP 5.0 counts as 4.23); at most 2 are supported"
     )
     assert (
         judge([_input("canary-east", raw)], parse_ocp("5.0.0"), {}, skew_profile="hypershift").refusals == ()

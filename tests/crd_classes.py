@@ -1,0 +1,721 @@
+"""A hand-written corpus of small CRDs, one class of API server behaviour each, judged by the test API server.
+
+Each class is a place where crd-schema once disagreed with kube-apiserver; its cases are written here, not
+drawn from a generator, and their verdicts come from a running kube-apiserver (tests/test_crd_classes_live.py,
+by server-side dry run) — never from this file. The CRDs are files in ``tests/data/crd-classes/`` (written by
+:func:`write_crds`, checked by a test to be current), so the same bytes are installed on the API server and
+read by crd-schema.
+
+- ``ratchet-ancestor``: updates keeping a value of the wrong type (a string in an integer field, an object
+  where a list belongs, a null list item) while a rule on an ancestor reads it, or does not;
+- ``format-type``: rules on ``date-time``, ``date``, ``duration`` and ``byte`` strings, which CEL sees as
+  timestamps, durations and bytes;
+- ``quantity-equal``: quantities compared by value;
+- ``macro``: ``transformMap`` and ``transformMapEntry`` (the API server compiles them; ``cel.bind`` it does not);
+- ``nullable-has``: a nullable field holding null is absent to ``has()``;
+- ``embedded``: ``x-kubernetes-embedded-resource`` objects: type meta required, ObjectMeta checked;
+- ``number``: ``multipleOf`` with a fraction, a JSON integer in a ``number`` field, sets of numbers;
+- ``int-format``: ``format: int32`` and ``format: float`` ranges (checked since Kubernetes 1.36).
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.crd_corpus import Case, hand_written_crd
+
+FOLDER = Path(__file__).resolve().parent / "data" / "crd-classes"
+GROUP = "classes.nodefleet.io"
+
+
+def _crd(kind: str, spec: dict[str, Any], root_rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    plural = kind.lower() + "s"
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec,
+        },
+    }
+    if root_rules:
+        schema["x-kubernetes-validations"] = root_rules
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+            "scope": "Namespaced",
+            "versions": [
+                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
+            ],
+        },
+    }
+
+
+def _r(rule: str, **extra: Any) -> dict[str, Any]:
+    return {"rule": rule, **extra}
+
+
+def _embedded(**properties: Any) -> dict[str, Any]:
+    """An embedded resource's schema: its type meta, ``metadata: {type: object}`` and ``properties``."""
+    return {
+        "type": "object",
+        "x-kubernetes-embedded-resource": True,
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            **properties,
+        },
+    }
+
+
+_S = {"type": "string", "maxLength": 64}
+_I = {"type": "integer"}
+
+CRDS: dict[str, dict[str, Any]] = {
+    "ancestor": _crd(
+        "Ancestor",
+        {
+            "type": "object",
+            "x-kubernetes-validations": [_r("!has(self.limit) || self.limit >= self.floor")],
+            "properties": {
+                "floor": _I,
+                "limit": _I,
+                "mode": _S,
+                "note": _S,
+                "box": {
+                    "type": "object",
+                    "properties": {"size": _I, "label": _S},
+                    "x-kubernetes-validations": [
+                        _r("!has(self.label) || self.label != 'x'"),
+                        _r("self == oldSelf || !has(self.label) || self.label != 'frozen'"),
+                    ],
+                },
+                "slots": {
+                    "type": "array",
+                    "maxItems": 8,
+                    "items": {"type": "object", "properties": {"port": _I, "name": _S}},
+                    "x-kubernetes-validations": [_r("self.all(s, !has(s.port) || s.port < 65536)")],
+                },
+                "tags": {"type": "array", "maxItems": 8, "items": _S},
+            },
+        },
+        [
+            _r("!has(self.spec.tags) || self.spec.tags.size() <= 3"),
+            _r("!has(self.spec.mode) || self.spec.mode.startsWith('m')"),
+            _r("!has(self.spec.note) || self.spec.note != 'stop'"),
+        ],
+    ),
+    "ledger": _crd(
+        "Ledger",
+        {
+            "type": "object",
+            "x-kubernetes-validations": [
+                _r("!has(self.size) || self.size != 'huge'", message="not huge"),
+                _r("!has(self.when) || self.when > timestamp('2020-01-01T00:00:00Z')", message="after 2020"),
+            ],
+            "properties": {
+                "note": _S,
+                "size": {"x-kubernetes-int-or-string": True},
+                "when": {"type": "string", "format": "date-time"},
+                "counts": {
+                    "type": "object",
+                    "maxProperties": 8,
+                    "additionalProperties": _I,
+                    "x-kubernetes-validations": [
+                        _r("self.all(k, self[k] >= 0)", message="counts not negative")
+                    ],
+                },
+                "ints": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "set",
+                    "maxItems": 8,
+                    "items": _I,
+                    "x-kubernetes-validations": [_r("self.all(x, x > 0)", message="positive")],
+                },
+                "weights": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "maxItems": 8,
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {"name": _S, "weight": _I},
+                        "x-kubernetes-validations": [
+                            _r(
+                                "!has(self.weight) || !has(oldSelf.weight) || self.weight >= oldSelf.weight",
+                                message="weights only grow",
+                            )
+                        ],
+                    },
+                    "x-kubernetes-validations": [
+                        _r("self.all(i, !has(i.weight) || i.weight <= 10)", message="light")
+                    ],
+                },
+            },
+        },
+    ),
+    "formats": _crd(
+        "Stamp",
+        {
+            "type": "object",
+            "x-kubernetes-validations": [
+                _r("!has(self.start) || !has(self.end) || self.start < self.end", message="start before end")
+            ],
+            "properties": {
+                "start": {"type": "string", "format": "date-time"},
+                "end": {"type": "string", "format": "date-time"},
+                "at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "x-kubernetes-validations": [_r("self >= timestamp('2024-01-01T00:00:00Z')")],
+                },
+                "day": {
+                    "type": "string",
+                    "format": "date",
+                    "x-kubernetes-validations": [_r("self.getFullYear() >= 2020")],
+                },
+                "wait": {
+                    "type": "string",
+                    "format": "duration",
+                    "x-kubernetes-validations": [_r("self <= duration('24h')")],
+                },
+                "lag": {
+                    "type": "string",
+                    "format": "duration",
+                    "x-kubernetes-validations": [_r("self >= duration('0s')", message="not negative")],
+                },
+                "blob": {
+                    "type": "string",
+                    "format": "byte",
+                    "maxLength": 64,
+                    "x-kubernetes-validations": [_r("self.size() <= 4")],
+                },
+            },
+        },
+    ),
+    "quantities": _crd(
+        "Measure",
+        {
+            "type": "object",
+            "x-kubernetes-validations": [
+                _r(
+                    "!has(self.a) || !has(self.b) || quantity(self.a) == quantity(self.b)",
+                    message="a equals b",
+                ),
+                _r(
+                    "!has(self.c) || quantity(self.c) in [quantity('1'), quantity('2Gi')]",
+                    message="c is 1 or 2Gi",
+                ),
+                _r("!has(self.v) || semver(self.v, true) == semver('1.2.0')", message="v is 1.2.0"),
+            ],
+            "properties": {
+                "a": {"type": "string", "maxLength": 16},
+                "b": {"type": "string", "maxLength": 16},
+                "c": {"type": "string", "maxLength": 16},
+                "v": {"type": "string", "maxLength": 16},
+            },
+        },
+    ),
+    "macros": _crd(
+        "Mapper",
+        {
+            "type": "object",
+            "properties": {
+                "labels": {
+                    "type": "object",
+                    "maxProperties": 8,
+                    "additionalProperties": {"type": "string", "maxLength": 16},
+                    "x-kubernetes-validations": [
+                        _r(
+                            "self.transformMap(k, v, v.size()).all(k, self[k].size() <= 8)",
+                            message="short values",
+                        ),
+                        _r(
+                            "self.transformMapEntry(k, v, {v: k}).size() == self.size()",
+                            message="distinct values",
+                        ),
+                    ],
+                }
+            },
+        },
+    ),
+    "nullable": _crd(
+        "Maybe",
+        {
+            "type": "object",
+            "x-kubernetes-validations": [
+                _r("!has(self.opt) || self.opt.size() > 0", message="opt not empty"),
+                _r("!has(self.inner) || self.inner.x > 0", message="inner.x positive"),
+            ],
+            "properties": {
+                "opt": {"type": "string", "nullable": True, "maxLength": 16},
+                "inner": {"type": "object", "nullable": True, "properties": {"x": _I}},
+                "m": {
+                    "type": "object",
+                    "maxProperties": 4,
+                    "additionalProperties": {"type": "string", "nullable": True, "maxLength": 16},
+                    "x-kubernetes-validations": [_r("!has(self.k) || self.k != ''", message="k not empty")],
+                },
+            },
+        },
+    ),
+    "embedded": _crd(
+        "Holder",
+        {
+            "type": "object",
+            "properties": {
+                "emb": {
+                    **_embedded(
+                        data={
+                            "type": "object",
+                            "additionalProperties": {"type": "string", "maxLength": 32},
+                            "maxProperties": 4,
+                        }
+                    ),
+                    "x-kubernetes-validations": [_r("self.kind != 'Secret'", message="no secrets")],
+                },
+                "more": {"type": "array", "maxItems": 4, "items": _embedded()},
+            },
+        },
+    ),
+    "numbers": _crd(
+        "Number",
+        {
+            "type": "object",
+            "properties": {
+                "ratio": {"type": "number", "multipleOf": 0.1},
+                "half": {"type": "number", "multipleOf": 0.5},
+                "count": {"type": "integer", "multipleOf": 3},
+                "set": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "set",
+                    "maxItems": 8,
+                    "items": {"type": "number"},
+                },
+            },
+        },
+    ),
+    "intformats": _crd(
+        "Width",
+        {
+            "type": "object",
+            "properties": {
+                "small": {"type": "integer", "format": "int32"},
+                "big": {"type": "integer", "format": "int64"},
+                "real": {"type": "number", "format": "float"},
+                "wide": {"type": "number", "format": "double"},
+            },
+        },
+    ),
+}
+
+
+def _one_rule(
+    tag: str, rule: dict[str, Any], at: str = "spec", extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A CRD whose schema has one rule, at ``spec`` or at one of its fields."""
+    spec: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "a": _I,
+            "s": {"type": "string"},
+            "q": {"type": "string", "maxLength": 32},
+            "tags": {
+                "type": "array",
+                "x-kubernetes-list-type": "set",
+                "maxItems": 8,
+                "items": {"type": "string", "maxLength": 16},
+            },
+            "steps": {"type": "array", "maxItems": 8, "items": {"type": "object", "properties": {"n": _I}}},
+            "free": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "properties": {"known": _I},
+            },
+            "emb": _embedded(),
+            **(extra or {}),
+        },
+    }
+    root_rules = None
+    if at == "":
+        root_rules = [rule]
+    elif at == "spec":
+        spec["x-kubernetes-validations"] = [rule]
+    else:
+        node = spec["properties"][at]
+        if node.get("type") == "array":
+            node = node["items"]
+        node["x-kubernetes-validations"] = [rule]
+    kind = "R" + "".join(part.capitalize() for part in tag.split("-"))
+    return _crd(kind, spec, root_rules)
+
+
+#: CRDs, each with one rule the API server refuses or accepts when the CRD is created (tag: CRD).
+REFUSAL_CRDS: dict[str, dict[str, Any]] = {
+    tag: _one_rule(tag, rule, *where)
+    for tag, rule, *where in [
+        ("accepted-plain", _r("self.a > 0")),
+        ("accepted-transform-map", _r("self.tags.all(t, t.size() > 0)")),
+        ("accepted-list-reverse", _r("self.tags.reverse().size() >= 0")),
+        ("accepted-sets", _r("sets.contains(self.tags, ['x']) || true")),
+        ("accepted-old-self-map", _r("self == oldSelf", message="immutable"), "free"),
+        ("bind", _r("cel.bind(x, self.a, x > 0)")),
+        ("math", _r("math.greatest(self.a, 1) > 0")),
+        ("strings-reverse", _r("self.s.reverse() != ''")),
+        ("syntax", _r("self.a >")),
+        ("not-bool", _r("self.a + 1")),
+        ("message-expression-int", _r("self.a > 0", messageExpression="self.a")),
+        ("field-path-unknown", _r("self.a > 0", fieldPath=".nope")),
+        ("field-path-bad", _r("self.a > 0", fieldPath="a..b")),
+        ("reason-unknown", _r("self.a > 0", reason="FieldValueWrong")),
+        ("old-self-set-item", _r("self == oldSelf"), "tags"),
+        ("old-self-atomic-item", _r("self.n == oldSelf.n"), "steps"),
+        ("root-labels", _r("!has(self.metadata.labels)"), ""),
+        ("embedded-annotations", _r("!has(self.metadata.annotations)"), "emb"),
+        ("mixed-list", _r("self.a in [1, 'two']")),
+        ("int-double", _r("self.a == 2.5")),
+        ("undeclared-free", _r("self.other == 1"), "free"),
+        ("string-int", _r("self.s == 1")),
+        ("cost-nested-unbounded", _r("self.s.split(',').all(x, self.s.split(',').exists(y, x == y))")),
+        ("cost-split-join", _r("self.s.split('-').join('.') != ''")),
+        ("cost-quantity-ne", _r("quantity(self.s) != quantity('1')")),
+        ("cost-quantity-bounded", _r("quantity(self.q) != quantity('1')")),
+    ]
+}
+
+
+def crd_text(name: str) -> str:
+    return yaml.safe_dump(CRDS[name], sort_keys=False)
+
+
+def write_crds() -> None:
+    """Write :data:`CRDS` to their files (``python -m tests.crd_classes``)."""
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    for name in CRDS:
+        (FOLDER / f"{name}.yaml").write_text(crd_text(name), encoding="utf-8")
+
+
+def _obj(kind: str, spec: dict[str, Any], name: str = "a") -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": copy.deepcopy(spec),
+    }
+
+
+def _anc(**spec: Any) -> dict[str, Any]:
+    return _obj("Ancestor", {"floor": 1, "note": "n", **spec})
+
+
+#: (class, CRD, tag, object, previous object or None)
+CASES: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
+    # --- an ancestor's rule reads a mistyped value an update keeps ------------------------------------
+    ("ratchet-ancestor", "ancestor", "valid-create", _anc(limit=3), None),
+    ("ratchet-ancestor", "ancestor", "floor-string-create", _anc(floor="5"), None),
+    (
+        "ratchet-ancestor",
+        "ancestor",
+        "floor-string-read",
+        _anc(floor="5", limit=9, note="m"),
+        _anc(floor="5", limit=9),
+    ),
+    ("ratchet-ancestor", "ancestor", "floor-string-unread", _anc(floor="5", note="m"), _anc(floor="5")),
+    ("ratchet-ancestor", "ancestor", "limit-string-read", _anc(limit="9", floor=2), _anc(limit="9")),
+    (
+        "ratchet-ancestor",
+        "ancestor",
+        "box-size-unread",
+        _anc(box={"size": "big", "label": "y"}),
+        _anc(box={"size": "big", "label": "z"}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ancestor",
+        "box-size-compared",
+        _anc(box={"size": "big", "label": "frozen"}, note="m"),
+        _anc(box={"size": "big", "label": "frozen"}),
+    ),
+    ("ratchet-ancestor", "ancestor", "mode-number-root", _anc(mode=7, floor=2), _anc(mode=7)),
+    (
+        "ratchet-ancestor",
+        "ancestor",
+        "slot-port-string",
+        _anc(slots=[{"port": "http"}], note="m"),
+        _anc(slots=[{"port": "http"}]),
+    ),
+    (
+        "ratchet-ancestor",
+        "ancestor",
+        "slot-null-item",
+        _anc(slots=[None, {"port": 1}], note="m"),
+        _anc(slots=[None, {"port": 1}]),
+    ),
+    (
+        "ratchet-ancestor",
+        "ancestor",
+        "slot-name-number-unread",
+        _anc(slots=[{"name": 5, "port": 1}], note="m"),
+        _anc(slots=[{"name": 5, "port": 1}]),
+    ),
+    (
+        "ratchet-ancestor",
+        "ancestor",
+        "tags-object-root",
+        _anc(tags={"a": "b"}, note="m"),
+        _anc(tags={"a": "b"}),
+    ),
+    ("ratchet-ancestor", "ancestor", "note-number-root", _anc(note=5, floor=3), _anc(note=5)),
+    ("ratchet-ancestor", "ancestor", "tag-number-item", _anc(tags=["a", 5], note="m"), _anc(tags=["a", 5])),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "ledger-valid-create",
+        _obj("Ledger", {"size": 3, "counts": {"a": 1}, "weights": [{"name": "w", "weight": 2}]}),
+        None,
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "count-string-map-rule",
+        _obj("Ledger", {"counts": {"a": "x"}, "note": "m"}),
+        _obj("Ledger", {"counts": {"a": "x"}}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "size-bool-spec-rule",
+        _obj("Ledger", {"size": True, "note": "m"}),
+        _obj("Ledger", {"size": True}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "size-fraction-spec-rule",
+        _obj("Ledger", {"size": 1.5, "note": "m"}),
+        _obj("Ledger", {"size": 1.5}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "when-not-a-date",
+        _obj("Ledger", {"when": "soon", "note": "m"}),
+        _obj("Ledger", {"when": "soon"}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "weight-string-item",
+        _obj("Ledger", {"weights": [{"name": "w", "weight": "heavy"}], "note": "m"}),
+        _obj("Ledger", {"weights": [{"name": "w", "weight": "heavy"}]}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "int-string-set",
+        _obj("Ledger", {"ints": [1, "two"], "note": "m"}),
+        _obj("Ledger", {"ints": [1, "two"]}),
+    ),
+    (
+        "ratchet-ancestor",
+        "ledger",
+        "weight-grows",
+        _obj("Ledger", {"weights": [{"name": "w", "weight": 1}]}),
+        _obj("Ledger", {"weights": [{"name": "w", "weight": 2}]}),
+    ),
+    # --- string formats as CEL types ---------------------------------------------------------------------
+    ("format-type", "formats", "at-after", _obj("Stamp", {"at": "2024-06-01T10:00:00Z"}), None),
+    ("format-type", "formats", "at-before", _obj("Stamp", {"at": "2023-12-31T23:59:59Z"}), None),
+    ("format-type", "formats", "at-offset", _obj("Stamp", {"at": "2024-01-01T00:30:00+01:00"}), None),
+    ("format-type", "formats", "day-recent", _obj("Stamp", {"day": "2021-03-04"}), None),
+    ("format-type", "formats", "day-old", _obj("Stamp", {"day": "2019-12-31"}), None),
+    ("format-type", "formats", "wait-short", _obj("Stamp", {"wait": "90m"}), None),
+    ("format-type", "formats", "wait-long", _obj("Stamp", {"wait": "25h"}), None),
+    ("format-type", "formats", "wait-words", _obj("Stamp", {"wait": "2 days"}), None),
+    ("format-type", "formats", "lag-negative", _obj("Stamp", {"lag": "-5m"}), None),
+    ("format-type", "formats", "lag-zero", _obj("Stamp", {"lag": "0"}), None),
+    ("format-type", "formats", "at-fraction", _obj("Stamp", {"at": "2024-06-01T10:00:00.123Z"}), None),
+    ("format-type", "formats", "blob-short", _obj("Stamp", {"blob": "aGk="}), None),
+    ("format-type", "formats", "blob-long", _obj("Stamp", {"blob": "aGVsbG8="}), None),
+    (
+        "format-type",
+        "formats",
+        "start-before-end",
+        _obj("Stamp", {"start": "2024-01-01T00:00:00Z", "end": "2024-01-02T00:00:00Z"}),
+        None,
+    ),
+    (
+        "format-type",
+        "formats",
+        "start-after-end",
+        _obj("Stamp", {"start": "2024-01-03T00:00:00Z", "end": "2024-01-02T00:00:00Z"}),
+        None,
+    ),
+    # --- quantities by value --------------------------------------------------------------------------------
+    ("quantity-equal", "quantities", "millis-and-one", _obj("Measure", {"a": "1000m", "b": "1"}), None),
+    ("quantity-equal", "quantities", "gi-and-mi", _obj("Measure", {"a": "1Gi", "b": "1024Mi"}), None),
+    ("quantity-equal", "quantities", "decimal-and-binary", _obj("Measure", {"a": "1G", "b": "1Gi"}), None),
+    ("quantity-equal", "quantities", "half", _obj("Measure", {"a": "0.5", "b": "500m"}), None),
+    ("quantity-equal", "quantities", "exponent", _obj("Measure", {"a": "1e3", "b": "1k"}), None),
+    ("quantity-equal", "quantities", "in-list-millis", _obj("Measure", {"c": "1000m"}), None),
+    ("quantity-equal", "quantities", "in-list-mi", _obj("Measure", {"c": "2048Mi"}), None),
+    ("quantity-equal", "quantities", "semver-short", _obj("Measure", {"v": "v1.2"}), None),
+    ("quantity-equal", "quantities", "semver-other", _obj("Measure", {"v": "1.2.1"}), None),
+    ("quantity-equal", "quantities", "not-in-list", _obj("Measure", {"c": "3"}), None),
+    # --- macros and extensions --------------------------------------------------------------------------------
+    ("macro", "macros", "short-distinct", _obj("Mapper", {"labels": {"a": "x", "b": "y"}}), None),
+    ("macro", "macros", "long-value", _obj("Mapper", {"labels": {"a": "abcdefghij"}}), None),
+    ("macro", "macros", "same-values", _obj("Mapper", {"labels": {"a": "x", "b": "x"}}), None),
+    (
+        "macro",
+        "macros",
+        "four-labels",
+        _obj("Mapper", {"labels": {"a": "1", "b": "2", "c": "3", "d": "4"}}),
+        None,
+    ),
+    # --- nullable fields and has() ------------------------------------------------------------------------
+    ("nullable-has", "nullable", "opt-null", _obj("Maybe", {"opt": None}), None),
+    ("nullable-has", "nullable", "opt-empty", _obj("Maybe", {"opt": ""}), None),
+    ("nullable-has", "nullable", "inner-null", _obj("Maybe", {"inner": None}), None),
+    ("nullable-has", "nullable", "inner-zero", _obj("Maybe", {"inner": {"x": 0}}), None),
+    ("nullable-has", "nullable", "map-null-value", _obj("Maybe", {"m": {"k": None}}), None),
+    ("nullable-has", "nullable", "map-empty-value", _obj("Maybe", {"m": {"k": ""}}), None),
+    # --- embedded resources -----------------------------------------------------------------------------------
+    (
+        "embedded",
+        "embedded",
+        "with-meta",
+        _obj(
+            "Holder",
+            {
+                "emb": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "c", "generateName": "c-", "creationTimestamp": None},
+                }
+            },
+        ),
+        None,
+    ),
+    (
+        "embedded",
+        "embedded",
+        "no-kind",
+        _obj("Holder", {"emb": {"apiVersion": "v1", "metadata": {"name": "c"}}}),
+        None,
+    ),
+    ("embedded", "embedded", "no-api-version", _obj("Holder", {"emb": {"kind": "ConfigMap"}}), None),
+    ("embedded", "embedded", "secret", _obj("Holder", {"emb": {"apiVersion": "v1", "kind": "Secret"}}), None),
+    (
+        "embedded",
+        "embedded",
+        "bad-kind",
+        _obj("Holder", {"emb": {"apiVersion": "v1", "kind": "Config_Map"}}),
+        None,
+    ),
+    (
+        "embedded",
+        "embedded",
+        "bad-api-version",
+        _obj("Holder", {"emb": {"apiVersion": "a/b/c", "kind": "ConfigMap"}}),
+        None,
+    ),
+    (
+        "embedded",
+        "embedded",
+        "bad-label",
+        _obj(
+            "Holder", {"emb": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"a b": "c"}}}}
+        ),
+        None,
+    ),
+    (
+        "embedded",
+        "embedded",
+        "meta-unknown",
+        _obj("Holder", {"emb": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"colour": "red"}}}),
+        None,
+    ),
+    (
+        "embedded",
+        "embedded",
+        "name-slash",
+        _obj("Holder", {"emb": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a/b"}}}),
+        None,
+    ),
+    (
+        "embedded",
+        "embedded",
+        "data",
+        _obj("Holder", {"emb": {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}}}),
+        None,
+    ),
+    # --- numbers as the API server decodes them -------------------------------------------------------------
+    (
+        "embedded",
+        "embedded",
+        "list-no-kind",
+        _obj("Holder", {"more": [{"apiVersion": "v1", "kind": "A"}, {"apiVersion": "v1"}]}),
+        None,
+    ),
+    (
+        "embedded",
+        "embedded",
+        "list-bad-generate-name",
+        _obj("Holder", {"more": [{"apiVersion": "v1", "kind": "A", "metadata": {"generateName": "a%b-"}}]}),
+        None,
+    ),
+    ("number", "numbers", "ratio-0.3", _obj("Number", {"ratio": 0.3}), None),
+    ("number", "numbers", "ratio-0.7", _obj("Number", {"ratio": 0.7}), None),
+    ("number", "numbers", "ratio-0.35", _obj("Number", {"ratio": 0.35}), None),
+    ("number", "numbers", "ratio-integer", _obj("Number", {"ratio": 3}), None),
+    ("number", "numbers", "half-integer", _obj("Number", {"half": 2}), None),
+    ("number", "numbers", "half-1.5", _obj("Number", {"half": 1.5}), None),
+    ("number", "numbers", "half-1.25", _obj("Number", {"half": 1.25}), None),
+    ("number", "numbers", "count-6", _obj("Number", {"count": 6}), None),
+    ("number", "numbers", "count-minus-6", _obj("Number", {"count": -6}), None),
+    ("number", "numbers", "half-minus-1.5", _obj("Number", {"half": -1.5}), None),
+    ("number", "numbers", "ratio-tiny-off", _obj("Number", {"ratio": 0.1000001}), None),
+    ("number", "numbers", "count-7", _obj("Number", {"count": 7}), None),
+    ("number", "numbers", "set-1-and-1.0", _obj("Number", {"set": [1, 1.0]}), None),
+    ("number", "numbers", "set-0.5-twice", _obj("Number", {"set": [0.5, 0.5]}), None),
+    ("number", "numbers", "set-distinct", _obj("Number", {"set": [1, 1.5]}), None),
+    # --- int32 and float ranges ----------------------------------------------------------------------------
+    ("int-format", "intformats", "int32-max", _obj("Width", {"small": 2**31 - 1}), None),
+    ("int-format", "intformats", "int32-over", _obj("Width", {"small": 2**31}), None),
+    ("int-format", "intformats", "int32-under", _obj("Width", {"small": -(2**31) - 1}), None),
+    ("int-format", "intformats", "int64-over-int32", _obj("Width", {"big": 2**40}), None),
+    ("int-format", "intformats", "float-max", _obj("Width", {"real": 3.4e38}), None),
+    ("int-format", "intformats", "float-over", _obj("Width", {"real": 1e39}), None),
+    ("int-format", "intformats", "float-under", _obj("Width", {"real": -1e39}), None),
+    ("int-format", "intformats", "double-big", _obj("Width", {"wide": 1e300}), None),
+]
+
+#: The cases whose JSON body keeps a whole float as written (``1.0``), as a raw JSON request does; all others
+#: are sent as kubectl and the Pulumi provider marshal them (``1``).
+RAW_JSON = frozenset({"number/set-1-and-1.0"})
+
+
+@cache
+def crd_version(name: str) -> Any:
+    return hand_written_crd(FOLDER / f"{name}.yaml")
+
+
+def cases() -> list[Case]:
+    return [Case(f"{cls}/{tag}", cls, crd_version(crd), obj, old) for cls, crd, tag, obj, old in CASES]
+
+
+if __name__ == "__main__":
+    write_crds()

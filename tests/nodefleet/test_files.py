@@ -1,0 +1,341 @@
+"""The one guarded reader (nodefleet/files.py): every file kind that is not a regular file refused without
+blocking, every encoding named, every parser bounded, every credential redacted; and the output checks of
+nodefleet/stackfile/paths.py that every output option shares."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodefleet import files
+from nodefleet.files import (
+    MAX_DEPTH,
+    FastBoundedLoader,
+    FileProblem,
+    decode_text,
+    load_json,
+    load_yaml,
+    looks_like_file_content,
+    read_text,
+    redact,
+    url_without_credentials,
+)
+from nodefleet.stackfile.paths import PathError, output_file, output_folder
+
+
+def _within(seconds: float, call: Callable[[], Any]) -> Any:
+    """``call()``'s result, failing (not hanging) if it blocks or loops: what a pipe or a bomb would do."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed to the test below
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds}s"
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _problem(call: Callable[[], Any], seconds: float = 60) -> str:
+    with pytest.raises(FileProblem) as e:
+        _within(seconds, call)
+    message = str(e.value)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+# --- what is read: regular files only ----------------------------------------------------------------
+
+
+def test_a_regular_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / "k").write_text("apiVersion: v1\n")
+    assert read_text(tmp_path / "k", what="kubeconfig") == "apiVersion: v1\n"
+
+
+def test_a_named_pipe_nobody_writes_is_refused_at_once(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "kubeconfig")
+    message = _problem(lambda: read_text(tmp_path / "kubeconfig", what="kubeconfig"), 10)
+    assert "named pipe" in message and "save the kubeconfig as a regular file and give its path" in message
+
+
+def test_a_symlink_is_followed_only_to_a_regular_file(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "to-fifo").symlink_to(tmp_path / "fifo")
+    (tmp_path / "to-environ").symlink_to("/proc/self/environ")
+    (tmp_path / "to-zero").symlink_to("/dev/zero")
+    (tmp_path / "real").write_text("a: 1\n")
+    (tmp_path / "to-real").symlink_to(tmp_path / "real")
+    assert "named pipe" in _problem(lambda: read_text(tmp_path / "to-fifo"), 10)
+    assert "kernel's /proc" in _problem(lambda: read_text(tmp_path / "to-environ"))
+    assert "character device" in _problem(lambda: read_text(tmp_path / "to-zero"), 10)
+    assert read_text(tmp_path / "to-real") == "a: 1\n"
+
+
+@pytest.mark.parametrize(
+    "path", ["/proc/self/environ", "/proc/self/cmdline", "/sys/devices/system/cpu/online"]
+)
+def test_kernel_files_are_not_read(path: str) -> None:
+    if not os.path.exists(path):
+        pytest.fail(f"{path} is missing on this machine; pick another kernel file")
+    assert "(generated on reading)" in _problem(lambda: read_text(path))
+
+
+def test_a_socket_a_directory_and_a_missing_file(tmp_path: Path) -> None:
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "s"))
+    try:
+        assert "a socket" in _problem(lambda: read_text(tmp_path / "s"))
+    finally:
+        server.close()
+    assert "is a directory, not a file; give the path of the state file itself" in _problem(
+        lambda: read_text(tmp_path, what="state file")
+    )
+    assert "no such file; check the path" in _problem(lambda: read_text(tmp_path / "nope"))
+    assert "is not a usable path (it holds a NUL character)" in _problem(lambda: read_text("a\0b"))
+
+
+def test_the_limit_is_the_kinds_own(tmp_path: Path) -> None:
+    big = tmp_path / "kubeconfig"
+    with big.open("wb") as out:
+        out.truncate(files.KUBECONFIG_BYTES + 1)  # sparse: a huge file of NUL bytes, read no further
+    message = _problem(lambda: read_text(big, what="kubeconfig", limit=files.KUBECONFIG_BYTES))
+    assert "(at most 4,194,304)" in message and "larger than any kubeconfig" in message
+
+
+# --- encodings ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("codec", "named"),
+    [
+        ("utf-16", "UTF-16 (little-endian)"),
+        ("utf-16-le", "UTF-16 (little-endian)"),
+        ("utf-16-be", "UTF-16 (big-endian)"),
+        ("utf-32", "UTF-32 (little-endian)"),
+        ("utf-32-be", "UTF-32 (big-endian)"),
+    ],
+)
+def test_wide_encodings_are_named(codec: str, named: str) -> None:
+    message = _problem(lambda: decode_text("config:\n  a: b\n".encode(codec), "stacks/Pulumi.x.yaml"))
+    assert f"is {named} text; nodefleet reads UTF-8" in message and "save it as UTF-8" in message
+    assert "binary" not in message
+
+
+def test_a_utf8_byte_order_mark_is_dropped() -> None:
+    assert decode_text("\ufeffconfig: {}\n".encode(), "x") == "config: {}\n"
+
+
+def test_a_nul_byte_deep_in_a_file_says_where() -> None:
+    data = b"config:\n" + b"  a: b\n" * 5000 + b"  c: d\x00e\n"
+    message = _problem(lambda: decode_text(data, "stacks/Pulumi.x.yaml", what="stack file"))
+    assert "stacks/Pulumi.x.yaml: line 5002, column 7: a NUL byte" in message
+    assert "check that the right file was given as the stack file" in message
+
+
+def test_latin1_says_where_and_how_to_convert() -> None:
+    message = _problem(lambda: decode_text("a: b\nc: caf\xe9\n".encode("latin-1"), "x.yaml"))
+    assert "line 2, column 7: byte 0xe9 is not UTF-8" in message and "iconv -f LATIN1" in message
+
+
+def test_compressed_files_are_named() -> None:
+    assert "is gzip-compressed" in _problem(lambda: decode_text(b"\x1f\x8b\x08\x00", "k.gz"))
+
+
+# --- YAML: bounded ---------------------------------------------------------------------------------------
+
+
+def _merge_bomb(levels: int = 12) -> str:
+    text = "a0: &a0 {x: 1, y: 2}\n"
+    for i in range(1, levels):
+        text += f"a{i}: &a{i} {{<<: [{', '.join([f'*a{i - 1}'] * 9)}]}}\n"
+    return text
+
+
+def _laughs(levels: int = 9) -> str:
+    text = 'l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n'
+    for i in range(1, levels):
+        text += f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n"
+    return text
+
+
+@pytest.mark.parametrize("loader", [files.BoundedLoader, FastBoundedLoader], ids=["python", "libyaml"])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (_merge_bomb(), "expand to more than 1,000,000 values (an alias bomb"),
+        (_laughs(), "expand to more than 1,000,000 values (an alias bomb"),
+        ("a: &a [1, *a]\n", "an alias inside its own anchor"),
+        ("a: " + "[" * 20_000 + "]" * 20_000 + "\n", f"nested more than {MAX_DEPTH} levels deep"),
+        ("".join("  " * i + f"k{i}:\n" for i in range(300)) + "  " * 300 + "v\n", "nested more than"),
+        (
+            "d0: &d0 " + "[" * 60 + "]" * 60 + "\n" + "d1: &d1 " + "[" * 60 + "*d0" + "]" * 60 + "\n",
+            "once its aliases are followed",
+        ),
+        ("a: 1\nb: x\x01y\n", "line 2, column 5: the control character U+0001"),
+        ("a: " + "1" * 5000 + "\n", "a value YAML cannot build"),
+    ],
+    ids=[
+        "merge-keys",
+        "billion-laughs",
+        "recursive",
+        "deep-flow",
+        "deep-block",
+        "deep-by-alias",
+        "control",
+        "int",
+    ],
+)
+def test_yaml_bombs_and_depths_are_refused(loader: type[Any], text: str, says: str) -> None:
+    message = _problem(lambda: load_yaml(text, "stacks/Pulumi.x.yaml", loader=loader), 60)
+    assert message.startswith("stacks/Pulumi.x.yaml: ") and says in message, message
+
+
+def test_yaml_aliases_within_bounds_are_read() -> None:
+    text = "pools: &p [{name: a}, {name: b}]\nc1: {pools: *p}\nc2: {<<: {x: 1}, pools: *p}\n"
+    assert load_yaml(text, "x") == {
+        "pools": [{"name": "a"}, {"name": "b"}],
+        "c1": {"pools": [{"name": "a"}, {"name": "b"}]},
+        "c2": {"x": 1, "pools": [{"name": "a"}, {"name": "b"}]},
+    }
+
+
+def test_yaml_at_the_depth_limit_is_read() -> None:
+    text = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)
+    value = load_yaml(text, "x")
+    for _ in range(MAX_DEPTH - 2):
+        (value,) = value
+    assert value == []
+
+
+def test_broken_yaml_says_where_without_the_content() -> None:
+    message = _problem(lambda: load_yaml("users:\n- name: x\n  user: {token: s3cr3t-canary\n", "kubeconfig"))
+    assert message.startswith("kubeconfig: line ") and "s3cr3t-canary" not in message
+
+
+# --- JSON: bounded ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("[" * 100_000 + "]" * 100_000, f"nested more than {MAX_DEPTH} levels deep"),
+        ('{"a": ' * 500 + "1" + "}" * 500, f"nested more than {MAX_DEPTH} levels deep"),
+        ('{"a": NaN}', "NaN is not JSON"),
+        ('{"a": 1,\n "b" 2}', "is not valid JSON (Expecting ':' delimiter: line 2, column 6)"),
+        ('{"a": ' + "9" * 5000 + "}", "is not valid JSON (Exceeds the limit (4300 digits)"),
+    ],
+    ids=["deep-100000", "deep-500", "nan", "syntax", "huge-number"],
+)
+def test_json_is_bounded(text: str, says: str) -> None:
+    message = _problem(lambda: load_json(text, "catalogs/x.json"))
+    assert message.startswith("catalogs/x.json: ") and says in message, message
+
+
+# --- secrets ---------------------------------------------------------------------------------------------
+
+CANARY = "canary-7f3a9c1e2b"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"https://user:{CANARY}@git.example.com/fleet.git",
+        f"https://{CANARY}@git.example.com/fleet.git",
+        f"Authorization: Bearer {CANARY}",
+        f"curl -H 'Authorization: Basic {CANARY}'",
+        f"users:\n- name: admin\n  user:\n    token: {CANARY}\n",
+        f'{{"users": [{{"user": {{"token": "{CANARY}"}}}}]}}',
+        f"    client-key-data: {CANARY}\n",
+        f"password={CANARY}",
+        f"GITHUB_TOKEN={CANARY}",
+        f'{{"auths": {{"quay.io": {{"auth": "{CANARY}"}}}}}}',
+        f"-----BEGIN RSA PRIVATE KEY-----\n{CANARY}\n-----END RSA PRIVATE KEY-----\n",
+        f"id-token: eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ{CANARY}.c2lnbmF0dXJl",
+        f"sha256~{CANARY}abcdefghijklmnop",
+        f"ghp_{CANARY.replace('-', '')}abcdefghijklmnop",
+    ],
+)
+def test_redact_removes_every_kind_of_credential(text: str) -> None:
+    assert CANARY not in redact(text), redact(text)
+
+
+def test_redact_keeps_what_is_not_a_credential() -> None:
+    text = "wave 1: stack hosted at 4.22.3; https://git.example.com/fleet.git; kind: Secret; tokens: 3"
+    assert redact(text) == text
+
+
+def test_a_url_loses_its_credentials_and_keeps_the_rest() -> None:
+    assert url_without_credentials(f"https://u:{CANARY}@git.example.com:8443/a/b.git") == (
+        "https://git.example.com:8443/a/b.git"
+    )
+    assert url_without_credentials("git@github.com:org/repo.git") == "git@github.com:org/repo.git"
+
+
+@pytest.mark.parametrize(
+    ("value", "content"),
+    [
+        ("apiVersion: v1\nkind: Config\n", True),
+        ("clusters: []", True),
+        ("-----BEGIN CERTIFICATE-----", True),
+        ('{"apiVersion": "v1"}', True),
+        ("kubeconfigs/prod.yaml", False),
+        ("/home/ops/.kube/config", False),
+    ],
+)
+def test_content_given_as_a_path_is_recognised(value: str, content: bool) -> None:
+    assert looks_like_file_content(value) is content
+
+
+# --- output options ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("check", [output_folder, output_file], ids=["folder", "file"])
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        (".git/wiring", "lies inside .git/"),
+        ("repo/.git/hooks/x", "lies inside .git/"),
+        ("sub/../.git/x", "lies inside .git/"),
+        ("a\x01b", "control character"),
+        ("/", "is the file system root"),
+    ],
+)
+def test_output_options_are_refused_where_files_cannot_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check: Callable[..., Path], path: str, says: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "repo" / ".git" / "hooks").mkdir(parents=True)
+    with pytest.raises(PathError, match=says):
+        check(path, example="gitops/")
+
+
+def test_an_output_folder_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "notes").write_text("")
+    with pytest.raises(PathError, match=r"is a file, not a folder.*e\.g\. gitops/"):
+        output_folder(tmp_path / "notes", example="gitops/")
+    with pytest.raises(PathError, match="runs through a file"):
+        output_folder(tmp_path / "notes" / "x", example="gitops/")
+    assert output_folder(tmp_path / "new" / "deeper", example="gitops/") == tmp_path / "new" / "deeper"
+
+
+def test_an_output_file_that_is_a_folder_or_a_pipe(tmp_path: Path) -> None:
+    (tmp_path / "dir").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(PathError, match="is a folder; name a file"):
+        output_file(tmp_path / "dir", example="state.json")
+    with pytest.raises(PathError, match="not a regular file"):
+        _within(10, lambda: output_file(tmp_path / "fifo", example="state.json"))
+    (tmp_path / "old.json").write_text("{}")
+    assert output_file(tmp_path / "old.json", example="state.json") == tmp_path / "old.json"
