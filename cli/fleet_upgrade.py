@@ -281,7 +281,7 @@ def _read_supported_versions(management: str, kubeconfig: str | None) -> Support
     from kubernetes.client.exceptions import ApiException
 
     from cli.kube import api_client
-    from cli.upgrade_git import redact
+    from nodefleet.files import redact
 
     where = f"management cluster {management}: ConfigMap hypershift/supported-versions"
     api = api_client(kubeconfig, f"management cluster {management}")

@@ -80,7 +80,7 @@ def _read(api: Any, target: Target) -> dict[str, Any] | str:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from cli.upgrade_git import redact
+    from nodefleet.files import redact
 
     group, version, plural = _API[target.kind]
     try:

@@ -14,17 +14,16 @@ from typing import Any
 
 from cli.exits import InputError
 
-__all__ = ["MAX_KUBECONFIG_BYTES", "api_client", "kubeconfig_shown"]
-
-#: A kubeconfig with a few hundred contexts is well under this.
-MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
+__all__ = ["api_client", "kubeconfig_shown"]
 
 
 def kubeconfig_shown(value: str | None) -> str:
     """How a message names a kubeconfig: its path, or what it is when the value is not one (never the value)."""
     if value is None:
         return "(the ambient kubeconfig: $KUBECONFIG or ~/.kube/config)"
-    if "\n" in value or "\r" in value or len(value) > 1024 or ": " in value or value.lstrip().startswith("{"):
+    from nodefleet.files import looks_like_file_content
+
+    if looks_like_file_content(value) or "\r" in value or len(value) > 1024 or ": " in value:
         return (
             f"(a value of {len(value)} characters that is not a path: it looks like a kubeconfig's content)"
         )
@@ -39,32 +38,19 @@ def _paths(value: str | None) -> list[Path]:
 
 
 def _document(path: Path, shown: str, what: str) -> dict[str, Any]:
-    from nodefleet.files import FileKindError, FileTooLargeError, read_regular_file
-    from nodefleet.stackfile.yamlfile import YAMLFileError, load_yaml
+    """The kubeconfig's document, read through the guarded reader (a regular file, bounded, UTF-8, YAML bounded
+    in depth and aliases); every failure names the file, never its content."""
+    from nodefleet.files import KUBECONFIG_BYTES, FileProblem, load_yaml, read_text
 
     where = f"{what}: kubeconfig {shown}"
     try:
-        data = read_regular_file(path, MAX_KUBECONFIG_BYTES)
-    except FileNotFoundError:
-        raise InputError(f"{where}: no such file; give the path of the kubeconfig file") from None
-    except IsADirectoryError:
-        raise InputError(f"{where}: is a directory; give the path of the kubeconfig file") from None
-    except (FileKindError, FileTooLargeError) as exc:
-        raise InputError(f"{where}: {exc}; give the path of the kubeconfig file") from None
-    except OSError as exc:
-        raise InputError(f"{where}: cannot be read ({exc.strerror or type(exc).__name__})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{where}: is not UTF-8 text; give the path of a kubeconfig file") from None
-    try:
-        document = load_yaml(text, where)
-    except YAMLFileError as exc:
+        document = load_yaml(read_text(path, what="kubeconfig", limit=KUBECONFIG_BYTES, source=where), where)
+    except FileProblem as exc:
         raise InputError(str(exc)) from None
-    except RecursionError:
-        raise InputError(f"{where}: nested too deeply to be a kubeconfig") from None
     if not isinstance(document, dict):
-        raise InputError(f"{where}: is not a kubeconfig (its top level is not a mapping)")
+        raise InputError(
+            f"{where}: is not a kubeconfig (its top level is not a mapping); give a kubeconfig's path"
+        )
     return document
 
 

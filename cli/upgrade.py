@@ -114,7 +114,7 @@ def read_custom_object(
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from cli.upgrade_git import redact
+    from nodefleet.files import redact
 
     try:
         found: Any = client.CustomObjectsApi(api).get_namespaced_custom_object(

@@ -21,13 +21,13 @@ one commit holds both.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cli.exits import InputError
+from nodefleet.files import redact
 
 __all__ = [
     "TRAILERS",
@@ -36,7 +36,6 @@ __all__ = [
     "find_commit",
     "open_repo",
     "push",
-    "redact",
     "sync_index",
 ]
 
@@ -49,11 +48,6 @@ TRAILERS = {
     "source": "Nodefleet-Source",
 }
 _ZERO = "0" * 40
-
-
-def redact(text: str) -> str:
-    """``text`` with the credentials of any URL in it replaced (``https://user:token@host`` → ``https://***@host``)."""
-    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@", r"\1***@", text)
 
 
 @dataclass(frozen=True)

@@ -354,8 +354,8 @@ def test_fleet_upgrade_in_apply_mode_refuses_a_release_the_operator_does_not_run
     missing = _nodefleet("fleet", "upgrade", "--stacks-dir", str(nowhere), "--release", "4.22.4")
     assert missing.returncode == 2
     assert missing.stderr == (
-        f"error: management cluster management: kubeconfig {tmp_path / 'missing.kubeconfig'}: no such file; give the "
-        "path of the kubeconfig file\n"
+        f"error: management cluster management: kubeconfig {tmp_path / 'missing.kubeconfig'}: no such file; check the "
+        "path of the kubeconfig\n"
     )
     assert (stacks / "Pulumi.hosted.yaml").read_bytes() == before
     assert (
