@@ -574,14 +574,19 @@ def run_bounded(command: str, *, env: dict[str, str], cwd: Path, timeout: float)
     for reader in readers:
         reader.join(5)
     text = (kept["err"] or kept["out"]).decode("utf-8", "replace")
+    # Control characters (a terminal's escape sequences) never reach the terminal or the state file as they are.
+    text = "".join(ch if ch >= " " or ch in "\n\t" else "?" for ch in text)
     lines = [line.strip()[:HEALTH_LINE_CHARS] for line in text.strip().splitlines()[-2:]]
     return Bounded(code, redact(" ".join(line for line in lines if line)))
 
 
-def _health_gate(command: str, wave: str, stacks: list[str], timeout: float = 1800) -> str:
-    """Run the user's health command after a wave, within ``timeout`` seconds (``--timeout``); the reason to
-    stop, or "" when it passed."""
-    env = {**os.environ, "NODEFLEET_WAVE": wave, "NODEFLEET_WAVE_STACKS": ",".join(stacks)}
+def _health_gate(
+    command: str, wave: str, stacks: list[str], timeout: float = 1800, extra: dict[str, str] | None = None
+) -> str:
+    """Run the user's health command after a wave, within ``timeout`` seconds (``--timeout``), with ``extra`` in
+    its environment too (``fleet upgrade``'s ``NODEFLEET_UPGRADE_PHASE``); the reason to stop, or "" when it
+    passed."""
+    env = {**os.environ, "NODEFLEET_WAVE": wave, "NODEFLEET_WAVE_STACKS": ",".join(stacks), **(extra or {})}
     try:
         done = run_bounded(command, env=env, cwd=PROJECT, timeout=timeout)
     except OSError as e:

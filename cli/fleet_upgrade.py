@@ -1,64 +1,137 @@
-"""``fleet upgrade``: a hosted-cluster release bump across the fleet, wave by wave, control plane before nodes.
+"""``fleet upgrade``: a release across the fleet, wave by wave, control plane before nodes, each step committed once.
 
-For each wave (canaries first, :mod:`nodefleet.stackfile.waves`), with the stacks of the wave whose hosted clusters are
-not at the release yet:
+The plan (:mod:`nodefleet.fleet.upgrade_plan`) is made from the stack files as ``check`` reads them, and refused
+whole, before anything is written or printed as a plan, when any cluster cannot take the release (a downgrade, a
+skipped minor, a release its management cluster's HyperShift operator does not run, …). Then, for each wave, two
+steps, each followed by a gate:
 
-1. **control planes**: ``upgrade``'s first step in every such stack file (the HostedCluster's ``release``
-   bumped, the nodes that follow it held at the old release, marked), then the stacks re-rendered (render
-   mode) and, with ``--commit``, one commit: Argo CD or Flux picks it up; in apply mode the commit is what the
-   workflow's wave matrix applies;
-2. **gate**: the control planes have completed the release: ``--health-command`` exits 0 (run with
-   ``NODEFLEET_UPGRADE_PHASE=control-plane``, ``NODEFLEET_WAVE`` and ``NODEFLEET_WAVE_STACKS``), or, without one,
-   the user confirms it by running the command again with ``--confirmed``; in apply mode, without either, each
-   HostedCluster is read through its management cluster's kubeconfig (:mod:`cli.upgrade_gates`);
-3. **nodes**: ``upgrade``'s second step (the held pins removed), re-rendered, committed;
-4. **gate**: the wave is healthy (``NODEFLEET_UPGRADE_PHASE=nodes``), as in 2 (in apply mode: each classic
-   NodePool read); then the next wave.
+1. **control-plane**: the wave's stack files edited (``upgrade``'s first step in every hosted cluster; a
+   standalone cluster's own upgrade is the user's, ``oc adm upgrade``), the render-mode stacks re-rendered and,
+   with ``--commit``, committed; with ``--push``, pushed and waited for until the GitOps tool reports the commit
+   applied (:mod:`cli.gitops_wait`); then the gate: ``--health-command`` (with ``NODEFLEET_UPGRADE_PHASE``,
+   ``NODEFLEET_WAVE``, ``NODEFLEET_WAVE_STACKS``), ``--confirmed`` on the next run, or, in apply mode, each
+   HostedCluster read through its management cluster (:mod:`cli.upgrade_gates`);
+2. **nodes**: the held pins removed and each standalone cluster's ``release`` recorded, the same way.
 
-Where a gate does not pass (or a render fails), the run stops, exit 1 (or the render's exit), prints one line
-per object that holds it back, and the state file (``--state``, default ``<stacks dir>/nodefleet-upgrade.json``,
-JSON the user can read) says which wave and phase it stopped at and why. The same command resumes from there;
-a step already in a stack file is not staged twice. ``--dry-run`` prints the whole plan, every wave, phase and
-change, and writes nothing.
+A step is recorded in the state file (:mod:`nodefleet.fleet.upgrade_state`) only after its commits exist. Each
+commit holds exactly its step's paths and carries trailers naming the upgrade (:mod:`cli.upgrade_git`), so a run
+killed between any two operations, rerun, finds what it had done and redoes exactly the rest: the same commits,
+one per step, as a run that was never interrupted. With ``--commit`` the stack files go to the current branch and
+the render to the branch the GitOps tool reads (``--gitops-branch``, default ``nodefleet-rendered``), without
+touching the checkout; one commit holds both when that is the current branch.
+
+Where it stops (a gate, a render, a push, the GitOps tool not reporting the commit in ``--timeout``), it prints
+what holds it back and the next command, exits 1 (or the render's exit), and records it; the same command resumes.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import io
-import json
+import hashlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cli import upgrade_gates
-from cli.exits import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATIONS, InputError
+from cli.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_VIOLATIONS, InputError
+from cli.stacks import registry_of
 from cli.upgrade_gates import Verdict
+from cli.upgrade_git import Repo
+from nodefleet.fleet import upgrade_state as us
+from nodefleet.fleet.upgrade_plan import (
+    PHASES,
+    ClusterMove,
+    FileStep,
+    Plan,
+    PlanError,
+    StackInput,
+    Step,
+    Support,
+    WavePlan,
+    config_difference,
+    expected_config,
+    judge,
+    parse_release,
+    parse_supported_versions,
+    plan_lines,
+    waves_of,
+)
 
 STATE_FILE = "nodefleet-upgrade.json"
-#: The phases of a wave, in order; a wave's ``phase`` is the last one completed.
-PHASES = ("pending", "control-plane", "control-plane-completed", "nodes", "done")
+#: The default branch the GitOps tool reads the render from: where ``scripts/pipeline publish`` puts it.
+GITOPS_BRANCH = "nodefleet-rendered"
+#: Tests set it to ``<point>`` or ``<point>:<n>`` to end the process at the n-th time (default the first) the run
+#: reaches that point, as a kill would: every point is a place between two operations a crash must survive.
+CRASH_ENV = "NODEFLEET_TEST_CRASH_AT"
+CRASH_POINTS = (
+    "edited", "rendered", "added", "commit-tree", "committed", "render-committed", "index-synced", "recorded",
+    "pushed", "waiting", "gate",
+)  # fmt: skip
+_reached: dict[str, int] = {}
+
+
+def crash_point(name: str) -> None:
+    """End the process here, at once, when :data:`CRASH_ENV` names this point (the tests of crash safety)."""
+    assert name in CRASH_POINTS, name
+    wanted = os.environ.get(CRASH_ENV)
+    if not wanted:
+        return
+    point, _, nth = wanted.partition(":")
+    if point != name:
+        return
+    _reached[name] = _reached.get(name, 0) + 1
+    if _reached[name] == int(nth or 1):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(137)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``fleet upgrade`` (the ``fleet`` parser is shared with the other fleet commands)."""
-    p.add_argument("--release", help="upgrade: the release every hosted cluster moves to, x.y.z")
+    p.add_argument("--release", help="upgrade: the release every cluster moves to, x.y.z (as in 4.22.4)")
     p.add_argument(
         "--state",
         type=Path,
-        help=f"upgrade: the state file, read to resume and written after every step (default: <stacks-dir>/{STATE_FILE})",
+        help=f"upgrade: the state file, read to resume and written after every step (default: <stacks-dir>/{STATE_FILE}; "
+        f"with --commit, {STATE_FILE} in the repository's git folder, as git keeps a rebase's state, since it "
+        "records the commits and so cannot be in them)",
     )
     p.add_argument(
         "--commit",
         action="store_true",
-        help="upgrade: commit each step (stack files, render folders, state) in the stack files' git repository, "
-        "one commit per wave and phase, for Argo CD or Flux (render mode) or the workflow (apply mode) to pick up",
+        help="upgrade: commit each step, exactly its own paths (never what else is staged): the stack files on the "
+        "current branch and the render on the branch the GitOps tool reads (--gitops-branch), without checking it "
+        "out; one commit holds both when that is the current branch. Each commit names the upgrade in git trailers "
+        "(Nodefleet-Upgrade, -Plan, -Wave, -Phase; a render commit also Nodefleet-Source, the commit it renders)",
+    )
+    p.add_argument(
+        "--gitops-branch",
+        help=f"upgrade: the branch Argo CD or Flux reads the render from (default: gitops.branch of the fleet "
+        f"registry, else {GITOPS_BRANCH}, where `scripts/pipeline publish` puts it)",
+    )
+    p.add_argument(
+        "--push",
+        action="store_true",
+        help="upgrade (with --commit): push both branches to --remote after each step, then wait until the GitOps "
+        "tool reports the commit applied (Flux: lastAppliedRevision and Ready; Argo CD: sync.revision, Synced, "
+        "Healthy) on the step's folders, at most --timeout seconds, before the gate",
+    )
+    p.add_argument("--remote", default="origin", help="upgrade --push: the remote (default origin)")
+    p.add_argument(
+        "--gitops-kubeconfig",
+        help="upgrade --push: the kubeconfig of the cluster Argo CD or Flux runs on (default: gitops.kubeconfig "
+        "of the fleet registry)",
+    )
+    p.add_argument(
+        "--gitops-tool",
+        choices=("flux", "argocd", "both"),
+        help="upgrade --push: whose objects report the commit applied (default: gitops.tool of the fleet registry)",
     )
     p.add_argument(
         "--confirmed",
@@ -66,259 +139,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="upgrade: the gate the last run stopped at has passed (you checked the control planes, or the wave's "
         "health, yourself)",
     )
-    p.add_argument("--dry-run", action="store_true", help="upgrade: print the whole plan and write nothing")
-
-
-@dataclass
-class ClusterStep:
-    stack: str
-    cluster: str
-    #: ``upgrade``'s changes, as it prints them.
-    changes: list[str] = field(default_factory=list)
-
-
-def _doc(path: Path) -> tuple[Any, Any, str]:
-    from cli.upgrade import _yaml
-
-    text = path.read_text(encoding="utf-8")
-    y = _yaml(text)
-    return y, y.load(text), text
-
-
-def _hosted_names(doc: Any) -> list[str]:
-    fleet = ((doc or {}).get("config") or {}).get("nodefleet:fleet") or {}
-    return [
-        str(c.get("name"))
-        for c in fleet.get("clusters") or []
-        if isinstance(c, dict) and c.get("kind") == "hosted"
-    ]
-
-
-def _stage(path: Path, shown: str, release: str, phase: str, write: bool) -> list[ClusterStep]:
-    """One phase in one stack file (every hosted cluster of it); what changed. Idempotent: a cluster already at
-    ``release`` is not bumped again, one with no held node is not released again."""
-    from cli.upgrade import _followers, _held, _hosted, _step_one, _step_two
-
-    y, doc, _ = _doc(path)
-    steps = []
-    for name in _hosted_names(doc):
-        cluster = _hosted(doc, shown, name)
-        held = any(key in m and _held(m, key) for m, key, _ in _followers(cluster))
-        if phase == "control-plane" and str(cluster.get("release")) != release:
-            if held:
-                raise InputError(
-                    f"{shown}: hosted cluster {name} still has nodes held from an earlier upgrade to "
-                    f"{cluster.get('release')}; finish it (`upgrade --cluster {name} --release {cluster.get('release')}`) first"
-                )
-            steps.append(ClusterStep(shown, name, _step_one(cluster, release, shown)))
-        elif phase == "nodes" and str(cluster.get("release")) == release and held:
-            steps.append(ClusterStep(shown, name, _step_two(cluster)))
-    if steps and write:
-        out = io.StringIO()
-        y.dump(doc, out)
-        path.write_text(out.getvalue(), encoding="utf-8")
-    return steps
-
-
-def _needs_upgrade(path: Path, release: str) -> list[str]:
-    from cli.upgrade import _followers, _held
-
-    _, doc, _ = _doc(path)
-    fleet = ((doc or {}).get("config") or {}).get("nodefleet:fleet") or {}
-    out = []
-    for c in fleet.get("clusters") or []:
-        if not (isinstance(c, dict) and c.get("kind") == "hosted"):
-            continue
-        held = any(key in m and _held(m, key) for m, key, _ in _followers(c))
-        if str(c.get("release")) != release or held:
-            out.append(str(c.get("name")))
-    return out
-
-
-def _plan(known: dict[str, Path], names: list[str], release: str) -> list[dict[str, Any]]:
-    """Every wave with the stacks (and their hosted clusters) not at ``release`` yet."""
-    from cli.fleet import _stack_waves
-    from nodefleet.stackfile.waves import plan_waves
-
-    waves = []
-    for wave, members in plan_waves(_stack_waves(known, names, strict=True)):
-        stacks = {m.stack: _needs_upgrade(known[m.stack], release) for m in members}
-        stacks = {s: clusters for s, clusters in stacks.items() if clusters}
-        modes = {m.stack: m.mode for m in members if m.stack in stacks}
-        if stacks:
-            waves.append({"wave": wave, "stacks": stacks, "modes": modes, "phase": "pending"})
-    return waves
-
-
-def _load_state(path: Path, release: str) -> dict[str, Any] | None:
-    if not path.exists():
-        return None
-    try:
-        state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: not a fleet upgrade state file ({e}); remove it to plan afresh") from None
-    if not isinstance(state, dict) or "waves" not in state or "release" not in state:
-        raise InputError(f"{path}: not a fleet upgrade state file; remove it to plan afresh")
-    if state["release"] != release and not state.get("complete"):
-        raise InputError(
-            f"{path}: an upgrade to {state['release']} is not finished (stopped at "
-            f"{state.get('stopped') or 'its last step'}); finish it with --release {state['release']}, or remove "
-            "the file to abandon it"
-        )
-    # A finished upgrade is history: the same release is planned afresh (a stack added since, or moved back).
-    return state if state["release"] == release and not state.get("complete") else None
-
-
-def _save(path: Path, state: dict[str, Any]) -> None:
-    state["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
-    os.replace(temp, path)
-
-
-def _render(args: argparse.Namespace, known: dict[str, Path], stacks: list[str]) -> list[str]:
-    """Re-render the render-mode stacks of a step; the failures, one line each."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from cli.fleet import _run_one
-
-    render_args = copy.copy(args)
-    render_args.fleet_command = "render"
-    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-        results = list(pool.map(lambda s: _run_one(render_args, s, known[s])[0], stacks))
-    for r in results:
-        print(f"    render {r.stack}: exit {r.exit} {r.summary or r.error}", file=sys.stderr, flush=True)
-    return [
-        f"render of {r.stack} exited {r.exit}: {r.error or r.summary}" for r in results if r.exit != EXIT_OK
-    ]
-
-
-def _render_dirs(args: argparse.Namespace, known: dict[str, Path], stacks: list[str]) -> list[Path]:
-    from mockruntime.run import PROJECT_DIR, read_stack_config
-    from nodefleet.render.objects import load_fleet
-    from nodefleet.stackfile.model import CONFIG_KEY
-
-    if args.out:
-        return [args.out / s for s in stacks]
-    out = []
-    for s in stacks:
-        fleet = load_fleet(read_stack_config(known[s], str(known[s])).get(CONFIG_KEY), s, PROJECT_DIR)
-        out.append(fleet.render_dir.path)
-    return out
-
-
-def _commit(paths: list[Path], message: str) -> str:
-    """Commit ``paths`` in their git repository; the commit's id, or "" when nothing changed."""
-    top = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"], cwd=paths[0].parent, capture_output=True, text=True
+    p.add_argument(
+        "--restart",
+        action="store_true",
+        help="upgrade: set the state file aside and plan afresh from the stack files as they are (the commits made "
+        "stay; a cluster already moved is not moved again)",
     )
-    if top.returncode != 0:
-        raise InputError(f"--commit: {paths[0].parent} is not in a git repository ({top.stderr.strip()})")
-    root = Path(top.stdout.strip())
-    inside = [str(p) for p in paths if p.resolve().is_relative_to(root.resolve())]
-    subprocess.run(["git", "add", "-A", "--", *inside], cwd=root, check=True, capture_output=True)
-    staged = subprocess.run(["git", "diff", "--cached", "--quiet"], cwd=root)
-    if staged.returncode == 0:
-        return ""
-    done = subprocess.run(["git", "commit", "-q", "-m", message], cwd=root, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise InputError(f"--commit: git commit failed: {done.stderr.strip()}")
-    return subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
-    ).stdout.strip()
-
-
-def _gate(
-    args: argparse.Namespace, known: dict[str, Path], wave: dict[str, Any], phase: str, release: str
-) -> Verdict:
-    """The gate after ``phase`` of ``wave``: it passed when its ``reason`` is ""."""
-    from cli.fleet import _health_gate
-
-    stacks = sorted(wave["stacks"])
-    if args.health_command:
-        os.environ["NODEFLEET_UPGRADE_PHASE"] = phase
-        try:
-            return Verdict(_health_gate(args.health_command, wave["wave"], stacks, args.timeout))
-        finally:
-            os.environ.pop("NODEFLEET_UPGRADE_PHASE", None)
-    if args.confirmed:
-        args.confirmed = False  # one confirmation passes one gate
-        return Verdict("", passed="confirmed with --confirmed")
-    unseen = ""
-    if all(m == "apply" for m in wave["modes"].values()):
-        from cli.stacks import registry_of
-
-        registry = registry_of(args.stacks_dir)
-        read = upgrade_gates.load(known, wave, registry)
-        unseen = ", ".join(upgrade_gates.has_auto_node(read)) if phase == "nodes" else ""
-        if not unseen:
-            readings = (
-                upgrade_gates.control_planes(read, release, registry)
-                if phase == "control-plane"
-                else upgrade_gates.node_pools(read, registry)
-            )
-            return upgrade_gates.verdict(readings, phase, wave["wave"], release)
-    if phase == "control-plane":
-        what = f"the control planes of wave {wave['wave']} ({', '.join(stacks)}) have completed {release}"
-    else:
-        what = f"wave {wave['wave']} ({', '.join(stacks)}) is healthy on {release}"
-        if unseen:
-            what += f" (the AutoNode node classes of {unseen} live in the hosted cluster, which nodefleet does not read)"
-    return Verdict(
-        f"waiting until {what}: run the same command again with --confirmed once it has (or give --health-command)"
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="upgrade: print the whole plan and write nothing; exit 0 only when the plan is possible",
     )
-
-
-def _print_plan(known: dict[str, Path], state: dict[str, Any], release: str) -> None:
-    print(f"nodefleet fleet upgrade to {release}: the plan (dry run: nothing written)")
-    for number, wave in enumerate(state["waves"], 1):
-        done = PHASES.index(wave["phase"])
-        print(
-            f"wave {number}/{len(state['waves'])} {wave['wave']}: {', '.join(sorted(wave['stacks']))}"
-            + (f" (at phase {wave['phase']})" if done else "")
-        )
-        for phase, gate in (
-            ("control-plane", "the control planes report it Completed"),
-            ("nodes", "the wave is healthy"),
-        ):
-            if done >= PHASES.index(phase):
-                continue
-            print(f"  {'1' if phase == 'control-plane' else '2'}. {phase}: edit, render, commit")
-            for stack in sorted(wave["stacks"]):
-                with tempfile.TemporaryDirectory() as scratch_dir:
-                    scratch = Path(scratch_dir) / known[stack].name
-                    scratch.write_text(known[stack].read_text(encoding="utf-8"), encoding="utf-8")
-                    if phase == "nodes":
-                        _stage(scratch, stack, release, "control-plane", write=True)
-                    steps = _stage(scratch, stack, release, phase, write=False)
-                for step in steps:
-                    print(f"     {stack} / {step.cluster}:")
-                    for line in step.changes:
-                        print(f"       {line}")
-            print(f"     gate: {gate}")
-
-
-def _shown(path: Path) -> str:
-    """``path`` as the user reads it: relative to the project when inside it (the default stacks folder)."""
-    from cli.fleet import _shown as shown
-
-    return shown(path)
-
-
-def _resume_point(state: dict[str, Any]) -> str:
-    """Where a run from ``state`` goes on, in words."""
-    waves = state["waves"]
-    for number, wave in enumerate(waves, 1):
-        where = {
-            "pending": "before its control planes",
-            "control-plane": "at the gate after its control planes",
-            "control-plane-completed": "before its nodes",
-            "nodes": "at the gate after its nodes",
-        }.get(wave["phase"])
-        if where:
-            return f"resuming at wave {number}/{len(waves)} {wave['wave']}, {where}"
-    return "resuming: every wave is done"
 
 
 def fleet_command(args: argparse.Namespace) -> int:
@@ -331,95 +162,1032 @@ def fleet_command(args: argparse.Namespace) -> int:
     return run(args, known, names)
 
 
-def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> int:
-    from nodefleet.bootimages.versions import VersionError, known_release, parse_ocp
+# --- reading the stacks ---------------------------------------------------------------------------------------
 
-    if not args.release:
-        raise InputError("fleet upgrade needs --release x.y.z (the release every hosted cluster moves to)")
+
+@dataclass(frozen=True)
+class Loaded:
+    """One selected stack: its file and what ``check`` reads from it."""
+
+    path: Path
+    text: str
+    input: StackInput
+
+
+def _stack_text(path: Path) -> str:
+    """A stack file's text, read as every file a user names is (regular file, bounded, UTF-8)."""
+    from nodefleet.stackfile.yamlfile import YAMLFileError, read_text
+
     try:
-        parsed = parse_ocp(args.release)
-        if not parsed.has_patch:
-            raise VersionError("no patch level")
-        known_release(parsed)
-    except VersionError as exc:
-        raise InputError(f"--release {args.release}: not a release nodefleet can place ({exc})") from None
-    release = str(parsed)
-    state_path = args.state or (args.stacks_dir / STATE_FILE)
-    state = _load_state(state_path, release)
-    resumed = state is not None
-    if state is None:
-        state = {"release": release, "waves": _plan(known, names, release), "stopped": None, "commits": []}
+        return read_text(path, _shown(path))
+    except YAMLFileError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _load_text(path: Path, shown: str, stack: str, text: str) -> Any:
+    """The stack of ``text`` as ``check`` reads it (the same reader, the validated model)."""
+    from mockruntime.run import PROJECT_DIR, read_stack_config
+    from nodefleet.render.objects import load_fleet
+    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
+    from nodefleet.stackfile.yamlfile import YAMLFileError
+
+    # The registry is judged when the stacks are read (_read_stacks): an edit changes no management cluster.
+    with tempfile.TemporaryDirectory() as scratch:
+        copy_of = Path(scratch) / path.name
+        copy_of.write_text(text, encoding="utf-8")
+        try:
+            config = read_stack_config(copy_of, shown)
+            return load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=shown)
+        except (ConfigError, YAMLFileError) as exc:
+            raise InputError(str(exc)) from None
+
+
+def _read_stacks(known: dict[str, Path], names: Sequence[str], registry: Any) -> list[Loaded]:
+    """Every selected stack, validated as ``check`` validates it (against the fleet's registry too); every
+    invalid one named at once (exit 2)."""
+    from cli.fleet import _shown
+    from cli.upgrade import hold_marks, load_round_trip
+    from mockruntime.run import PROJECT_DIR, read_stack_config
+    from nodefleet.fleet.registry import load_fleet_in
+    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
+    from nodefleet.stackfile.yamlfile import YAMLFileError, read_text
+
+    out, problems = [], []
+    for name in names:
+        path = known[name]
+        shown = _shown(path)
+        try:
+            text = read_text(path, shown)
+            config = read_stack_config(path, shown)
+            fleet = load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown)
+        except (ConfigError, YAMLFileError) as exc:
+            problems.append(str(exc))
+            continue
+        _, doc = load_round_trip(text)
+        out.append(
+            Loaded(
+                path,
+                text,
+                StackInput(name, shown, fleet.config.wave, fleet.config.output.mode, fleet, hold_marks(doc)),
+            )
+        )
+    if problems:
+        raise InputError("\n".join(problems))
+    return out
+
+
+# --- the plan -------------------------------------------------------------------------------------------------
+
+
+def _support(loaded: Sequence[Loaded], target: Any, registry: Any) -> dict[str, Support | None]:
+    """What the HyperShift operator of each management cluster a cluster moves on runs: read from its
+    ``supported-versions`` ConfigMap where a stack on it is applied by nodefleet (apply mode), else as the fleet's
+    registry declares it (``hypershift.supportedVersions``); None where neither says."""
+    from nodefleet.bootimages.versions import parse_ocp
+    from nodefleet.stackfile.hosted import HostedCluster
+
+    out: dict[str, Support | None] = {}
+    reach: dict[str, str | None] = {}
+    for item in loaded:
+        for resolved in item.input.fleet.clusters:
+            cluster = resolved.config
+            if not isinstance(cluster, HostedCluster) or parse_ocp(cluster.release) >= target:
+                continue
+            name = cluster.management_cluster
+            declared = registry.get(name).supported_versions
+            out.setdefault(
+                name,
+                Support(declared, f"{registry.source} hypershift.supportedVersions") if declared else None,
+            )
+            if item.input.mode == "apply":
+                reach.setdefault(
+                    name, upgrade_gates.management_kubeconfig(registry, item.input.fleet, cluster)
+                )
+    for name, kubeconfig in sorted(reach.items()):
+        out[name] = _read_supported_versions(name, kubeconfig)
+    return out
+
+
+class Unreadable(Exception):
+    """The plan needs something a cluster did not answer: a stop (exit 1) before anything is written."""
+
+
+def _read_supported_versions(management: str, kubeconfig: str | None) -> Support:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from cli.kube import api_client
+    from nodefleet.files import redact
+
+    where = f"management cluster {management}: ConfigMap hypershift/supported-versions"
+    api = api_client(kubeconfig, f"management cluster {management}")
+    try:
+        found = client.CoreV1Api(api).read_namespaced_config_map("supported-versions", "hypershift")
+    except ApiException as exc:
+        raise Unreadable(
+            f"{where}: the management cluster answered {exc.status} {exc.reason}; the HyperShift operator writes it "
+            "when it starts: is it installed there, and may this kubeconfig read ConfigMaps in the hypershift namespace?"
+        ) from None
+    except Exception as exc:  # urllib3's connection errors share no base worth naming
+        raise Unreadable(f"{where}: cannot reach the management cluster ({redact(str(exc))[:300]})") from None
+    finally:
+        api.close()
+    data = found.data or {}
+    try:
+        return Support(
+            parse_supported_versions(data.get("supported-versions"), where), f"its {where.split(': ', 1)[1]}"
+        )
+    except ValueError as exc:
+        raise Unreadable(str(exc)) from None
+
+
+def _skew_settings(args: argparse.Namespace) -> tuple[str, int | None]:
+    """The version-skew profile the policy pack judges with (``--policy-config``), for the plan's own judgment."""
+    from cli.verdicts import read_policy_config
+
+    config = read_policy_config(args) or {}
+    settings = config.get("version-skew")
+    if not isinstance(settings, dict):
+        return "ocp", None
+    profile = settings.get("profile") or "ocp"
+    behind = settings.get("maxMinorsBehind")
+    return str(profile), behind if isinstance(behind, int) and not isinstance(behind, bool) else None
+
+
+def _make_plan(
+    args: argparse.Namespace, loaded: Sequence[Loaded], names: Sequence[str], target: Any, registry: Any
+) -> Plan:
+    from cli.upgrade import dump_round_trip, hold_marks, load_round_trip, stage_moves
+
+    profile, behind = _skew_settings(args)
+    support = _support(loaded, target, registry)
+    judgment = judge(
+        [item.input for item in loaded],
+        target,
+        support,
+        selected=names,
+        skew_profile=profile,
+        max_behind=behind,
+    )
+    if judgment.refusals:
+        raise PlanError(judgment.refusals)
+    by_stack = {item.input.stack: item for item in loaded}
+    problems: list[str] = []
+    waves = []
+    for wave, members in waves_of([item.input for item in loaded], judgment.moves):
+        moves = tuple(m for m in judgment.moves if m.stack in {s.stack for s in members})
+        texts = {s.stack: by_stack[s.stack].text for s in members}
+        steps = []
+        for phase in PHASES:
+            files: dict[str, FileStep] = {}
+            for s in members:
+                mine = [m for m in moves if m.stack == s.stack]
+                y, doc = load_round_trip(texts[s.stack])
+                held = hold_marks(doc)
+                try:
+                    changes = stage_moves(doc, s.file, mine, phase)
+                except InputError as exc:
+                    problems.append(str(exc))
+                    continue
+                after = dump_round_trip(y, doc)
+                if after == texts[s.stack]:
+                    continue
+                problem = _verify_edit(by_stack[s.stack], texts[s.stack], after, mine, phase, held)
+                if problem:
+                    problems.append(problem)
+                    continue
+                files[s.stack] = FileStep(_sha(texts[s.stack]), _sha(after), tuple(changes))
+                texts[s.stack] = after
+            instructions = tuple(
+                f"{m.stack} / {m.cluster}: upgrade the cluster itself to {m.target} (`oc adm upgrade --to {m.target}`: "
+                "its cluster version operator moves it); nodefleet records the release in the nodes step"
+                for m in moves
+                if m.kind == "standalone" and phase == "control-plane"
+            )
+            steps.append(Step(wave, phase, files, instructions))
+        stacks = {s.stack: (s.mode, tuple(m.cluster for m in moves if m.stack == s.stack)) for s in members}
+        waves.append(WavePlan(wave, stacks, tuple(steps), moves))
+    if problems:
+        raise PlanError(problems)
+    notes = list(judgment.notes) + [f"{m.stack} / {m.cluster}: {n}" for m in judgment.moves for n in m.notes]
+    return Plan(str(target), tuple(waves), judgment.left_out, tuple(notes))
+
+
+def _verify_edit(
+    item: Loaded,
+    before: str,
+    after: str,
+    moves: Sequence[ClusterMove],
+    phase: str,
+    held: frozenset[tuple[str, str]],
+) -> str:
+    """Why the edit of one step is not exactly the step, read back as ``check`` reads it; "" when it is."""
+    stack, shown = item.input.stack, item.input.file
+    old = _load_text(item.path, shown, stack, before)
+    try:
+        new = _load_text(item.path, shown, stack, after)
+    except InputError as exc:
+        return f"{shown}: the {phase} step would leave the stack file invalid: {exc}"
+    difference = config_difference(
+        expected_config(old.config.model_dump(), moves, phase, held), new.config.model_dump()
+    )
+    if difference:
+        return (
+            f"{shown}: the {phase} step would change more than the step: {difference} (clusters of this stack file "
+            "share YAML through an anchor and alias); give each cluster its own copy of what they share, then run the "
+            "upgrade again"
+        )
+    return ""
+
+
+# --- where things are -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Context:
+    """One run: the options, the stacks, the plan and its state, and git (with --commit)."""
+
+    args: argparse.Namespace
+    known: dict[str, Path]
+    plan: Plan
+    state: us.State
+    state_path: Path
+    #: The fleet's registry of management clusters (nodefleet.fleet.registry.Registry).
+    registry: Any
+    repo: Any = None  # a Repo with --commit
+    gitops_branch: str | None = None
+    fleets: dict[str, Any] | None = None
+
+    def save(self) -> None:
+        _save(self.state_path, self.state)
+
+    @property
+    def digest(self) -> str:
+        return self.state.plan_digest
+
+    def label(self, step: Step) -> str:
+        number = [w.wave for w in self.plan.waves].index(step.wave) + 1
+        return f"wave {number}/{len(self.plan.waves)} {step.wave}"
+
+    def wave(self, step: Step) -> WavePlan:
+        return next(w for w in self.plan.waves if w.wave == step.wave)
+
+    def fleet(self, stack: str) -> Any:
+        if self.fleets is None:
+            self.fleets = {}
+        if stack not in self.fleets:
+            from mockruntime.run import PROJECT_DIR, read_stack_config
+            from nodefleet.render.objects import load_fleet
+            from nodefleet.stackfile.model import CONFIG_KEY
+
+            path = self.known[stack]
+            self.fleets[stack] = load_fleet(
+                read_stack_config(path, str(path)).get(CONFIG_KEY), stack, PROJECT_DIR
+            )
+        return self.fleets[stack]
+
+    def render_dir(self, stack: str) -> Path:
+        if self.args.out:
+            return Path(self.args.out) / stack
+        return Path(str(self.fleet(stack).render_dir.path))
+
+
+def _save(path: Path, state: us.State) -> None:
+    state = state.model_copy(update={"updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.write_text(us.dump(state), encoding="utf-8")
+    os.replace(temp, path)
+
+
+def _state_path(args: argparse.Namespace, repo: Repo | None) -> Path:
+    if args.state is None:
+        if repo is not None:
+            return repo.git_dir / STATE_FILE
+        return Path(args.stacks_dir) / STATE_FILE
+    from nodefleet.stackfile.paths import PathError, output_file
+
+    try:
+        path = output_file(args.state, example="--state ../upgrade-state.json")
+    except PathError as exc:
+        raise InputError(f"--state {args.state}: {exc}") from None
+    if repo is not None:
+        resolved = path.resolve()
+        if resolved.is_relative_to(repo.git_dir):
+            raise InputError(
+                f"--state {path}: inside the repository's git folder, which git keeps for its own files; leave --state "
+                "out (nodefleet then keeps it there under a name of its own) or choose a file elsewhere"
+            )
+        if repo.inside(resolved):
+            ignored = (
+                repo.git("check-ignore", "-q", "--no-index", "--", str(resolved), check=False).returncode == 0
+            )
+            if not ignored:
+                raise InputError(
+                    f"--state {path}: inside the repository's working tree and not ignored by git, so it would be left "
+                    "modified and uncommitted after every step (it records the commits, so it cannot be in them); "
+                    "leave --state out, or choose a file outside the working tree or one .gitignore ignores"
+                )
+    return path
+
+
+def _load_state(path: Path) -> us.State | None:
+    from nodefleet.files import FileKindError, FileTooLargeError, read_regular_file
+
+    try:
+        data = read_regular_file(path)
+    except FileNotFoundError:
+        return None
+    except (FileKindError, FileTooLargeError, IsADirectoryError) as exc:
+        raise InputError(
+            f"{path}: {exc}, not a fleet upgrade state file; remove it, or give --state a file of its own"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    try:
+        return us.load(data, str(path))
+    except us.StateError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _shown(path: Path) -> str:
+    from cli.fleet import _shown as shown
+
+    return shown(path)
+
+
+# --- the run --------------------------------------------------------------------------------------------------
+
+
+class Stop(Exception):
+    """A step that did not complete: where, why, the objects that hold it back, what to do, the exit code."""
+
+    def __init__(
+        self, at: str, reason: str, details: Sequence[str] = (), next_step: str = "", code: int = 1
+    ) -> None:
+        super().__init__(reason)
+        self.at, self.reason, self.details, self.next_step, self.code = (
+            at,
+            reason,
+            tuple(details),
+            next_step,
+            code,
+        )
+
+
+def _resume_point(ctx: Context) -> str:
+    action = us.next_action(ctx.state, ctx.plan)
+    if action.step is None:
+        return "resuming: every wave is done"
+    phase = "control planes" if action.step.phase == "control-plane" else "nodes"
+    where = {
+        "stage": f"before its {phase}",
+        "push": f"pushing its {phase}",
+        "wait": f"waiting for the GitOps tool to apply its {phase}",
+        "gate": f"at the gate after its {phase}",
+    }[action.kind]
+    return f"resuming at {ctx.label(action.step)}, {where}"
+
+
+def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> int:
+    if not args.release:
+        raise InputError("fleet upgrade needs --release x.y.z (the release every cluster moves to)")
+    try:
+        target = parse_release(args.release)
+    except PlanError as exc:
+        raise InputError(str(exc)) from None
+    if args.push and not args.commit:
+        raise InputError("--push pushes the commits of --commit: give both (--commit --push)")
+    if args.parallel < 1:
+        raise InputError(f"--parallel {args.parallel}: must be at least 1")
+    release = str(target)
+    registry = registry_of(Path(args.stacks_dir))
+    repo = _open_repo(args) if args.commit else None
+    state_path = _state_path(args, repo)
+    stacks_dir = str(Path(args.stacks_dir).resolve())
+    state = None if args.restart else _load_state(state_path)
+    if state is not None and state.complete:
+        state = None  # a finished upgrade is history: the release is planned afresh
+    if state is not None:
+        try:
+            us.check_bound(
+                state, str(state_path), release=release, stacks_dir=stacks_dir, selection=names,
+                commit=args.commit, push=args.push,
+            )  # fmt: skip
+        except us.StateError as exc:
+            raise InputError(str(exc)) from None
+        plan = state.the_plan()
+    else:
+        loaded = _read_stacks(known, names, registry)
+        try:
+            plan = _make_plan(args, loaded, names, target, registry)
+        except PlanError as exc:
+            raise InputError(
+                "\n".join(exc.problems)
+            ) from None  # one line per kind of problem, nothing written
+        except Unreadable as exc:
+            print(f"nodefleet fleet upgrade to {release}: stopped before anything was written: {exc}")
+            return EXIT_VIOLATIONS
     if args.dry_run:
-        _print_plan(known, state, release)
+        return _print_plan(plan, state, release, commit=args.commit)
+    if not plan.waves:
+        print(f"nodefleet fleet upgrade: every cluster is at {release}: nothing to do")
+        for line in plan_lines(plan):
+            print(line)
         return EXIT_OK
-    if not state["waves"]:
-        print(f"nodefleet fleet upgrade: every hosted cluster is at {release}: nothing to do")
-        return EXIT_OK
-    if resumed:
+    fresh = state or _new_state(args, plan, repo, stacks_dir, names, registry)
+    ctx = Context(args, known, plan, fresh, state_path, registry, repo)
+    if args.push and ctx.gitops_branch is None and _gitops_branch(args, plan, registry) is not None:
+        _gitops_settings(args, registry)  # known before the first push, not after it
+    if repo is not None:
+        ctx.gitops_branch = _gitops_branch(args, plan, registry)
+        _check_git(ctx, fresh=state is None)
+    _check_files(ctx)
+    if state is not None:
         print(
-            f"nodefleet fleet upgrade to {release}: {_resume_point(state)} ({_shown(state_path)})",
+            f"nodefleet fleet upgrade to {release}: {_resume_point(ctx)} ({_shown(state_path)})",
             file=sys.stderr,
         )
-    _save(state_path, state)
-    for number, wave in enumerate(state["waves"], 1):
-        label = f"wave {number}/{len(state['waves'])} {wave['wave']}"
-        stacks = sorted(wave["stacks"])
-        while wave["phase"] != "done":
-            phase = wave["phase"]
-            if phase in ("pending", "control-plane-completed"):
-                step = "control-plane" if phase == "pending" else "nodes"
-                print(f"{label}: {step}: {', '.join(stacks)}", file=sys.stderr, flush=True)
-                for stack in stacks:
-                    for s in _stage(known[stack], stack, release, step, write=True):
-                        for line in s.changes:
-                            print(f"  {stack} / {s.cluster}: {line}", file=sys.stderr)
-                rendered = [s for s in stacks if wave["modes"].get(s) == "render"]
-                failures = _render(args, known, rendered)
-                if failures:
-                    state["stopped"] = f"{label} {step}: " + "; ".join(failures)
-                    _save(state_path, state)
-                    print(
-                        f"nodefleet fleet upgrade: stopped: {state['stopped']}; fix it and run the same command again"
-                    )
-                    return EXIT_INTERNAL if any("exited 3" in f for f in failures) else EXIT_VIOLATIONS
-                wave["phase"] = step
-                state["stopped"] = None
-                if args.commit:
-                    paths = [known[s] for s in stacks] + _render_dirs(args, known, rendered) + [state_path]
-                    _save(state_path, state)
-                    commit = _commit(
-                        paths,
-                        f"Fleet upgrade to {release}: {wave['wave']} wave, {step} ({', '.join(stacks)})",
-                    )
-                    if commit:
-                        state["commits"].append({"wave": wave["wave"], "phase": step, "commit": commit})
-                        print(f"  committed {commit}", file=sys.stderr)
-                _save(state_path, state)
-                continue
-            gate = _gate(args, known, wave, phase, release)
-            if gate.reason:
-                state["stopped"] = f"{label} after {phase}: " + "; ".join([gate.reason, *gate.details])
-                _save(state_path, state)
-                print(
-                    f"nodefleet fleet upgrade to {release}: stopped at the gate after {label} {phase}: {gate.reason}"
-                )
-                for line in gate.details:
-                    print(f"  {line}")
-                print(f"  state: {_shown(state_path)}")
-                if gate.next_step:
-                    print(f"  next: {gate.next_step}")
-                return EXIT_VIOLATIONS
-            print(
-                f"gate after {label} {phase}: passed" + (f" ({gate.passed})" if gate.passed else ""),
-                file=sys.stderr,
-                flush=True,
-            )
-            wave["phase"] = "control-plane-completed" if phase == "control-plane" else "done"
-            _save(state_path, state)
-    state["complete"] = True
-    state["stopped"] = None
-    _save(state_path, state)
-    print(
-        f"nodefleet fleet upgrade: every wave is at {release} ({len(state['waves'])} waves; state: {_shown(state_path)})"
+    ctx.save()
+    return _drive(ctx)
+
+
+def _open_repo(args: argparse.Namespace) -> Repo:
+    from cli.upgrade_git import open_repo
+
+    return open_repo(Path(args.stacks_dir).resolve())
+
+
+def _new_state(
+    args: argparse.Namespace,
+    plan: Plan,
+    repo: Repo | None,
+    stacks_dir: str,
+    names: Sequence[str],
+    registry: Any,
+) -> us.State:
+    git = None
+    if repo is not None:
+        gitops = _gitops_branch(args, plan, registry)
+        git = us.GitBinding.model_validate(
+            {
+                "branch": repo.branch,
+                "base": repo.head(),
+                "gitopsBranch": gitops,
+                "gitopsBase": repo.rev(f"refs/heads/{gitops}") if gitops else None,
+                "remote": args.remote if args.push else None,
+            }
+        )
+    return us.new_state(
+        plan, stacks_dir=stacks_dir, selection=names, commit=args.commit, push=args.push, git=git
     )
+
+
+def _gitops_branch(args: argparse.Namespace, plan: Plan, registry: Any) -> str | None:
+    """Where the render is committed (--gitops-branch, else the registry's gitops.branch, else the branch the
+    pipeline publishes to): None when nothing of the plan is rendered (apply mode)."""
+    if not any(mode == "render" for w in plan.waves for mode in w.modes.values()):
+        return None
+    return str(args.gitops_branch or (registry.gitops.branch if registry.gitops else GITOPS_BRANCH))
+
+
+def _check_git(ctx: Context, *, fresh: bool) -> None:
+    """With --commit: the repository is the one the upgrade commits to, its recorded commits are there, and
+    the step's paths can be committed alone."""
+    repo, state = ctx.repo, ctx.state
+    binding = state.git
+    where = _shown(ctx.state_path)
+    if binding is None:
+        raise InputError(f"{where}: this upgrade was started without --commit; continue it without --commit")
+    if repo.branch != binding.branch:
+        raise InputError(
+            f"--commit: this upgrade commits to the branch {binding.branch}, and {repo.branch} is checked out; check out "
+            f"{binding.branch} and run the same command again"
+        )
+    head = repo.head()
+    if not repo.is_ancestor(binding.base, head):
+        raise InputError(
+            f"{where}: the branch {binding.branch} no longer contains the commit the upgrade started from "
+            f"({binding.base[:12]}); it was rewritten. Run with --restart to plan afresh from the stack files as they are"
+        )
+    if ctx.gitops_branch is not None and ctx.gitops_branch != binding.gitops_branch:
+        raise InputError(
+            f"--gitops-branch {ctx.gitops_branch}: this upgrade commits its render to {binding.gitops_branch}; give the "
+            "same branch, or run with --restart"
+        )
+    if binding.gitops_branch and binding.gitops_branch != binding.branch:
+        elsewhere = repo.checked_out_elsewhere(binding.gitops_branch)
+        if elsewhere:
+            raise InputError(
+                f"--commit: the branch {binding.gitops_branch}, which the render is committed to, is checked out in "
+                f"{elsewhere}; nodefleet commits to it without a checkout and would leave that working tree behind: "
+                "remove that worktree (git worktree remove) or switch it to another branch"
+            )
+    for event in state.progress:
+        if event.commit and not _is_upgrade_commit(ctx, event.commit, event.step, binding.branch):
+            raise InputError(
+                f"{where}: the commit {event.commit[:12]} it records for {event.step} is not on {binding.branch} with "
+                "this upgrade's trailers (the branch was reset or rewritten); run with --restart to plan afresh"
+            )
+        if event.render_commit and event.render_commit != event.commit:
+            on = binding.gitops_branch or binding.branch
+            if not _is_upgrade_commit(ctx, event.render_commit, event.step, on):
+                raise InputError(
+                    f"{where}: the render commit {event.render_commit[:12]} it records for {event.step} is not on {on} "
+                    "with this upgrade's trailers; run with --restart to plan afresh"
+                )
+    paths = [
+        repo.relative(ctx.known[s])
+        for step in ctx.plan.steps
+        for s in step.files
+        if repo.inside(ctx.known[s])
+    ]
+    outside = [
+        str(ctx.known[s]) for step in ctx.plan.steps for s in step.files if not repo.inside(ctx.known[s])
+    ]
+    for w in ctx.plan.waves:
+        outside += [
+            str(ctx.render_dir(s))
+            for s, mode in w.modes.items()
+            if mode == "render" and not repo.inside(ctx.render_dir(s))
+        ]
+    if outside:
+        raise InputError(
+            f"--commit: {', '.join(sorted(set(outside)))} outside the repository {repo.top}; the commits can hold only "
+            "what is in it: move it in (or --out DIR inside it), or leave --commit out"
+        )
+    if (
+        fresh
+        and binding.gitops_branch
+        and binding.gitops_branch != binding.branch
+        and binding.gitops_base is None
+    ):
+        raise InputError(
+            f"--commit: the branch {binding.gitops_branch}, which the GitOps tool reads the render from, does not exist; "
+            "publish the fleet's render there first (`scripts/pipeline publish`), so that the upgrade's render commits "
+            "change only the stacks they move, or name the branch the wiring reads (--gitops-branch)"
+        )
+    if fresh:
+        ident = repo.git("var", "GIT_COMMITTER_IDENT", check=False)
+        if ident.returncode != 0:
+            raise InputError(
+                "--commit: git does not know who makes the commits (user.name and user.email are not set); set them "
+                "(git config user.name …, git config user.email …) and run the same command again"
+            )
+        dirty = repo.dirty(sorted(set(paths)))
+        if dirty:
+            raise InputError(
+                f"--commit: {', '.join(dirty)} {'has' if len(dirty) == 1 else 'have'} changes not committed (or not "
+                "tracked yet); each step's commit must hold only the step: commit or stash them first"
+            )
+
+
+def _is_upgrade_commit(ctx: Context, sha: str, step_key: str, branch: str) -> bool:
+    from cli.upgrade_git import find_commit
+
+    tip = ctx.repo.rev(f"refs/heads/{branch}")
+    if tip is None or ctx.repo.rev(sha) is None or not ctx.repo.is_ancestor(sha, tip):
+        return False
+    found = find_commit(
+        ctx.repo, branch, f"{sha}^" if ctx.repo.rev(f"{sha}^") else None, _trailers(ctx, step_key)
+    )
+    return found is not None
+
+
+def _binding(ctx: Context) -> us.GitBinding:
+    assert ctx.state.git is not None  # with --commit, bound when the upgrade began (_check_git)
+    return ctx.state.git
+
+
+def _trailers(ctx: Context, step_key: str) -> dict[str, str]:
+    wave, phase = step_key.split("/", 1)
+    return {"release": ctx.plan.release, "plan": ctx.digest, "wave": wave, "phase": phase}
+
+
+def _check_files(ctx: Context) -> None:
+    """Every stack file of the plan is where the state says the upgrade left it (or one step further, edited by
+    a run that was killed before recording it); anything else changed it, and the plan no longer holds."""
+    for stack, (now, maybe) in sorted(us.expected_files(ctx.state, ctx.plan).items()):
+        path = ctx.known.get(stack)
+        if path is None:
+            raise InputError(
+                f"{_shown(ctx.state_path)}: the stack {stack} of this upgrade has no stack file any more; restore it, "
+                "or run with --restart"
+            )
+        text = _stack_text(path)
+        if _sha(text) not in (now, maybe):
+            raise InputError(
+                f"{_shown(path)}: changed since the upgrade planned it (by something other than this upgrade); the "
+                "plan no longer holds. Restore it (git checkout), or run with --restart to plan afresh from the stack "
+                "files as they are"
+            )
+
+
+def _drive(ctx: Context) -> int:
+    release = ctx.plan.release
+    while True:
+        action = us.next_action(ctx.state, ctx.plan)
+        if action.kind == "done":
+            break
+        step = action.step
+        assert step is not None
+        try:
+            if action.kind == "stage":
+                _stage(ctx, step)
+            elif action.kind == "push":
+                _push(ctx, step)
+            elif action.kind == "wait":
+                _wait(ctx, step)
+            else:
+                _gate_step(ctx, step)
+        except Stop as stop:
+            return _stopped(ctx, step, stop)
+    ctx.state = ctx.state.model_copy(update={"complete": True, "stopped": None})
+    ctx.save()
+    print(
+        f"nodefleet fleet upgrade: every wave is at {release} ({len(ctx.plan.waves)} waves; state: "
+        f"{_shown(ctx.state_path)})"
+    )
+    for line in [f"  not moved: {x.line()}" for x in ctx.plan.left_out]:
+        print(line)
+    return EXIT_OK
+
+
+def _stopped(ctx: Context, step: Step, stop: Stop) -> int:
+    label = f"{ctx.label(step)} {step.phase}"
+    where = {
+        "render": f"at the render of {label}",
+        "push": f"at the push of {label}",
+        "applied": f"waiting for the GitOps tool to apply {label}",
+        "gate": f"at the gate after {label}",
+    }[stop.at]
+    ctx.state = ctx.state.model_copy(
+        update={
+            "stopped": us.Stopped.model_validate(
+                {
+                    "step": step.key,
+                    "at": stop.at,
+                    "reason": f"{label}: {stop.reason}"[:8192],
+                    "details": [d[:8192] for d in stop.details[:200]],
+                    "next": stop.next_step[:8192],
+                }
+            )
+        }
+    )
+    ctx.save()
+    print(f"nodefleet fleet upgrade to {ctx.plan.release}: stopped {where}: {stop.reason}")
+    for line in stop.details:
+        print(f"  {line}")
+    print(f"  state: {_shown(ctx.state_path)}")
+    if stop.next_step:
+        print(f"  next: {stop.next_step}")
+    return stop.code
+
+
+# --- one step -------------------------------------------------------------------------------------------------
+
+
+def _stage(ctx: Context, step: Step) -> None:
+    """Edit, render, commit, record: each part done at most once, whatever the last run finished."""
+    from cli.upgrade_git import commit_paths, find_commit, sync_index
+
+    wave = ctx.wave(step)
+    rendered_stacks = [s for s in step.stacks if wave.modes[s] == "render"]
+    label = f"{ctx.label(step)}: {step.phase}"
+    print(f"{label}: {', '.join(step.stacks) or 'nothing to edit'}", file=sys.stderr, flush=True)
+    repo = ctx.repo
+    source = render_commit = None
+    if repo is not None and step.files:
+        source = find_commit(repo, repo.branch, _binding(ctx).base, _trailers(ctx, step.key))
+        _no_staged_changes(ctx, step, source)
+    rendered = False
+    if source is None:
+        _edit(ctx, step, wave)
+        crash_point("edited")
+        if rendered_stacks:
+            _render(ctx, rendered_stacks)
+            rendered = True
+        crash_point("rendered")
+        if repo is not None and step.files:
+            source = commit_paths(
+                repo, repo.branch, _source_paths(ctx, step, rendered_stacks), _subject(ctx, step),
+                _body(step), _trailers(ctx, step.key), crash=crash_point,
+            )  # fmt: skip
+            crash_point("committed")
+            if source:
+                print(f"  committed {source[:12]} to {repo.branch}", file=sys.stderr)
+    else:
+        _at_after(ctx, step)
+        print(
+            f"  found {source[:12]} on {repo.branch}: committed by a run that stopped before recording it",
+            file=sys.stderr,
+        )
+    separate = ctx.gitops_branch is not None and ctx.gitops_branch != getattr(repo, "branch", None)
+    if repo is not None and source and rendered_stacks and separate:
+        assert ctx.gitops_branch is not None
+        trailers = {**_trailers(ctx, step.key), "source": source}
+        render_commit = find_commit(repo, ctx.gitops_branch, _binding(ctx).gitops_base, trailers)
+        if render_commit is None:
+            if not rendered:
+                _render(ctx, rendered_stacks)
+            render_commit = commit_paths(
+                repo, ctx.gitops_branch, [repo.relative(ctx.render_dir(s)) for s in rendered_stacks],
+                _subject(ctx, step, render=True),
+                [f"Renders {source} on {repo.branch} (the stack files of that commit): "
+                 + ", ".join(repo.relative(ctx.render_dir(s)) for s in rendered_stacks)],
+                trailers, crash=crash_point,
+            )  # fmt: skip
+            crash_point("render-committed")
+            if render_commit:
+                print(f"  committed {render_commit[:12]} to {ctx.gitops_branch}", file=sys.stderr)
+    elif source and rendered_stacks:
+        render_commit = source
+    if repo is not None and source:
+        sync_index(repo, _source_paths(ctx, step, rendered_stacks))
+        crash_point("index-synced")
+    fields: dict[str, Any] = {}
+    if source:
+        fields["commit"] = source
+        if render_commit:
+            fields["renderCommit"] = render_commit
+    ctx.state = us.record(ctx.state, step, "staged", **fields)
+    ctx.save()
+    crash_point("recorded")
+
+
+def _no_staged_changes(ctx: Context, step: Step, source: str | None) -> None:
+    """Nothing the user staged in the step's stack files: the index has them as the branch has them (or, when the
+    step's commit exists but a killed run did not bring the index in line with it, as its parent has them)."""
+    paths = [ctx.repo.relative(ctx.known[s]) for s in step.files]
+    staged = ctx.repo.staged(paths)
+    if staged and source is not None:
+        staged = [
+            p for p in staged if p in ctx.repo.staged([p], f"{source}^") and p in ctx.repo.staged([p], source)
+        ]
+    if staged:
+        raise InputError(
+            f"--commit: {', '.join(staged)} {'has' if len(staged) == 1 else 'have'} changes staged in git's index; the "
+            f"step's commit must hold only the step: unstage them (git restore --staged {' '.join(staged)}) and run "
+            "the same command again"
+        )
+
+
+def _edit(ctx: Context, step: Step, wave: WavePlan) -> None:
+    """Each stack file of the step to its planned text (left alone when a killed run already wrote it)."""
+    from cli.upgrade import dump_round_trip, load_round_trip, stage_moves
+
+    for stack in step.stacks:
+        planned = step.files[stack]
+        path = ctx.known[stack]
+        text = _stack_text(path)
+        if _sha(text) == planned.after:
+            continue
+        if _sha(text) != planned.before:
+            raise InputError(
+                f"{_shown(path)}: changed since the upgrade planned it; restore it, or run with --restart"
+            )
+        y, doc = load_round_trip(text)
+        changes = stage_moves(doc, _shown(path), wave.moves_of(stack), step.phase)
+        after = dump_round_trip(y, doc)
+        if _sha(after) != planned.after:
+            raise InputError(
+                f"{_shown(path)}: the edit of {step.key} does not give the text planned (nodefleet changed since the "
+                "plan was made?); run with --restart to plan afresh"
+            )
+        temp = path.with_name(f".{path.name}.nodefleet-upgrade")
+        temp.write_text(after, encoding="utf-8")
+        os.replace(temp, path)
+        for line in changes:
+            print(f"  {stack} / {line}", file=sys.stderr)
+
+
+def _at_after(ctx: Context, step: Step) -> None:
+    for stack in step.stacks:
+        path = ctx.known[stack]
+        if _sha(_stack_text(path)) != step.files[stack].after:
+            raise InputError(
+                f"{_shown(path)}: the commit of {step.key} exists, but the file is not as that commit has it; restore "
+                "it (git checkout HEAD -- the file), or run with --restart"
+            )
+
+
+def _source_paths(ctx: Context, step: Step, rendered_stacks: Sequence[str]) -> list[str]:
+    """What the step's commit on the current branch holds: its stack files, and its render folders when the
+    GitOps tool reads this branch or the branch already tracks them."""
+    repo = ctx.repo
+    paths = [repo.relative(ctx.known[s]) for s in step.stacks]
+    same = ctx.gitops_branch == repo.branch
+    for stack in rendered_stacks:
+        folder = repo.relative(ctx.render_dir(stack))
+        if same or repo.tracked(folder):
+            paths.append(folder)
+    return paths
+
+
+def _subject(ctx: Context, step: Step, *, render: bool = False) -> str:
+    what = "Render of the fleet upgrade" if render else "Fleet upgrade"
+    return f"{what} to {ctx.plan.release}: {step.wave} wave, {step.phase} ({', '.join(step.stacks)})"
+
+
+def _body(step: Step) -> list[str]:
+    return [f"{stack}: {line}" for stack in step.stacks for line in step.files[stack].changes]
+
+
+def _render(ctx: Context, stacks: Sequence[str]) -> None:
+    """Re-render the step's render-mode stacks; a failure stops the run with the render's exit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cli.fleet import _run_one
+
+    render_args = copy.copy(ctx.args)
+    render_args.fleet_command = "render"
+    with ThreadPoolExecutor(max_workers=max(1, ctx.args.parallel)) as pool:
+        results = list(pool.map(lambda s: _run_one(render_args, s, ctx.known[s])[0], stacks))
+    for r in results:
+        print(f"    render {r.stack}: exit {r.exit} {r.summary or r.error}", file=sys.stderr, flush=True)
+    failures = [r for r in results if r.exit != EXIT_OK]
+    if failures:
+        code = max(r.exit for r in failures)
+        raise Stop(
+            "render",
+            "; ".join(f"render of {r.stack} exited {r.exit}: {r.error or r.summary}" for r in failures),
+            next_step="fix what the render reports and run the same command again; it resumes at this step",
+            code=EXIT_INTERNAL
+            if code == EXIT_INTERNAL
+            else (EXIT_INVALID if code == EXIT_INVALID else EXIT_VIOLATIONS),
+        )
+
+
+def _push(ctx: Context, step: Step) -> None:
+    from cli.upgrade_git import push
+
+    event = next(e for e in reversed(ctx.state.progress) if e.step == step.key and e.event == "staged")
+    branches = [ctx.repo.branch]
+    if event.render_commit and event.render_commit != event.commit and ctx.gitops_branch:
+        branches.append(ctx.gitops_branch)
+    remote = _binding(ctx).remote or ctx.args.remote
+    problem = push(ctx.repo, remote, branches, ctx.args.timeout)
+    if problem:
+        raise Stop(
+            "push",
+            problem,
+            next_step=f"make `git push {remote} {' '.join(branches)}` work (remote, credentials, a branch that moved), "
+            "then run the same command again; the commits are made and are not made again",
+        )
+    print(f"  pushed {', '.join(branches)} to {remote}", file=sys.stderr, flush=True)
+    crash_point("pushed")
+    ctx.state = us.record(ctx.state, step, "pushed")
+    ctx.save()
+
+
+def _wait(ctx: Context, step: Step) -> None:
+    from cli.gitops_wait import targets, wait_applied
+    from nodefleet.render.wiring import folders
+
+    event = next(e for e in reversed(ctx.state.progress) if e.step == step.key and e.event == "staged")
+    wave = ctx.wave(step)
+    rendered = [s for s in step.stacks if wave.modes[s] == "render"]
+    if not rendered or not event.render_commit:
+        ctx.state = us.record(
+            ctx.state, step, "applied", detail="nothing rendered in this step: the workflow applies it"
+        )
+        ctx.save()
+        return
+    tool, kubeconfig, namespaces = _gitops_settings(ctx.args, ctx.registry)
+    wanted = targets(tool, [f for s in rendered for f in folders(ctx.fleet(s))], *namespaces)
+    branch = ctx.gitops_branch or ctx.repo.branch
+    sha = event.render_commit
+    print(
+        f"  waiting until {tool} reports {branch}@{sha[:12]} applied on {len(wanted)} objects (at most "
+        f"{ctx.args.timeout:.0f}s, --timeout)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    def contains(other: str) -> bool:
+        return ctx.repo.rev(other) is not None and ctx.repo.is_ancestor(sha, other)
+
+    def waiting(readings: object) -> None:
+        crash_point("waiting")
+
+    waited = wait_applied(
+        kubeconfig, wanted, branch, sha, ctx.args.timeout, contains=contains, waiting=waiting
+    )
+    if not waited.applied:
+        raise Stop(
+            "applied",
+            f"{branch}@sha1:{sha} is not reported applied by {len(waited.lines)} of {len(wanted)} objects within "
+            f"{ctx.args.timeout:.0f}s (--timeout)",
+            waited.lines,
+            "once they have (or after fixing what they report), run the same command again; it waits again, and "
+            "nothing is committed or pushed twice",
+        )
+    ctx.state = us.record(
+        ctx.state,
+        step,
+        "applied",
+        detail=f"{branch}@sha1:{sha} reported applied by {_count(len(wanted), 'objects')}",
+    )
+    ctx.save()
+
+
+def _gitops_settings(args: argparse.Namespace, registry: Any) -> tuple[str, str, tuple[str, str]]:
+    """With --push: (the tool whose objects report a commit applied, the kubeconfig of the cluster it runs on,
+    (Flux's namespace, Argo CD's)), from the options, else the fleet registry's gitops; exit 2 when unknown."""
+    from cli.gitops_wait import check_tool
+
+    settings = registry.gitops
+    tool = check_tool(args.gitops_tool or (settings.tool if settings else None))
+    kubeconfig = args.gitops_kubeconfig or (settings.kubeconfig if settings else None)
+    if kubeconfig is None:
+        raise InputError(
+            "--push: where Argo CD or Flux runs is not known: set gitops.kubeconfig in the fleet registry "
+            f"({registry.source}) or pass --gitops-kubeconfig"
+        )
+    namespaces = (
+        (settings.flux_namespace, settings.argocd_namespace) if settings else ("flux-system", "argocd")
+    )
+    return tool, str(kubeconfig), namespaces
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun if n != 1 else noun.removesuffix('s')}"
+
+
+def _gate_step(ctx: Context, step: Step) -> None:
+    label = f"{ctx.label(step)} {step.phase}"
+    gate = _gate(ctx, step)
+    crash_point("gate")
+    if gate.reason:
+        raise Stop("gate", gate.reason, gate.details, gate.next_step)
+    print(
+        f"gate after {label}: passed" + (f" ({gate.passed})" if gate.passed else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+    ctx.state = us.record(ctx.state, step, "gate", detail=gate.passed or "passed")
+    ctx.save()
+
+
+def _gate(ctx: Context, step: Step) -> Verdict:
+    """The gate after ``step``: it passed when its ``reason`` is ""."""
+    from cli.fleet import _health_gate
+
+    args, wave = ctx.args, ctx.wave(step)
+    stacks = sorted(wave.stacks)
+    release = ctx.plan.release
+    if args.health_command:
+        reason = _health_gate(
+            args.health_command, wave.wave, stacks, args.timeout, {"NODEFLEET_UPGRADE_PHASE": step.phase}
+        )
+        return Verdict(
+            reason,
+            next_step="run the same command again once the wave is healthy; it resumes at this gate"
+            if reason
+            else "",
+        )
+    if args.confirmed:
+        args.confirmed = False  # one confirmation passes one gate
+        return Verdict("", passed="confirmed with --confirmed")
+    unseen: list[str] = []
+    hosted = {s: [m.cluster for m in wave.moves_of(s) if m.kind == "hosted"] for s in stacks}
+    if all(mode == "apply" for mode in wave.modes.values()):
+        read = upgrade_gates.load(ctx.known, {s: c for s, c in hosted.items() if c}, ctx.registry)
+        if step.phase == "nodes":
+            unseen += upgrade_gates.has_auto_node(read)
+        unseen += wave.standalone
+        if not unseen:
+            readings = (
+                upgrade_gates.control_planes(read, release, ctx.registry)
+                if step.phase == "control-plane"
+                else upgrade_gates.node_pools(read, ctx.registry)
+            )
+            return upgrade_gates.verdict(readings, step.phase, wave.wave, release)
+    if step.phase == "control-plane":
+        what = f"the control planes of wave {wave.wave} ({', '.join(stacks)}) have completed {release}"
+    else:
+        what = f"wave {wave.wave} ({', '.join(stacks)}) is healthy on {release}"
+    if unseen:
+        what += (
+            f" (nodefleet cannot read {', '.join(unseen)}: AutoNode node classes live in the hosted cluster, and a "
+            "standalone cluster's version in the cluster itself)"
+        )
+    return Verdict(
+        f"waiting until {what}: run the same command again with --confirmed once it has (or give --health-command)"
+    )
+
+
+def _print_plan(plan: Plan, state: us.State | None, release: str, *, commit: bool) -> int:
+    print(f"nodefleet fleet upgrade to {release}: the plan (dry run: nothing written)")
+    if state is not None:
+        print(f"(an upgrade in progress: {len(state.progress)} of its events done; the plan as it was made)")
+    done = us.done_steps(state) if state is not None else {}
+    if not plan.waves:
+        print(f"every cluster is at {release}: nothing to do")
+    for line in plan_lines(plan, done, commit=commit):
+        print(line)
     return EXIT_OK

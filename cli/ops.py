@@ -77,18 +77,25 @@ def register(sub: Any) -> None:
         help="run a command over many stacks, one process per stack, wave by wave",
         description="Run a command over many stacks, one process per stack, wave by wave (canaries first), "
         "with a health gate between waves. `fleet matrix` prints the waves as GitHub Actions matrices. "
-        "`fleet upgrade --release R` moves every hosted cluster of the fleet to R through the waves: per "
-        "wave, the control planes (stack files edited as `upgrade` does, stacks re-rendered, one commit with "
-        "--commit), a gate (--health-command, or --confirmed on the next run; in apply mode the HostedClusters' "
-        "status), then the nodes, and a gate before the next wave; it stops at a gate that does not pass, "
-        "records where in the state file (--state), and the same command resumes there; --dry-run prints the "
-        "whole plan.",
+        "`fleet upgrade --release R` moves every cluster of the fleet to R through the waves, after judging all of "
+        "them (a downgrade, a skipped minor, a release a management cluster's HyperShift operator does not run are "
+        "refused, every one at once, before anything is written): per wave, the control planes (stack files edited "
+        "as `upgrade` does; a standalone cluster's own upgrade is yours), the render-mode stacks re-rendered, then "
+        "a gate (--health-command, or --confirmed on the next run; in apply mode the HostedClusters' status), then "
+        "the nodes (and each standalone cluster's release), and a gate before the next wave. With --commit each step "
+        "is one commit of exactly its paths: the stack files on the current branch, the render on the branch the "
+        "GitOps tool reads (--gitops-branch, default nodefleet-rendered), without checking it out; with --push both "
+        "are pushed and the gate waits until Flux or Argo CD reports the commit applied. It stops at a gate that "
+        "does not pass, records where in the state file (--state), and the same command resumes there, after a "
+        "crash at any point too; --dry-run prints the whole plan.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
         "  python -m nodefleet fleet check --parallel 2\n"
         "  python -m nodefleet fleet upgrade --release 4.22.4 --dry-run\n"
         "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --health-command 'scripts/wave-healthy'\n"
-        "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --confirmed   # after checking the gate",
+        "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --confirmed   # after checking the gate\n"
+        "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --push --gitops-tool flux "
+        "--gitops-kubeconfig ~/.kube/hub",
     )
     s.add_argument("fleet_command", choices=fleet.COMMANDS, metavar="{" + ",".join(fleet.COMMANDS) + "}")
     s.add_argument("--stacks", help="comma-separated stack names (default: every stack)")
@@ -96,7 +103,13 @@ def register(sub: Any) -> None:
         "--stacks-dir", type=Path, default=fleet.PROJECT / "stacks", help="where the stack files are"
     )
     s.add_argument("--parallel", type=int, default=2, help="stacks at a time (default 2)")
-    s.add_argument("--timeout", type=float, default=1800, help="seconds per stack before it counts as failed")
+    s.add_argument(
+        "--timeout",
+        type=float,
+        default=1800,
+        help="seconds per stack before it counts as failed; also the limit of each --health-command (then killed) and, "
+        "for upgrade, of each git push and of the wait for the GitOps tool (default 1800)",
+    )
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument(
         "--out",

@@ -23,8 +23,7 @@ import copy
 import io
 import re
 import sys
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cli.exits import EXIT_OK, EXIT_VIOLATIONS, InputError
@@ -92,31 +91,45 @@ def read_hosted_cluster(kubeconfig: str | None, namespace: str, name: str) -> di
 
 def read_hypershift_object(kubeconfig: str | None, kind: str, namespace: str, name: str) -> dict[str, Any]:
     """A HyperShift object (``HostedCluster`` or ``NodePool``) from the management cluster; every failure is an
-    :class:`InputError` naming the object and what the cluster answered."""
-    from kubernetes import client, config
+    :class:`InputError` naming the object and what the cluster answered (never the kubeconfig's content)."""
+    from cli.kube import api_client
+
+    api = api_client(kubeconfig, f"{kind} {namespace}/{name}")
+    return read_custom_object(
+        api, "hypershift.openshift.io", "v1beta1", f"{kind.lower()}s", namespace, name, kind
+    )
+
+
+def read_custom_object(
+    api: Any,
+    group: str,
+    version: str,
+    plural: str,
+    namespace: str,
+    name: str,
+    kind: str,
+    server: str = "the management cluster",
+) -> dict[str, Any]:
+    """One namespaced object through ``api`` (closed after); :class:`InputError` saying what the server answered."""
+    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
-    from kubernetes.config.config_exception import ConfigException
+
+    from nodefleet.files import redact
 
     try:
-        api = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(Path(kubeconfig).expanduser()) if kubeconfig else None
-        )
-    except (ConfigException, OSError) as exc:
-        raise InputError(f"kubeconfig {kubeconfig or '(ambient)'}: cannot be loaded ({exc})") from None
-    try:
         found: Any = client.CustomObjectsApi(api).get_namespaced_custom_object(
-            "hypershift.openshift.io", "v1beta1", namespace, f"{kind.lower()}s", name
+            group, version, namespace, plural, name
         )
     except ApiException as exc:
-        raise InputError(
-            f"{kind} {namespace}/{name}: the management cluster answered {exc.status} {exc.reason}"
-        ) from None
+        raise InputError(f"{kind} {namespace}/{name}: {server} answered {exc.status} {exc.reason}") from None
     except Exception as exc:  # urllib3 connection errors have no common base worth naming here
-        raise InputError(f"{kind} {namespace}/{name}: cannot reach the management cluster ({exc})") from None
+        raise InputError(
+            f"{kind} {namespace}/{name}: cannot reach {server} ({redact(str(exc))[:300]})"
+        ) from None
     finally:
         api.close()
     if not isinstance(found, dict):
-        raise InputError(f"{kind} {namespace}/{name}: the management cluster answered with a non-object")
+        raise InputError(f"{kind} {namespace}/{name}: {server} answered with a non-object")
     return found
 
 
@@ -189,13 +202,21 @@ def _followers(cluster: Any) -> list[tuple[Any, str, str]]:
     return found
 
 
-def _step_one(cluster: Any, target: str, where: str) -> list[str]:
+def _step_one(cluster: Any, target: str, where: str, pinned: dict[int, str] | None = None) -> list[str]:
+    """Step 1 on one HostedCluster mapping: its release bumped, the nodes that follow it held by a marked pin.
+
+    ``pinned`` (id of a node source's mapping → the release pinned on it in this edit) lets the clusters of one
+    stack file share node sources through a YAML anchor and alias: the shared mapping is pinned once, and a
+    second cluster that would need another release pinned on it is refused.
+    """
     from nodefleet.bootimages.versions import parse_ocp
 
+    pinned = {} if pinned is None else pinned
     current = str(cluster.get("release"))
     if parse_ocp(target) < parse_ocp(current):
         raise InputError(
-            f"{where}: --release {target} is older than the cluster's {current}; downgrades are not staged"
+            f"{where}: --release {target} is older than the cluster's {current}; downgrades are not staged: leave "
+            f"this cluster at {current} (or choose --release {current} or newer)"
         )
     image = cluster.get("releaseImage")
     changes = [f"HostedCluster {cluster.get('name')}: release {current} → {target}"]
@@ -209,10 +230,23 @@ def _step_one(cluster: Any, target: str, where: str) -> list[str]:
         changes.append(f"releaseImage → {cluster['releaseImage']}")
     cluster["release"] = target
     for mapping, key, label in _followers(cluster):
+        shared = pinned.get(id(mapping))
+        if shared is not None:
+            if shared != current:
+                raise InputError(
+                    f"{where}: {label} of HostedCluster {cluster.get('name')} is shared through a YAML anchor and alias "
+                    f"with a cluster at {shared}, and {cluster.get('name')} runs {current}: one held pin cannot hold "
+                    "both. Give each cluster its own copy of it, then run the upgrade again"
+                )
+            changes.append(
+                f"{label}: held at {current} ({key}), shared with another cluster of this stack file"
+            )
+            continue
         if mapping.get(key):
             changes.append(f"{label}: pinned at {mapping.get(key)} by you: left alone")
             continue
         _pin(mapping, key, current, target)
+        pinned[id(mapping)] = current
         changes.append(f"{label}: held at {current} ({key}) until the control plane completes {target}")
     return changes
 
@@ -226,6 +260,75 @@ def _step_two(cluster: Any) -> list[str]:
             )
             _unpin(mapping, key)
     return changes
+
+
+def hold_marks(doc: Any) -> frozenset[tuple[str, str]]:
+    """(hosted cluster, node source) of every node source of a stack file that carries the hold mark."""
+    fleet = ((doc or {}).get("config") or {}).get("nodefleet:fleet") or {}
+    out = set()
+    for cluster in (fleet.get("clusters") or []) if isinstance(fleet, Mapping) else []:
+        if isinstance(cluster, Mapping) and cluster.get("kind") == "hosted":
+            for mapping, key, label in _followers(cluster):
+                if key in mapping and _held(mapping, key):
+                    out.add((str(cluster.get("name")), label))
+    return frozenset(out)
+
+
+def _cluster(doc: Any, where: str, kind: str, name: str) -> Any:
+    fleet = ((doc or {}).get("config") or {}).get("nodefleet:fleet") or {}
+    for cluster in fleet.get("clusters") or []:
+        if (
+            isinstance(cluster, Mapping)
+            and cluster.get("name") == name
+            and cluster.get("kind", "standalone") == kind
+        ):
+            return cluster
+    raise InputError(f"{where}: no {kind} cluster named {name} any more; run the upgrade with --restart")
+
+
+KEEP_STREAM_MARK = "nodefleet upgrade: the OS stream the cluster runs"
+
+
+def stage_moves(doc: Any, where: str, moves: Sequence[Any], phase: str) -> list[str]:
+    """One step of a fleet upgrade on one stack file's round-trip document, edited in place; what changed, one
+    line each, prefixed with the cluster. ``moves`` are the stack's
+    :class:`nodefleet.fleet.upgrade_plan.ClusterMove`; ``phase`` ``control-plane`` or ``nodes``."""
+    changes: list[str] = []
+    pinned: dict[int, str] = {}
+    for move in moves:
+        cluster = _cluster(doc, where, move.kind, move.cluster)
+        if move.kind == "hosted":
+            if phase == "control-plane" and not move.nodes_only:
+                lines = _step_one(cluster, move.target, where, pinned)
+            elif phase == "nodes":
+                lines = _step_two(cluster)
+            else:
+                lines = []
+        elif phase == "nodes":
+            lines = [
+                f"release {cluster.get('release')} → {move.target} (its cluster version operator completed it)"
+            ]
+            cluster["release"] = move.target
+            if move.keep_stream:
+                position = list(cluster).index("release") + 1
+                cluster.insert(position, "osImageStream", move.keep_stream, comment=KEEP_STREAM_MARK)
+                lines.append(f"osImageStream: {move.keep_stream} written: the OS stream the cluster keeps")
+        else:
+            lines = []
+        changes += [f"{move.cluster}: {line}" for line in lines]
+    return changes
+
+
+def load_round_trip(text: str) -> tuple[Any, Any]:
+    """(the round-trip YAML of ``text``, its document)."""
+    y = _yaml(text)
+    return y, y.load(text)
+
+
+def dump_round_trip(y: Any, doc: Any) -> str:
+    out = io.StringIO()
+    y.dump(doc, out)
+    return out.getvalue()
 
 
 def _forecast_text(stack: str, before_doc: Any, after_doc: Any, source: str | None = None) -> str:
@@ -269,18 +372,12 @@ def _plain(value: Any) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from mockruntime.run import stack_path
-    from nodefleet.bootimages.versions import VersionError, known_release, parse_ocp
+    from nodefleet.fleet.upgrade_plan import PlanError, parse_release
 
     try:
-        target = str(parse_ocp(args.release))
-        if not parse_ocp(args.release).has_patch:
-            raise VersionError("no patch level")
-    except VersionError as exc:
-        raise InputError(f"--release {args.release}: not an OCP release x.y.z ({exc})") from None
-    try:
-        known_release(parse_ocp(args.release))
-    except VersionError as exc:
-        raise InputError(f"--release {args.release}: {exc}") from None
+        target = str(parse_release(args.release))
+    except PlanError as exc:
+        raise InputError(str(exc)) from None
     # The stack as it is must be valid (configuration and stack secrets, as the program reads them) before a
     # step is staged in it: an invalid file is reported as every command reports it (file, field, fix).
     stack, config, source = load(args)

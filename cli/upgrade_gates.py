@@ -1,8 +1,8 @@
 """The apply-mode gates of ``fleet upgrade``: what the HyperShift operator reports on the management clusters.
 
 A wave whose stacks are all applied by nodefleet (``output.mode: apply``) is judged by the objects themselves,
-each read through its hosted cluster's management cluster (``managementCluster.kubeconfig``, else
-``output.kubeconfig``, else ``$KUBECONFIG`` / ``~/.kube/config``):
+each read through its hosted cluster's management cluster (its ``kubeconfig`` in the fleet's registry; without a
+registry the stack's ``output.kubeconfig``, else ``$KUBECONFIG`` / ``~/.kube/config``):
 
 - after the control planes: every HostedCluster of the wave has the release as its last ``Completed`` entry of
   ``status.version.history`` (:func:`cli.upgrade.completed_version`, HyperShift's own reading);
@@ -14,13 +14,13 @@ Either gate stops, whatever the version says, on what the operator reports as a 
 (:data:`HOSTED_CLUSTER_FAILURES`, :data:`NODE_POOL_FAILURES`): a canary that completed its upgrade degraded
 must not take the next wave with it. An object that cannot be read (not applied yet, a management cluster out
 of reach) stops the gate too. AutoNode node classes live in the hosted cluster, which the management cluster
-does not show: a wave with them is confirmed by the user or a health command after its nodes, as a
-render-mode wave is.
+does not show, and a standalone cluster's version lives in the cluster itself: a wave with them is confirmed by
+the user or a health command, as a render-mode wave is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,6 +78,12 @@ def _where(kind: str, namespace: str, name: str, management: str) -> str:
     return f"{kind} {namespace}/{name} on management cluster {management}"
 
 
+def management_kubeconfig(registry: Registry, fleet: Fleet, cluster: HostedCluster) -> str | None:
+    """The kubeconfig that reaches a hosted cluster's management cluster in apply mode: the one the fleet's
+    registry gives it, without one the stack's output.kubeconfig (None: the ambient one)."""
+    return registry.kubeconfig(cluster.management_cluster, fleet.config.output.kubeconfig)
+
+
 def _hosted_clusters(
     stacks: WaveStacks, registry: Registry | None = None
 ) -> Iterable[tuple[str, HostedCluster, str | None]]:
@@ -90,8 +96,7 @@ def _hosted_clusters(
     for stack, (fleet, names) in sorted(stacks.items()):
         for cluster in fleet.config.clusters:
             if isinstance(cluster, HostedCluster) and cluster.name in names:
-                kubeconfig = registry.kubeconfig(cluster.management_cluster, fleet.config.output.kubeconfig)
-                yield stack, cluster, kubeconfig
+                yield stack, cluster, management_kubeconfig(registry, fleet, cluster)
 
 
 def _read(kubeconfig: str | None, kind: str, namespace: str, name: str) -> tuple[dict[str, Any] | None, str]:
@@ -198,10 +203,10 @@ def has_auto_node(stacks: WaveStacks) -> list[str]:
 
 
 def load(
-    known: Mapping[str, Path], wave: Mapping[str, Any], registry: Registry | None = None
+    known: Mapping[str, Path], clusters: Mapping[str, Sequence[str]], registry: Registry | None = None
 ) -> dict[str, tuple[Fleet, list[str]]]:
-    """Each stack of ``wave``, validated as the program reads it (against the fleet's ``registry``), with the
-    clusters the wave upgrades."""
+    """Each stack (→ the hosted clusters the wave upgrades in it), validated as the program reads it (against
+    the fleet's ``registry``)."""
     from mockruntime.run import PROJECT_DIR, read_stack_config
     from nodefleet.fleet.registry import Registry, load_fleet_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
@@ -209,11 +214,11 @@ def load(
 
     registry = registry or Registry("", exists=False)
     out = {}
-    for stack, clusters in wave["stacks"].items():
+    for stack, names in clusters.items():
         path = known[stack]
         try:
             raw = read_stack_config(path, str(path)).get(CONFIG_KEY)
-            out[stack] = (load_fleet_in(registry, raw, stack, PROJECT_DIR, source=str(path)), list(clusters))
+            out[stack] = (load_fleet_in(registry, raw, stack, PROJECT_DIR, source=str(path)), list(names))
         except (ConfigError, YAMLFileError) as exc:
             raise InputError(str(exc)) from None
     return out

@@ -533,27 +533,42 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def test_fleet_upgrade_in_render_mode_commits_each_wave_stops_at_a_gate_and_resumes(tmp_path: Path) -> None:
+    """The render tracked on the branch the GitOps tool reads (--gitops-branch main): one commit per step holds the
+    stack files and the render. tests/fleet/test_upgrade_*.py cover the render on a branch of its own."""
     repo = tmp_path / "repo"
     shutil.copytree(FLEET, repo / "stacks")
     rendered = nodefleet(
         "fleet", "render", "--stacks-dir", str(repo / "stacks"), "--out", str(repo / "rendered"), timeout=900
     )
     assert rendered.returncode == 0, rendered.stdout + rendered.stderr
-    _git(repo, "init", "-q")
+    _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "the fleet")
     env_args = ("fleet", "upgrade", "--stacks-dir", str(repo / "stacks"), "--release", "4.22.4",
-                "--out", str(repo / "rendered"), "--commit")  # fmt: skip
+                "--out", str(repo / "rendered"), "--commit", "--gitops-branch", "main")  # fmt: skip
     git_env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
                "GIT_COMMITTER_EMAIL": "t@example.com"}  # fmt: skip
+    state_file = repo / ".git" / "nodefleet-upgrade.json"
     # The gate after the early wave's control planes does not pass: the run stops there.
     gate = 'test "$NODEFLEET_WAVE" != early -o "$NODEFLEET_UPGRADE_PHASE" != control-plane'
     first = nodefleet(*env_args, "--health-command", gate, env=git_env, timeout=900)
     assert first.returncode == 1, first.stdout + first.stderr
-    assert "stopped at the gate after wave 2/3 early control-plane" in first.stdout
-    state = json.loads((repo / "stacks" / "nodefleet-upgrade.json").read_text())
-    assert [w["phase"] for w in state["waves"]] == ["done", "control-plane", "pending"]
-    assert "wave 2/3 early after control-plane: --health-command exited 1" in state["stopped"]
+    assert first.stdout.splitlines() == [
+        "nodefleet fleet upgrade to 4.22.4: stopped at the gate after wave 2/3 early control-plane: --health-command "
+        "exited 1 after wave 1-early",
+        f"  state: {state_file}",
+        "  next: run the same command again once the wave is healthy; it resumes at this gate",
+    ]
+    state = json.loads(state_file.read_text())
+    assert [(e["step"], e["event"]) for e in state["progress"]] == [
+        ("canary/control-plane", "staged"), ("canary/control-plane", "gate"), ("canary/nodes", "staged"),
+        ("canary/nodes", "gate"), ("early/control-plane", "staged"),
+    ]  # fmt: skip
+    assert (
+        state["stopped"]["reason"]
+        == "wave 2/3 early control-plane: --health-command exited 1 after wave 1-early"
+    )
+    assert _git(repo, "status", "--porcelain") == ""  # every step committed, the state file outside the tree
     log = _git(repo, "log", "--format=%s").splitlines()
     assert log == [
         "Fleet upgrade to 4.22.4: early wave, control-plane (Team_B)",
@@ -572,6 +587,9 @@ def test_fleet_upgrade_in_render_mode_commits_each_wave_stops_at_a_gate_and_resu
     assert "ocp-release:4.22.4-multi" in _git(repo, "show", f"HEAD~1:{pool}")
     nodes = _git(repo, "show", "HEAD~1", "--name-only", "--format=")
     assert "nodepool-clusters-edge-infra" in nodes and "hostedcluster" not in nodes
+    assert "Nodefleet-Wave: canary\nNodefleet-Phase: nodes\n" in _git(
+        repo, "show", "-s", "--format=%B", "HEAD~1"
+    )
     main_wave = (repo / "stacks" / "Pulumi.east-a.yaml").read_text()
     assert "release: 4.22.3\n" in main_wave and "4.22.4" not in main_wave  # not reached yet
     # Resumed with the gate confirmed: the rest of the fleet, from where it stopped.
@@ -589,23 +607,36 @@ def test_fleet_upgrade_in_render_mode_commits_each_wave_stops_at_a_gate_and_resu
         assert "nodefleet upgrade: held" not in text and "4.22.3" not in text, stack
         for hc in (repo / "rendered" / stack).glob("*/1-manifest/*hostedcluster*"):
             assert "ocp-release:4.22.4-multi" in hc.read_text()
-    assert json.loads((repo / "stacks" / "nodefleet-upgrade.json").read_text())["complete"] is True
+    assert json.loads(state_file.read_text())["complete"] is True
     again = nodefleet(*env_args)
-    assert again.returncode == 0 and "every hosted cluster is at 4.22.4: nothing to do" in again.stdout
+    assert again.returncode == 0 and "every cluster is at 4.22.4: nothing to do" in again.stdout
 
 
 def test_an_unfinished_upgrade_to_another_release_is_not_mixed_in(tmp_path: Path) -> None:
     shutil.copytree(FLEET, tmp_path / "stacks")
-    (tmp_path / "stacks" / "nodefleet-upgrade.json").write_text(
-        json.dumps(
-            {"release": "4.22.4", "waves": [], "stopped": "wave 1/3 canary after control-plane: waiting"}
-        )
+    where = ("--stacks-dir", str(tmp_path / "stacks"), "--out", str(tmp_path / "rendered"))
+    stopped = nodefleet("fleet", "upgrade", *where, "--release", "4.22.4", timeout=900)
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert (
+        "stopped at the gate after wave 1/3 canary control-plane: waiting until the control planes"
+        in stopped.stdout
     )
-    result = nodefleet(
-        "fleet", "upgrade", "--stacks-dir", str(tmp_path / "stacks"), "--release", "4.22.5", "--dry-run"
-    )
+    result = nodefleet("fleet", "upgrade", *where, "--release", "4.22.5", "--dry-run")
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "an upgrade to 4.22.4 is not finished" in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr == (
+        f"error: {tmp_path / 'stacks' / 'nodefleet-upgrade.json'}: an upgrade to 4.22.4 is not finished (stopped at "
+        "canary/control-plane: wave 1/3 canary control-plane: waiting until the control planes of wave canary "
+        "(canary-east) have completed 4.22.4: run the same command again with --confirmed once it has (or give "
+        "--health-command)); finish it with --release 4.22.4, or run with --restart to abandon it and plan 4.22.5 afresh\n"
+    )
+    # Set aside, the stack files say the same: the canary's nodes are still held at 4.22.3.
+    restarted = nodefleet("fleet", "upgrade", *where, "--release", "4.22.5", "--dry-run", "--restart")
+    assert restarted.returncode == 2, restarted.stdout + restarted.stderr
+    assert restarted.stdout == "" and restarted.stderr.splitlines() == [
+        "error: --release 4.22.5: 1 cluster still holds nodes from an earlier, unfinished upgrade (canary-east/edge "
+        f"holds NodePool infra, NodePool workers ({tmp_path / 'stacks' / 'Pulumi.canary-east.yaml'}) from an upgrade "
+        "to 4.22.4): finish it first (`fleet upgrade --release 4.22.4`), then upgrade to 4.22.5",
+    ]
 
 
 def test_check_of_one_stack_names_the_stacks_sharing_its_namespace() -> None:

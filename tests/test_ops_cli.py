@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -156,8 +157,14 @@ def test_upgrade_leaves_nodes_pinned_by_the_user_alone(hosted_copy: Path) -> Non
     ("release", "message"),
     [
         ("4.22.2", "older than the cluster's 4.22.3"),
-        ("4.23", "not an OCP release x.y.z"),
-        ("banana", "not an OCP release"),
+        (
+            "4.23",
+            "--release '4.23': not a release; use x.y.z, as in 4.22.4 (numbers without leading zeros, no "
+            "suffix such as -multi or -rc.1)",
+        ),
+        ("4.22.4-multi", "--release '4.22.4-multi': not a release; use x.y.z"),
+        ("4.22.04", "--release '4.22.04': not a release; use x.y.z"),
+        ("banana", "--release 'banana': not a release"),
     ],
 )
 def test_upgrade_refuses_bad_releases(hosted_copy: Path, release: str, message: str) -> None:
@@ -209,12 +216,11 @@ class _HostedClusterAPI(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def management_api(tmp_path: Path) -> Iterator[Path]:
-    server = HTTPServer(("127.0.0.1", 0), _HostedClusterAPI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    kubeconfig = tmp_path / "management.kubeconfig"
+@contextmanager
+def _serving(handler: type[BaseHTTPRequestHandler], kubeconfig: Path) -> Iterator[Path]:
+    """``handler`` served on a free port, and a kubeconfig at ``kubeconfig`` (a bearer token) that reaches it."""
+    server = HTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "mgmt",
         "clusters": [{"name": "mgmt", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
@@ -225,6 +231,12 @@ def management_api(tmp_path: Path) -> Iterator[Path]:
         yield kubeconfig
     finally:
         server.shutdown()
+
+
+@pytest.fixture
+def management_api(tmp_path: Path) -> Iterator[Path]:
+    with _serving(_HostedClusterAPI, tmp_path / "management.kubeconfig") as kubeconfig:
+        yield kubeconfig
 
 
 def test_upgrade_in_apply_mode_waits_for_the_control_plane(hosted_copy: Path, management_api: Path) -> None:
@@ -257,33 +269,98 @@ def test_upgrade_in_apply_mode_waits_for_the_control_plane(hosted_copy: Path, ma
     assert all(r.endswith("Bearer sha256~test") for r in _HostedClusterAPI.requests)
 
 
-def test_fleet_upgrade_in_apply_mode_leaves_autonode_nodes_to_the_user(tmp_path: Path) -> None:
-    """The gate after the nodes reads classic NodePools on the management cluster; an AutoNode cluster's
-    node classes live in the hosted cluster, so that gate waits for --confirmed (or a health command), saying
-    why, and reads nothing (the kubeconfigs here lead nowhere)."""
-    stacks = tmp_path / "stacks"
+class _SupportedVersionsAPI(BaseHTTPRequestHandler):
+    """Serves the HyperShift operator's `supported-versions` ConfigMap as the operator writes it
+    (openshift/hypershift docs/content/reference/versioning-support.md), and nothing else."""
+
+    versions: ClassVar[list[str]] = ["4.22", "4.21", "4.20"]
+
+    def do_GET(self) -> None:
+        if self.path != "/api/v1/namespaces/hypershift/configmaps/supported-versions":
+            self.send_response(404)
+            self.end_headers()
+            return
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "supported-versions", "namespace": "hypershift",
+                             "labels": {"hypershift.openshift.io/supported-versions": "true"}},
+                "data": {"server-version": "2f6cfe21a0861dea3130f3bed0d3ae5553b8c28b",
+                         "supported-versions": json.dumps({"versions": self.versions})}}  # fmt: skip
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(json.dumps(body).encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def operator_api(tmp_path: Path) -> Iterator[Path]:
+    with _serving(_SupportedVersionsAPI, tmp_path / "operator.kubeconfig") as kubeconfig:
+        yield kubeconfig
+
+
+def _apply_hosted(stacks: Path, kubeconfig: Path) -> None:
     stacks.mkdir()
-    nowhere = tmp_path / "no-such-kubeconfig"
     (stacks / "Pulumi.hosted.yaml").write_text(
         (PROJECT / "stacks" / "Pulumi.hosted.yaml")
         .read_text()
-        .replace("      mode: render\n", f"      mode: apply\n      kubeconfig: {nowhere}\n")
-        .replace("        sshKey:", f"        hostedKubeconfig: {nowhere}\n        sshKey:")
+        .replace("      mode: render\n", f"      mode: apply\n      kubeconfig: {kubeconfig}\n")
+        .replace("        sshKey:", f"        hostedKubeconfig: {kubeconfig}\n        sshKey:")
     )
+
+
+def test_fleet_upgrade_in_apply_mode_leaves_autonode_nodes_to_the_user(
+    tmp_path: Path, operator_api: Path
+) -> None:
+    """The gate after the nodes reads classic NodePools on the management cluster; an AutoNode cluster's
+    node classes live in the hosted cluster, so that gate waits for --confirmed (or a health command), saying
+    why, and reads nothing (the management cluster here serves only the operator's supported versions)."""
+    stacks = tmp_path / "stacks"
+    _apply_hosted(stacks, operator_api)
     args = ("fleet", "upgrade", "--stacks-dir", str(stacks), "--release", "4.22.4")
     first = _nodefleet(*args, "--confirmed")  # passes the control planes' gate only
     assert first.returncode == 1, first.stdout + first.stderr
     assert "gate after wave 1/1 main control-plane: passed (confirmed with --confirmed)" in first.stderr
     assert first.stdout.splitlines()[0] == (
         "nodefleet fleet upgrade to 4.22.4: stopped at the gate after wave 1/1 main nodes: waiting until wave "
-        "main (hosted) is healthy on 4.22.4 (the AutoNode node classes of hosted/prod-east live in the hosted "
-        "cluster, which nodefleet does not read): run the same command again with --confirmed once it has (or "
-        "give --health-command)"
+        "main (hosted) is healthy on 4.22.4 (nodefleet cannot read hosted/prod-east: AutoNode node classes live in "
+        "the hosted cluster, and a standalone cluster's version in the cluster itself): run the same command again "
+        "with --confirmed once it has (or give --health-command)"
     )
     assert "nodefleet upgrade: held" not in (stacks / "Pulumi.hosted.yaml").read_text()
     done = _nodefleet(*args, "--confirmed")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "every wave is at 4.22.4" in done.stdout
+
+
+def test_fleet_upgrade_in_apply_mode_refuses_a_release_the_operator_does_not_run(
+    tmp_path: Path, operator_api: Path
+) -> None:
+    """Read from the operator's supported-versions ConfigMap, before anything is written; a management cluster
+    that does not answer stops the run there too (exit 1), naming what could not be read."""
+    stacks = tmp_path / "stacks"
+    _apply_hosted(stacks, operator_api)
+    before = (stacks / "Pulumi.hosted.yaml").read_bytes()
+    refused = _nodefleet("fleet", "upgrade", "--stacks-dir", str(stacks), "--release", "5.0.0", "--dry-run")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.splitlines() == [
+        "error: --release 5.0.0: the HyperShift operator of 1 management cluster does not run 5.0 (management runs "
+        "4.22, 4.21, 4.20 (its ConfigMap hypershift/supported-versions; clusters hosted/prod-east)): upgrade the "
+        "HyperShift operator there first, or leave those stacks out with --stacks"
+    ]
+    nowhere = tmp_path / "nowhere"
+    _apply_hosted(nowhere, tmp_path / "missing.kubeconfig")
+    missing = _nodefleet("fleet", "upgrade", "--stacks-dir", str(nowhere), "--release", "4.22.4")
+    assert missing.returncode == 2
+    assert missing.stderr == (
+        f"error: management cluster management: kubeconfig {tmp_path / 'missing.kubeconfig'}: no such file; check the "
+        "path of the kubeconfig\n"
+    )
+    assert (stacks / "Pulumi.hosted.yaml").read_bytes() == before
+    assert (
+        not (stacks / "nodefleet-upgrade.json").exists() and not (nowhere / "nodefleet-upgrade.json").exists()
+    )
 
 
 # --- preview / up --------------------------------------------------------------------------------------

@@ -422,12 +422,17 @@ def load_crd(path: Path) -> dict[str, Any]:
 
 def install_crds(server: ApiServer, karpenter_set: str, timeout: float = 60) -> list[str]:
     """Create ``karpenter_set``'s CRDs and wait until each is Established; their names."""
+    return install_crd_documents(server, [load_crd(path) for path in crd_files(karpenter_set)], timeout)
+
+
+def install_crd_documents(server: ApiServer, crds: list[dict[str, Any]], timeout: float = 60) -> list[str]:
+    """Create ``crds`` (CRD documents, e.g. the upstream Argo CD and Flux CRDs of tests/data/gitops-crds) and wait
+    until each is Established; their names."""
     from kubernetes import client
 
     api = client.ApiextensionsV1Api(server.api_client())
     names = []
-    for path in crd_files(karpenter_set):
-        crd = load_crd(path)
+    for crd in crds:
         # Raw answers: the client's models take seconds to build a 600 KB CRD such as HostedCluster's.
         api.create_custom_resource_definition(crd, field_manager=INSTALLER, _preload_content=False).read()
         names.append(crd["metadata"]["name"])

@@ -35,6 +35,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from nodefleet.files import looks_like_file_content
 from nodefleet.render.objects import load_fleet
 from nodefleet.stackfile.hosted import (
     DEFAULT_MANAGEMENT_CLUSTER,
@@ -96,7 +97,7 @@ def _path_problem(value: str) -> str | None:
             "has a line break or control character: it looks like the content of a kubeconfig, not the path of "
             "one (the value is not printed here, it may hold a token); save it to a file and give the file's path"
         )
-    if value.lstrip().startswith(("{", "apiVersion", "clusters:", "kind:")):
+    if value.lstrip().startswith(("{", "apiVersion", "clusters:", "kind:")) or looks_like_file_content(value):
         return (
             "looks like the content of a kubeconfig, not the path of one (the value is not printed here, it may "
             "hold a token); save it to a file and give the file's path"

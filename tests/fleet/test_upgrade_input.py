@@ -1,0 +1,311 @@
+"""`fleet upgrade` on input a user gets wrong or an attacker shapes: stack files that share YAML through anchors,
+state files that are not the upgrade's own, health commands that hang or spew, kubeconfigs given inline. Every
+case ends with one clear message and an exit code by the contract, never a traceback, a hang or a secret echoed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cli.fleet import HEALTH_LINE_CHARS, _health_gate
+from nodefleet.fleet import upgrade_state as us
+from tests.conftest import PROJECT, nodefleet
+from tests.fleet.upgrade_repo import NEW, OLD
+
+REGIONAL = PROJECT / "tests" / "fleet" / "regional"
+RESTART = "run the same command with --restart to plan afresh from the stack files as they are, or remove"
+
+
+def _stacks(tmp_path: Path, *names: str) -> Path:
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    shutil.copy(REGIONAL / "nodefleet-fleet.yaml", stacks)
+    for name in names:
+        shutil.copy(REGIONAL / f"Pulumi.{name}.yaml", stacks)
+    return stacks
+
+
+def _upgrade(
+    stacks: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return nodefleet(
+        "fleet", "upgrade", "--stacks-dir", str(stacks), "--out", str(stacks.parent / "rendered"),
+        "--release", NEW, *extra, env=env, timeout=600,
+    )  # fmt: skip
+
+
+def _clean(result: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+# --- stacks read as check reads them ------------------------------------------------------------------------
+
+
+def _shared_pools(stacks: Path) -> Path:
+    """east-a's two hosted clusters sharing one list of node pools through a YAML anchor and alias."""
+    path = stacks / "Pulumi.east-a.yaml"
+    text = path.read_text()
+    first = text.index("        nodePools:\n")
+    second = text.index("        nodePools:\n", first + 1)
+    text = text[:first] + "        nodePools: &pools\n" + text[first + len("        nodePools:\n") : second]
+    path.write_text(text + "        nodePools: *pools\n")
+    return path
+
+
+def test_clusters_sharing_node_pools_through_an_alias_are_planned_as_check_reads_them(tmp_path: Path) -> None:
+    stacks = _stacks(tmp_path, "east-a")
+    path = _shared_pools(stacks)
+    assert nodefleet("check", "--config-file", str(path)).returncode == 0
+    dry = _upgrade(stacks, "--dry-run")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert (
+        "east-a / shop: NodePool infra: held at 4.22.3 (release) until the control plane completes 4.22.4"
+        in dry.stdout
+    )
+    assert (
+        "east-a / pay: NodePool infra: held at 4.22.3 (release), shared with another cluster of this stack file"
+        in dry.stdout
+    )
+    # The whole upgrade, without a commit: the anchor stays, both clusters move, no pin is left.
+    for confirm in ((), ("--confirmed",), ("--confirmed",)):
+        step = _upgrade(stacks, *confirm)
+        _clean(step)
+    assert step.returncode == 0, step.stdout + step.stderr
+    text = path.read_text()
+    assert "nodePools: &pools" in text and "nodePools: *pools" in text
+    assert OLD not in text and "nodefleet upgrade: held" not in text
+    assert nodefleet("check", "--config-file", str(path)).returncode == 0
+
+
+def test_clusters_sharing_node_pools_at_different_releases_are_refused_with_the_fix(tmp_path: Path) -> None:
+    stacks = _stacks(tmp_path, "east-a")
+    path = _shared_pools(stacks)
+    text = path.read_text()
+    at = text.index("release: 4.22.3", text.index("name: pay"))
+    path.write_text(text[:at] + "release: 4.22.4" + text[at + len("release: 4.22.3") :])
+    refused = _upgrade(stacks, "--dry-run")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.splitlines() == [
+        f"error: {path}: the control-plane step would change more than the step: clusters[pay].node_pools[infra].release: "
+        "4.22.3 where the step leaves None (clusters of this stack file share YAML through an anchor and alias); give "
+        "each cluster its own copy of what they share, then run the upgrade again"
+    ]
+    assert refused.stdout == ""
+
+
+# --- state files ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stopped(tmp_path: Path) -> Path:
+    """The canary of two stacks staged without --commit, the run stopped at its gate."""
+    stacks = _stacks(tmp_path, "canary-east", "east-b")
+    first = _upgrade(stacks)
+    assert first.returncode == 1, first.stdout + first.stderr
+    return stacks
+
+
+def test_a_state_file_edited_by_hand_to_skip_the_canary_is_refused(stopped: Path) -> None:
+    state_file = stopped / "nodefleet-upgrade.json"
+    data = json.loads(state_file.read_text())
+    data["progress"] += [
+        {"step": "canary/control-plane", "event": "gate", "detail": "passed"},
+        {"step": "canary/nodes", "event": "staged"},
+        {"step": "canary/nodes", "event": "gate", "detail": "passed"},
+    ]
+    state_file.write_text(json.dumps(data))
+    files = {p.name: p.read_bytes() for p in stopped.iterdir()}
+    refused = _upgrade(stopped)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr == (
+        f"error: {state_file}: was changed since nodefleet wrote it (its digest does not match its content); nodefleet "
+        f"does not follow a state file edited by hand: {RESTART} {state_file}\n"
+    )
+    # Resealed by someone who knows how (its waves summary and digest recomputed): the stack files still say
+    # where the upgrade really is.
+    data.pop("digest")
+    forged = us.State.model_validate(data)
+    forged = forged.model_copy(update={"waves": us.summary(forged.the_plan(), forged.progress)})
+    state_file.write_text(us.dump(forged))
+    refused = _upgrade(stopped)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.startswith(
+        f"error: {stopped / 'Pulumi.canary-east.yaml'}: changed since the upgrade planned it"
+    )
+    assert {p.name: p.read_bytes() for p in stopped.iterdir() if p.name != "nodefleet-upgrade.json"} == {
+        k: v for k, v in files.items() if k != "nodefleet-upgrade.json"
+    }
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ('{"schema": "caf\xe9"}'.encode("latin-1"), "not UTF-8 text"),
+        (b'{"schema": ', "not JSON at line 1"),
+        (b"[" * 50_000 + b"]" * 50_000, "nested too deeply"),
+        (json.dumps({"release": NEW, "waves": [], "stopped": None}).encode(), "it names no schema"),
+        (
+            json.dumps({"schema": us.SCHEMA, "release": NEW, "waves": "all done"}).encode(),
+            "not a valid fleet upgrade state file",
+        ),
+    ],
+)
+def test_a_state_file_that_is_not_one_is_refused_with_what_to_do(
+    tmp_path: Path, content: bytes, says: str
+) -> None:
+    stacks = _stacks(tmp_path, "canary-east")
+    (stacks / "nodefleet-upgrade.json").write_bytes(content)
+    refused = _upgrade(stacks, "--dry-run")
+    _clean(refused)
+    assert refused.returncode == 2 and says in refused.stderr and RESTART in refused.stderr, refused.stderr
+    again = _upgrade(stacks, "--dry-run", "--restart")
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_a_named_pipe_as_the_state_file_is_refused_without_hanging(tmp_path: Path) -> None:
+    stacks = _stacks(tmp_path, "canary-east")
+    os.mkfifo(stacks / "nodefleet-upgrade.json")
+    refused = _upgrade(stacks, "--dry-run")
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"error: {stacks / 'nodefleet-upgrade.json'}: is a named pipe (FIFO), not a regular file, not a fleet upgrade "
+        "state file; remove it, or give --state a file of its own\n"
+    )
+
+
+def test_a_state_file_of_other_stacks_is_not_followed(stopped: Path) -> None:
+    refused = _upgrade(stopped, "--stacks", "east-b")
+    assert refused.returncode == 2
+    assert "belongs to an upgrade of other stacks" in refused.stderr and "--restart" in refused.stderr
+
+
+# --- health commands -----------------------------------------------------------------------------------------
+
+
+def test_a_health_command_that_hangs_is_stopped_at_the_timeout_with_what_it_started() -> None:
+    reason = _health_gate("sleep 300 & sleep 300; echo never", "canary", ["canary-east"], timeout=1)
+    assert reason == "--health-command did not finish within 1s (--timeout) after wave 0-canary"
+
+
+def test_a_health_command_s_output_is_decoded_leniently_and_only_its_tail_kept() -> None:
+    command = "printf 'first\\n\\377\\376 not utf-8 \\033[31m red\\n'; head -c 3000000 /dev/zero | tr '\\0' x >&2; exit 3"
+    reason = _health_gate(command, "main", ["east-a"], timeout=60)
+    assert reason.startswith("--health-command exited 3 after wave 2-main: ")
+    tail = reason.removeprefix("--health-command exited 3 after wave 2-main: ")
+    assert tail == "x" * HEALTH_LINE_CHARS
+    out_only = _health_gate("printf 'a\\nb\\n\\377 c \\033[0m\\n'; exit 4", "main", ["east-a"], timeout=60)
+    assert out_only == "--health-command exited 4 after wave 2-main: b \ufffd c ?[0m"
+
+
+def test_the_upgrade_applies_the_timeout_to_its_health_command(tmp_path: Path) -> None:
+    """Resumed straight at a gate (the step was recorded by a run killed right after), so nothing but the health
+    command runs under the short --timeout."""
+    stacks = _stacks(tmp_path, "canary-east")
+    killed = _upgrade(stacks, env={"NODEFLEET_TEST_CRASH_AT": "recorded"})
+    assert killed.returncode in (137, -9), killed.stdout + killed.stderr
+    hung = _upgrade(stacks, "--timeout", "2", "--health-command", "sleep 300")
+    assert hung.returncode == 1, hung.stdout + hung.stderr
+    assert hung.stdout.splitlines()[0] == (
+        f"nodefleet fleet upgrade to {NEW}: stopped at the gate after wave 1/1 canary control-plane: --health-command "
+        "did not finish within 2s (--timeout) after wave 0-canary"
+    )
+    noisy = _upgrade(stacks, "--health-command", "head -c 3000000 /dev/zero | tr '\\0' y; exit 1")
+    assert noisy.returncode == 1 and len(noisy.stdout) < 2000, noisy.stdout[:3000]
+    assert len((stacks / "nodefleet-upgrade.json").read_text()) < 20_000
+
+
+# --- kubeconfigs -----------------------------------------------------------------------------------------------
+
+
+CANARY = "sha256~CANARY-token-never-printed"
+
+
+def _apply_mode(stacks: Path, kubeconfig: str) -> None:
+    """canary-east applied by nodefleet, its management cluster reached through ``kubeconfig`` (the registry's)."""
+    path = stacks / "Pulumi.canary-east.yaml"
+    path.write_text(path.read_text().replace("      mode: render\n", "      mode: apply\n"))
+    registry = stacks / "nodefleet-fleet.yaml"
+    entry = "  - name: mgmt-use2-a\n"
+    registry.write_text(
+        registry.read_text().replace(entry, f"{entry}    kubeconfig: {json.dumps(kubeconfig)}\n")
+    )
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        '{"apiVersion": "v1", "users": [{"name": "a", "user": {"token": "' + CANARY + '"}}]}',
+        "users: [{user: {token: " + CANARY + "}}]",
+    ],
+)
+def test_a_kubeconfig_given_inline_is_refused_and_never_echoed(tmp_path: Path, given: str) -> None:
+    stacks = _stacks(tmp_path, "canary-east")
+    _apply_mode(stacks, given)
+    refused = _upgrade(stacks, "--dry-run")
+    _clean(refused)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "kubeconfig" in refused.stderr and CANARY not in refused.stdout + refused.stderr
+    assert not (stacks / "nodefleet-upgrade.json").exists()
+
+
+def test_a_broken_kubeconfig_is_named_not_echoed(tmp_path: Path) -> None:
+    stacks = _stacks(tmp_path, "canary-east")
+    kubeconfig = tmp_path / "mgmt.kubeconfig"
+    kubeconfig.write_text(f"users:\n- user:\n    token: {CANARY}\n  : : [\n")
+    _apply_mode(stacks, str(kubeconfig))
+    refused = _upgrade(stacks, "--dry-run")
+    _clean(refused)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.startswith(f"error: management cluster mgmt-use2-a: kubeconfig {kubeconfig}")
+    assert CANARY not in refused.stdout + refused.stderr
+
+
+# --- a plan that is not possible ------------------------------------------------------------------------------
+
+
+def test_clusters_ahead_are_all_named_before_any_plan_is_printed(tmp_path: Path) -> None:
+    stacks = _stacks(tmp_path, "canary-east", "Team_B", "east-a", "east-b")
+    for name, release in (("Team_B", "4.22.6"), ("east-b", "4.22.5")):
+        path = stacks / f"Pulumi.{name}.yaml"
+        path.write_text(path.read_text().replace("release: 4.22.3", f"release: {release}"))
+    for extra in (("--dry-run",), ()):
+        refused = _upgrade(stacks, *extra)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
+        assert refused.stderr.splitlines() == [
+            f"error: --release {NEW} is a downgrade for 2 clusters (Team_B/shop at 4.22.6, east-b/shop at 4.22.5), and "
+            "nodefleet does not stage downgrades: use a release at or above 4.22.6, or leave stacks Team_B, east-b out "
+            "with --stacks canary-east,east-a",
+        ]
+    assert not (stacks / "nodefleet-upgrade.json").exists() and not (tmp_path / "rendered").exists()
+    followed = _upgrade(stacks, "--dry-run", "--stacks", "canary-east,east-a")
+    assert followed.returncode == 0, followed.stdout + followed.stderr
+
+
+def test_a_release_the_registry_says_a_hyper_shift_operator_does_not_run_is_refused(tmp_path: Path) -> None:
+    """Render mode: what each management cluster's operator runs is its registry entry's
+    hypershift.supportedVersions (tests/fleet/regional/nodefleet-fleet.yaml: 4.22 at most)."""
+    stacks = _stacks(tmp_path, "canary-east", "Team_B", "east-b")
+    refused = _upgrade(stacks, "--dry-run", "--release", "5.0.0")
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
+    registry = stacks / "nodefleet-fleet.yaml"
+    runs = "; ".join(
+        f"{mgmt} runs {versions} ({registry} hypershift.supportedVersions; clusters {clusters})"
+        for mgmt, versions, clusters in (
+            ("mgmt-euw1-a", "4.22, 4.21", "Team_B/shop"),
+            ("mgmt-use2-a", "4.22, 4.21, 4.20", "canary-east/edge"),
+            ("mgmt-use2-b", "4.22, 4.21, 4.20", "east-b/shop"),
+        )
+    )
+    assert refused.stderr.splitlines() == [
+        f"error: --release 5.0.0: the HyperShift operator of 3 management clusters does not run 5.0 ({runs}): "
+        "upgrade the HyperShift operator there first, or leave those stacks out with --stacks"
+    ]
+    registry.write_text(registry.read_text().replace('["4.22", "4.21", "4.20"]', '["5.0", "4.22", "4.21"]'))
+    partly = _upgrade(stacks, "--dry-run", "--release", "5.0.0", "--stacks", "canary-east,east-b")
+    assert partly.returncode == 0, partly.stdout + partly.stderr
