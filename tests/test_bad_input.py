@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import os
 import socket
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from nodefleet.stackfile.model import ConfigError, escaped, suggest_key
 from nodefleet.stackfile.modelbase import go_duration_nanoseconds, zone_advice
 from nodefleet.stackfile.paths import CATALOG_ROOTS_ENV, RENDER_ROOTS_ENV
 from nodefleet.stackfile.yamlfile import YAMLFileError, load_yaml
+from tests.bounded import within
 from tests.conftest import PROJECT, stack_fleet
 
 
@@ -34,25 +34,6 @@ def _error(raw: dict[str, Any], stack: str = "dev", environ: dict[str, str] | No
     return str(e.value)
 
 
-def _within(seconds: float, call: Callable[[], Any]) -> Any:
-    """``call()``'s result, failing (not hanging) if it blocks: what a pipe nobody writes to would do."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # handed to the test below
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"blocked for more than {seconds}s"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
-
-
 # --- 13: files that are not regular files ----------------------------------------------------------------
 
 
@@ -60,17 +41,17 @@ def test_a_named_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
     pipe = tmp_path / "catalog.json"
     os.mkfifo(pipe)
     with pytest.raises(FileKindError, match="named pipe"):
-        _within(5, lambda: read_regular_file(pipe))
+        within(5, lambda: read_regular_file(pipe))
     with pytest.raises(CatalogError, match=r"named pipe .* regular file.*point catalog"):
-        _within(5, lambda: load_catalog(pipe, "catalogs/edge.json"))
+        within(5, lambda: load_catalog(pipe, "catalogs/edge.json"))
     with pytest.raises(YAMLFileError, match=r"Pulumi\.edge\.yaml: is a named pipe.*give its path"):
-        _within(5, lambda: read_stack_config(pipe, "stacks/Pulumi.edge.yaml"))
+        within(5, lambda: read_stack_config(pipe, "stacks/Pulumi.edge.yaml"))
 
 
 @pytest.mark.parametrize("device", ["/dev/urandom", "/dev/null"])
 def test_a_device_is_refused(device: str) -> None:
     with pytest.raises(FileKindError, match="character device"):
-        _within(5, lambda: read_regular_file(device))
+        within(5, lambda: read_regular_file(device))
 
 
 def test_a_socket_is_refused(tmp_path: Path) -> None:
@@ -96,7 +77,7 @@ def test_a_device_named_as_catalog_under_an_allowed_root_gets_one_message() -> N
     """Even where the operator allowed a root outside the project, a catalog must be a regular file."""
     raw = stack_fleet("dev")
     raw["clusters"][0]["catalog"] = "/dev/zero"
-    msg = _within(20, lambda: _error(raw, environ={CATALOG_ROOTS_ENV: "/dev"}))
+    msg = within(20, lambda: _error(raw, environ={CATALOG_ROOTS_ENV: "/dev"}))
     assert "nodefleet:fleet.clusters[0].catalog" in msg and "character device" in msg and "\n" not in msg
 
 
@@ -372,7 +353,7 @@ def test_a_lookalike_quoted_by_a_validator_is_escaped_too(dev_fleet: dict[str, A
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     from cli.main import main
 
-    code = _within(120, lambda: main(list(argv)))
+    code = within(120, lambda: main(list(argv)))
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err and "internal error" not in err, err
     return code, out, err
@@ -428,7 +409,7 @@ def test_a_previous_state_for_the_crd_policy_is_read_bounded(tmp_path: Path) -> 
         load_checkpoint(state, tmp_path)
     os.mkfifo(tmp_path / "fifo.json")
     with pytest.raises(PreviousStateError, match="named pipe"):
-        _within(10, lambda: load_checkpoint(tmp_path / "fifo.json", tmp_path))
+        within(10, lambda: load_checkpoint(tmp_path / "fifo.json", tmp_path))
 
 
 def test_json_a_user_wrote_into_a_value_is_read_bounded() -> None:
@@ -452,7 +433,7 @@ def test_report_reads_every_stack_file_guarded(tmp_path: Path) -> None:
     )
     os.mkfifo(project / "stacks" / "Pulumi.pipe.yaml")
     (project / "stacks" / "Pulumi.deep.yaml").write_text("config: " + "[" * 20_000 + "]" * 20_000 + "\n")
-    stacks, _ = _within(20, lambda: touched_stacks(["catalogs/a.yaml"], project))
+    stacks, _ = within(20, lambda: touched_stacks(["catalogs/a.yaml"], project))
     assert stacks == ["ok"]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,30 +26,12 @@ from nodefleet.files import (
     url_without_credentials,
 )
 from nodefleet.stackfile.paths import PathError, output_file, output_folder
-
-
-def _within(seconds: float, call: Callable[[], Any]) -> Any:
-    """``call()``'s result, failing (not hanging) if it blocks or loops: what a pipe or a bomb would do."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # handed to the test below
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds}s"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+from tests.bounded import within
 
 
 def _problem(call: Callable[[], Any], seconds: float = 60) -> str:
     with pytest.raises(FileProblem) as e:
-        _within(seconds, call)
+        within(seconds, call)
     message = str(e.value)
     assert "\n" not in message and "Traceback" not in message
     return message
@@ -336,6 +317,6 @@ def test_an_output_file_that_is_a_folder_or_a_pipe(tmp_path: Path) -> None:
     with pytest.raises(PathError, match="is a folder; name a file"):
         output_file(tmp_path / "dir", example="state.json")
     with pytest.raises(PathError, match="not a regular file"):
-        _within(10, lambda: output_file(tmp_path / "fifo", example="state.json"))
+        within(10, lambda: output_file(tmp_path / "fifo", example="state.json"))
     (tmp_path / "old.json").write_text("{}")
     assert output_file(tmp_path / "old.json", example="state.json") == tmp_path / "old.json"
