@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes.dynamic.exceptions import ConflictError
 
 from nodefleet.apiserver.schema import _default
 from nodefleet.apiserver.store import load_index
@@ -414,6 +415,11 @@ def play_controllers(*servers: ApiServer, holding: Iterable[str] = ()) -> int:
                 if f"{kind}/{live['metadata']['name']}" in held or _current(live):
                     continue
                 live["status"] = healthy_status(live)
-                client.replace(api.subresources["status"], body=live, field_manager=manager)
+                try:
+                    client.replace(api.subresources["status"], body=live, field_manager=manager)
+                except ConflictError:
+                    # Changed since it was listed (the GitOps tool syncing it): a controller requeues and
+                    # writes the next time; every caller plays the controllers inside a poll.
+                    continue
                 written += 1
     return written

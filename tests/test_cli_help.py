@@ -56,7 +56,7 @@ def test_help_has_a_description_defaults_and_exit_codes(
         if action.option_strings and default not in (None, False, [], argparse.SUPPRESS, True):
             flag = action.option_strings[-1]
             options = text.split("\noptions:\n", 1)[1]
-            shown = options.split(f"  {action.option_strings[0]}", 1)[1].split("\n  -", 1)[0]
+            shown = options.split(f"\n  {action.option_strings[0]}", 1)[1].split("\n  -", 1)[0]
             assert "default" in shown, f"{' '.join(path)} {flag}: its default {default!r} is not shown"
 
 
