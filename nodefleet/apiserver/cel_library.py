@@ -29,12 +29,13 @@ from functools import cache
 from typing import Any
 
 from cel_expr_python import cel
+from google.protobuf.message import Message  # type: ignore[import-untyped]
 
 from nodefleet.apiserver import formats as f
 from nodefleet.apiserver import quantity as q
 from nodefleet.apiserver import strfmt as crd_strfmt
 
-__all__ = ["CONFIG", "FUNCTIONS", "declarations", "rewrite"]
+__all__ = ["CONFIG", "FUNCTIONS", "declarations", "equal", "is_opaque", "redirect", "rewrite"]
 
 _MAP = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
 _STR = cel.Type.STRING
@@ -170,10 +171,11 @@ def _cel_eq(a: Any, b: Any) -> bool:
 
 
 def _comparable(items: list[Any], name: str) -> None:
-    """cel-go's dispatch: every item must be comparable (an unconvertible item is an error value, not one)."""
+    """cel-go's dispatch: every item must be comparable (an unconvertible item is an error value, not one, and
+    reaches a function as a message: nodefleet.apiserver.cel_unreadable)."""
     kinds = {type(x) for x in items}
     if (kinds - {int, float} and len(kinds) > 1) or any(
-        isinstance(x, list | Mapping | type(None)) for x in items
+        isinstance(x, list | Mapping | type(None) | Message) for x in items
     ):
         raise _NoOverload(f"no such overload: {name}(list)")
 
@@ -495,6 +497,18 @@ def _opaque_equal(a: Any, b: Any) -> bool:
         return _qty(a).cmp(_qty(b)) == 0
     if kind == _SEMVER:
         return _semver_cmp(a, b) == 0
+    return _cel_eq(a, b)
+
+
+def is_opaque(value: Any) -> bool:
+    """Whether ``value`` is one of Kubernetes' opaque values (a quantity, semver, URL, IP, CIDR, format)."""
+    return _kind(value) is not None
+
+
+def equal(a: Any, b: Any) -> bool:
+    """CEL's ``==`` of two values as cel-go answers it: opaque values by value, numbers across their types."""
+    if _kind(a) is not None and _kind(a) == _kind(b):
+        return _opaque_equal(a, b)
     return _cel_eq(a, b)
 
 

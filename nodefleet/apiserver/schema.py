@@ -326,7 +326,7 @@ def _format_view(value: str, fmt: str) -> Any:
         seconds = crd_formats.duration_seconds(value)
         if seconds is not None:
             return crd_cel.duration(round(seconds * 1e9))
-        return crd_cel.invalid_data(f"Invalid duration {value}: unable to parse {value} as duration")
+        return crd_cel.invalid_data(f"Invalid duration {value}: unable to parse {value} as duration", value)
     if fmt in ("date", "date-time"):
         parse, layout = (
             (crd_formats.date_value, crd_formats.DATE_LAYOUT)
@@ -337,11 +337,11 @@ def _format_view(value: str, fmt: str) -> Any:
         if stamp is not None:
             return crd_cel.timestamp(stamp)
         why = crd_formats.go_time_parse_error(value, layout)
-        return crd_cel.invalid_data(f"Invalid {fmt} formatted string {value}: {why}")
+        return crd_cel.invalid_data(f"Invalid {fmt} formatted string {value}: {why}", value)
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        return crd_cel.invalid_data(f"Invalid byte formatted string {value}")
+        return crd_cel.invalid_data(f"Invalid byte formatted string {value}", value)
 
 
 def _type_message(
@@ -712,7 +712,7 @@ class _Walk:
         so a rule that reads it, here or at any ancestor, fails at run time (rules run when the type error was
         ratcheted), and runtime errors are never ratcheted."""
         self.invalid += 1
-        invalid = crd_cel.invalid_data(_conversion_error(value, schema))
+        invalid = crd_cel.invalid_data(_conversion_error(value, schema), value)
         rules = schema.get("x-kubernetes-validations")
         if rules:
             self.sites.append(_Site(cpath, rules, schema, invalid, False, old, spath, self.anchor, value))
@@ -979,7 +979,7 @@ class _Walk:
             item_view, item_unknown = self.walk(
                 item, items_schema, item_path, old_item, f"{spath}[]", f"{cpath}[{i}]"
             )
-            view.append(item_view)
+            view.append(crd_cel.in_set(item_view) if list_type == "set" else item_view)
             unknown = unknown or item_unknown
         return view, unknown
 
@@ -1583,6 +1583,7 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
             site.view,
             old_arg,
             holds_invalid=site.holds_invalid or (old_arg is not _ABSENT and old_invalid),
+            raw_old=site.old if old_arg is not _ABSENT else _ABSENT,
         )
         if rule_log.active():
             rule_log.record(crd.crd.file, crd.version, site.spath, rule.rule, outcome.passed)
