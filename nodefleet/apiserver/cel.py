@@ -352,11 +352,12 @@ def _outcome_reading_invalid(
             f"signature for rule: {_named(rule)}",
             error=words,
         )
-    if go_words.startswith(("no such key: ", "index out of bounds: ")):
-        error = go_words  # a field the object lacks, not the unreadable value
-    else:
-        messages = _stand_in_messages(data["self"]) + _stand_in_messages(data["__nf_old"])
-        error = next((m for m in messages if m in words), error)
+    messages = _stand_in_messages(data["self"]) + _stand_in_messages(data["__nf_old"])
+    reached = next((m for m in messages if m in words), None)
+    if reached is not None:
+        error = reached
+    elif go_words != words:
+        error = go_words  # an error of its own (a field the object lacks), in cel-go's words
     return RuleOutcome(False, message=f"{error} evaluating rule: {_named(rule)}", error=error)
 
 
@@ -420,6 +421,8 @@ def evaluate(
             )
         if _NULL_SELECT in error:
             words = _null_select(rule, data) or words
+        elif any(marker in error for marker in _RUNTIME_WORDS):
+            words = _go_words(rule, data) or words
         return RuleOutcome(False, message=f"{words} evaluating rule: {named}", error=error)
     if kind != "BOOL":
         return RuleOutcome(None, detail=f"returned {kind.lower()}, not bool")
@@ -437,13 +440,34 @@ _GO_ERRORS = (
     ),
     # An error a Kubernetes library function raised (apiserver.cel_library): its message is the Go function's.
     (re.compile(r"^(?:OUT_OF_RANGE|UNKNOWN|INVALID_ARGUMENT): (no such overload.*)$"), "{0}"),
-    (re.compile(r"^(?:OUT_OF_RANGE|UNKNOWN): (.*)$"), "{0}"),
+    (re.compile(r"^(?:OUT_OF_RANGE|UNKNOWN|FAILED_PRECONDITION): (.*)$"), "{0}"),
 )
 
 
 #: This evaluator's error for selecting a field of null (a null item of a nullable list, say); cel-go says
 #: ``no such key: <field>``, naming the field this error leaves out.
 _NULL_SELECT = "Applying SELECT to non-message type"
+
+
+#: This evaluator's errors for a value of the wrong kind where cel-go iterates or indexes it (a value the type
+#: checker could not see: an int-or-string, the stored JSON under optionalOldSelf), which name neither the
+#: value's type nor the key as cel-go's words do.
+_RUNTIME_WORDS = ("Invalid container type", "<iter_range>")
+
+
+def _go_words(rule: CompiledRule, data: Mapping[str, Any]) -> str | None:
+    """cel-go's words for such an error: the rule evaluated again as :mod:`cel_unreadable` rewrites it, which
+    words them."""
+    program = _unreadable_program(rule.rule, rule.optional_old_self)
+    if program is None:
+        return None
+    try:
+        result = program.eval(data=data)
+    except Exception:
+        return None
+    if result.type().name() != "ERROR":
+        return None
+    return _go_error(" ".join(str(result.value()).split()))
 
 
 def _no_nulls(value: Any) -> Any:

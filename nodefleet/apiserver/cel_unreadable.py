@@ -218,6 +218,10 @@ def _fail_with(value: Any) -> Any:
     _fail(value)
 
 
+def _error(message: str) -> Any:
+    raise ValueError(message)
+
+
 def _to_cel(value: Any) -> Any:
     """``value`` as cel-expr-python takes it back from a function (it hands timestamps and durations to Python
     as ``datetime`` values, and takes them as messages)."""
@@ -268,6 +272,11 @@ def declarations() -> list[Any]:
     out.append(
         cel.FunctionDecl("__nf_fail", [cel.Overload("__nf_fail", cel.Type.DYN, [stand], impl=_fail_with)])
     )
+    out.append(
+        cel.FunctionDecl(
+            "__nf_error", [cel.Overload("__nf_error", cel.Type.DYN, [cel.Type.STRING], impl=_error)]
+        )
+    )
     return out
 
 
@@ -317,6 +326,30 @@ INDEX_OF_OPTIONAL = _ON_VALUE.format(
 PACKED = (
     "cel.bind(__nf_a, __nf_x, cel.bind(__nf_b, __nf_y, type(__nf_a) == optional_type || type(__nf_b) == "
     "optional_type ? FUNCTION_NATIVE : FUNCTION([__nf_a, __nf_b])))"
+)
+
+#: A comprehension's range or an index's operand: cel-go iterates and indexes lists and maps (an optional is
+#: the runtime's own), and words what it cannot as ``interpreter`` does.
+_CONTAINER = "type({0}) == list || type({0}) == map || type({0}) == optional_type"
+_GO_TYPES = (
+    ("string", "types.String"),
+    ("int", "types.Int"),
+    ("uint", "types.Uint"),
+    ("double", "types.Double"),
+    ("bool", "types.Bool"),
+    ("bytes", "types.Bytes"),
+    ("null_type", "types.Null"),
+    ("google.protobuf.Timestamp", "types.Timestamp"),
+    ("google.protobuf.Duration", "types.Duration"),
+)
+_GO_TYPE = "".join(f"type(__nf_r) == {cel} ? '{go}' : " for cel, go in _GO_TYPES) + "'types.Object'"
+RANGE = (
+    f"cel.bind(__nf_r, __nf_x, {_CONTAINER.format('__nf_r')} ? __nf_r : "
+    f'__nf_error("got \'" + ({_GO_TYPE}) + "\', expected iterable type"))'
+)
+INDEX_OF_ANY = (
+    f"cel.bind(__nf_c, __nf_x, cel.bind(__nf_k, __nf_y, {_CONTAINER.format('__nf_c')} ? __nf_c[__nf_k] : "
+    "__nf_error('no such key: ' + string(__nf_k))))"
 )
 
 #: A compiled template by its source (the environment's ``compile(...).serialize()``).
@@ -410,7 +443,11 @@ class _Rewriter:
     def _comprehension(self, node: Node, tainted: frozenset[str]) -> Node:
         assert node.iter_range and node.accu_init and node.condition and node.step and node.result
         inner = _scope(node, tainted)
-        node.iter_range = self.checked(self.rewrite(node.iter_range, tainted))
+        node.iter_range = self.splice(
+            RANGE,
+            self.ast.types.get(node.iter_range.id),
+            x=self.checked(self.rewrite(node.iter_range, tainted)),
+        )
         node.accu_init = self.rewrite(node.accu_init, tainted)
         node.condition = self.rewrite(node.condition, inner)
         node.step = self.rewrite(node.step, inner)
@@ -433,6 +470,7 @@ class _Rewriter:
         name, args = node.name, node.args
         if name in _PACKED and node.target is None and len(args) == 2:
             if any(_may_hold_optional(a, tainted) for a in args):
+                node.args = [self.checked(a) for a in args]
                 return node
             # These Python functions meet the stand-ins inside lists and maps as cel-go's code does.
             function = f"__nf_go_{_PACKED[name]}_{built}"
@@ -443,6 +481,7 @@ class _Rewriter:
             return self.splice(source, cel_ast.BOOL_TYPE, x=self.checked(args[0]), y=self.checked(args[1]))
         if name == "distinct" and node.target is not None and not args:
             if _may_hold_optional(node.target, tainted):
+                node.target = self.checked(node.target)
                 return node
             return self.splice(
                 "__nf_go_distinct([__nf_x])", cel_ast.LIST_DYN_TYPE, x=self.checked(node.target)
@@ -463,6 +502,8 @@ class _Rewriter:
         if node.target is not None:
             node.target = self.checked(node.target)
         node.args = [self.checked(a) for a in args]
+        if name == "_[_]" and node.target is None and len(node.args) == 2:
+            return self.splice(INDEX_OF_ANY, self.ast.types.get(node.id), x=node.args[0], y=node.args[1])
         target = library.redirect(name, [self.ast.types.get(a.id, b"") for a in node.args])
         if target is not None:
             self.ast.redirect(node, target[0], target[1])
