@@ -35,6 +35,7 @@ __all__ = [
     "parsed_tree",
     "redirect_calls",
     "serialized",
+    "source_positions",
 ]
 
 Field = tuple[int, int, Any]  # (field number, wire type, value: int for varints, bytes otherwise)
@@ -330,6 +331,20 @@ def _packed(fields: list[Field], number: int) -> list[int]:
             item, i = _varint(value, i)
             out.append(item)
     return out
+
+
+def source_positions(serialized: bytes) -> tuple[dict[int, int], list[int]]:
+    """The source info of ``serialized`` (an ``Any`` holding a ``ParsedExpr``): each expression's offset in
+    code points, by id, and the offsets at which the lines after the first start (and one past the end)."""
+    outer = _decode(serialized)
+    message = _decode(_field(outer, 2))
+    info = _decode(_field(message, 3) or b"")
+    positions: dict[int, int] = {}
+    for number, _, value in info:
+        if number == 4:
+            entry = _decode(value)
+            positions[_signed(int(_field(entry, 1) or 0))] = int(_field(entry, 2) or 0)
+    return positions, _packed(info, 3)
 
 
 def parsed_tree(serialized: bytes) -> Node:

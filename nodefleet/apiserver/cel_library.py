@@ -86,7 +86,10 @@ def _is(parse: Callable[[str], Any]) -> Callable[[str], bool]:
 
 
 def _url(s: str) -> dict[str, str]:
-    f.parse_url(s)
+    try:
+        f.parse_url(s)
+    except f.FormatError as e:
+        raise ValueError(f"URL parse error during conversion from string: {e}") from None
     return {_URL: s}
 
 
@@ -267,9 +270,9 @@ def _semver_parse(s: str) -> tuple[int, int, int, tuple[tuple[bool, int, str], .
         pre = rest.split(".")
     for name, text in (("major", parts[0]), ("minor", parts[1]), ("patch", patch)):
         if any(c not in "0123456789" for c in text):
-            raise ValueError(f"Invalid character(s) found in {name} number {text!r}")
+            raise ValueError(f"Invalid character(s) found in {name} number {f.go_quote(text)}")
         if len(text) > 1 and text[0] == "0":
-            raise ValueError(f"{name.capitalize()} number must not contain leading zeroes {text!r}")
+            raise ValueError(f"{name.capitalize()} number must not contain leading zeroes {f.go_quote(text)}")
         if not text or int(text) >= 2**64:
             raise ValueError(f'strconv.ParseUint: parsing "{text}": invalid syntax')
         nums.append(int(text))
@@ -279,17 +282,19 @@ def _semver_parse(s: str) -> tuple[int, int, int, tuple[tuple[bool, int, str], .
             raise ValueError("Prerelease is empty")
         if all(c in "0123456789" for c in p):
             if len(p) > 1 and p[0] == "0":
-                raise ValueError(f"Numeric PreRelease version must not contain leading zeroes {p!r}")
+                raise ValueError(
+                    f"Numeric PreRelease version must not contain leading zeroes {f.go_quote(p)}"
+                )
             prs.append((True, int(p), ""))
         elif all(c in _ALNUM for c in p):
             prs.append((False, 0, p))
         else:
-            raise ValueError(f"Invalid character(s) found in prerelease {p!r}")
+            raise ValueError(f"Invalid character(s) found in prerelease {f.go_quote(p)}")
     for b in build:
         if not b:
             raise ValueError("Build meta data is empty")
         if any(c not in _ALNUM for c in b):
-            raise ValueError(f"Invalid character(s) found in build meta data {b!r}")
+            raise ValueError(f"Invalid character(s) found in build meta data {f.go_quote(b)}")
     return nums[0], nums[1], nums[2], tuple(prs)
 
 
