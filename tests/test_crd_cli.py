@@ -176,7 +176,7 @@ def test_check_refuses_the_objects_of_a_crd_whose_default_its_rule_refuses(tmp_p
     result = nodefleet("check", "--stack", "hosted", cwd=project, env={"NODEFLEET_CACHE_DIR": str(tmp_path)})
     assert result.returncode == 1, result.stdout + result.stderr
     assert (
-        "can be created: openAPIV3Schema.properties[spec].properties[note].default: Invalid value: \"x\": note "
+        'can be created: openAPIV3Schema.properties[spec].properties[note].default: Invalid value: "x": note '
         "starts with n"
     ) in " ".join(result.stdout.split()), result.stdout
 
@@ -198,7 +198,7 @@ def test_refresh_refuses_a_crd_whose_rule_does_not_compile_in_one_line(tmp_path:
         f"error: {path}: the API server refuses this CRD: spec.validation.openAPIV3Schema"
         f".properties[spec].x-kubernetes-validations[{index}].rule: Invalid value: "
         '{"Rule":"self.nope == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"",'
-        '"OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:5: undefined field \'nope\'; nothing was '
+        "\"OptionalOldSelf\":null}: compilation failed: ERROR: <input>:1:5: undefined field 'nope'; nothing was "
         "changed"
     ]
 
