@@ -8,6 +8,10 @@ read by crd-schema.
 
 - ``ratchet-ancestor``: updates keeping a value of the wrong type (a string in an integer field, an object
   where a list belongs, a null list item) while a rule on an ancestor reads it, or does not;
+- ``unreadable``: rules whose cel-go code meets such a kept value's conversion error, and passes over it
+  (``sets.intersects``, ``indexOf``, ``!=``, membership that finds another item, a literal's ``sets.contains``)
+  or fails (membership, ``has()``, ``.?`` chains, equality of objects); the stored JSON a rule reads under
+  ``optionalOldSelf``; an int-or-string no overload takes;
 - ``format-type``: rules on ``date-time``, ``date``, ``duration`` and ``byte`` strings, which CEL sees as
   timestamps, durations and bytes;
 - ``quantity-equal``: quantities compared by value;
@@ -314,6 +318,43 @@ CRDS: dict[str, dict[str, Any]] = {
             },
         },
     ),
+    "keeper": _crd(
+        "Keeper",
+        {
+            "type": "object",
+            "x-kubernetes-validations": [
+                _r("!has(self.ports) || 80 in self.ports", message="port 80 open"),
+                _r("!has(self.ports) || !sets.intersects(self.ports, [22, 23])", message="no ssh or telnet"),
+                _r("!has(self.ports) || self.ports.indexOf(8080) == -1", message="no 8080"),
+                _r("!has(self.ports) || self.ports != [1, 2]", message="not one and two"),
+                _r("!has(self.codes) || sets.contains([200, 404, 500], self.codes)", message="known codes"),
+                _r("!has(self.limits) || !('cpu' in self.limits) || self.limits.cpu <= 64", message="cpu"),
+                _r("!has(self.box) || !has(self.box.label) || self.box.label != 'x'", message="label"),
+                _r("!has(self.box) || !has(oldSelf.box) || self.box == oldSelf.box", message="box fixed"),
+                _r("self.?deep.inner.depth.orValue(0) >= 0", message="depth"),
+                _r("!has(self.when) || self.when > timestamp('2020-01-01T00:00:00Z')", message="after 2020"),
+                _r(
+                    "!oldSelf.hasValue() || !has(oldSelf.value().when) || oldSelf.value().when == self.when",
+                    message="when is fixed",
+                    optionalOldSelf=True,
+                ),
+                _r("!has(self.level) || self.level > 0", message="level positive"),
+            ],
+            "properties": {
+                "note": _S,
+                "ports": {"type": "array", "maxItems": 8, "items": _I},
+                "codes": {"type": "array", "x-kubernetes-list-type": "set", "maxItems": 8, "items": _I},
+                "limits": {"type": "object", "maxProperties": 8, "additionalProperties": _I},
+                "box": {"type": "object", "properties": {"size": _I, "label": _S}},
+                "deep": {
+                    "type": "object",
+                    "properties": {"inner": {"type": "object", "properties": {"depth": _I}}},
+                },
+                "when": {"type": "string", "format": "date-time"},
+                "level": {"x-kubernetes-int-or-string": True, "maxLength": 16},
+            },
+        },
+    ),
     "intformats": _crd(
         "Width",
         {
@@ -439,6 +480,90 @@ REFUSAL_CRDS: dict[str, dict[str, Any]] = {
         ("accepted-cost-grid", _r(_NAMES_RULE.replace("self.names", "self")), "grid", _grid(216)),
         ("cost-grid-over", _r(_NAMES_RULE.replace("self.names", "self")), "grid", _grid(219)),
         ("cost-message-expression", _r("self.a > 0", messageExpression="self.s.split(',').join('-')")),
+        # Rules that do not compile, of many shapes: the API server's words name each error's place.
+        ("undeclared-function", _r("self.s.frobnicate() == 1")),
+        ("format-decimal-string", _r("'%d'.format([self.s]) == ''")),
+        ("format-fixed-int", _r("'%.2f'.format([self.a]) == ''")),
+        ("format-too-many-args", _r("'%s'.format([self.s, self.a]) == ''")),
+        ("format-bad-clause", _r("'%q'.format([self.s]) == ''")),
+        ("accepted-format-dyn", _r("'%d and %s'.format([self.a, self.tags]) != ''")),
+        ("and-of-int", _r("self.a && true")),
+        ("range-of-int", _r("self.a.all(x, x > 0)")),
+        ("or-value-type", _r("self.?a.orValue('x') == 'x'")),
+        ("map-mixed-values", _r("{'a': 1, 'b': 'x'}.size() > 0")),
+        ("two-errors", _r("self.s + 1 > 0 && self.nope")),
+        ("item-struct", _r("self.steps[0] == 'x'")),
+        ("second-line", _r("self.a > 0 &&\n  self.s == 1", message="two lines")),
+        ("wide-characters", _r("self.s == 'é' && self.a == 'x'")),
+        ("not-bool-string", _r("self.s")),
+        ("duration-literal", _r("duration('1d') > duration('1h')")),
+        ("timestamp-literal", _r("timestamp('x') > timestamp('2020-01-01T00:00:00Z')")),
+        ("regex-literal", _r("self.s.matches('[')")),
+        ("message-expression-syntax", _r("self.a > 0", messageExpression="self.a +")),
+        ("message-expression-undefined", _r("self.a > 0", messageExpression="self.nope")),
+        ("rule-lines-without-message", _r("self.a > 0 &&\n  self.a < 10")),
+        ("message-blank", _r("self.a > 0", message="  ")),
+        ("message-line-break", _r("self.a > 0", message="one\ntwo")),
+        ("optional-old-self-unused", _r("self.a > 0", optionalOldSelf=False)),
+        ("compile-error-and-bad-field-path", _r("self.nope > 0", fieldPath=".nope")),
+        # Defaults the API server holds to their schema and rules when the CRD is created.
+        (
+            "accepted-default-valid",
+            _r("self.startsWith('a')"),
+            "q",
+            {"q": {"type": "string", "default": "abc"}},
+        ),
+        ("default-rule-false", _r("self.startsWith('a')"), "q", {"q": {"type": "string", "default": "x"}}),
+        (
+            "default-rule-error",
+            _r("int(self) > 0", message="a number"),
+            "q",
+            {"q": {"type": "string", "default": "x"}},
+        ),
+        (
+            "default-pattern",
+            _r("self.size() > 0"),
+            "q",
+            {"q": {"type": "string", "pattern": "^a", "default": "x"}},
+        ),
+        ("default-type", _r("self > 0"), "a", {"a": {"type": "integer", "default": "x"}}),
+        ("default-enum", _r("self != 'z'"), "q", {"q": {"type": "string", "enum": ["a"], "default": "x"}}),
+        (
+            "default-object-rule",
+            _r("self.n < 3", message="small"),
+            "box",
+            {"box": {"type": "object", "properties": {"n": _I}, "default": {"n": 5}}},
+        ),
+        (
+            "default-unknown-field",
+            _r("!has(self.n) || self.n < 3"),
+            "box",
+            {"box": {"type": "object", "properties": {"n": _I}, "default": {"n": 1, "m": 2}}},
+        ),
+        (
+            "default-optional-old-self",
+            _r("!oldSelf.hasValue() || self > oldSelf.value()", optionalOldSelf=True),
+            "a",
+            {"a": {"type": "integer", "default": 3}},
+        ),
+        (
+            "default-and-compile-error",
+            _r("self.nope == 1"),
+            "box",
+            {"box": {"type": "object", "properties": {"n": _I}, "default": {"n": 1}}},
+        ),
+        (
+            "accepted-default-under-item-rule",
+            _r("self.n > 0", message="positive"),
+            "steps",
+            {
+                "steps": {
+                    "type": "array",
+                    "maxItems": 8,
+                    "items": {"type": "object", "properties": {"n": {**_I, "default": -1}}},
+                }
+            },
+        ),
     ]
 }
 
@@ -461,6 +586,10 @@ def _obj(kind: str, spec: dict[str, Any], name: str = "a") -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "spec": copy.deepcopy(spec),
     }
+
+
+def _keep(**spec: Any) -> dict[str, Any]:
+    return _obj("Keeper", {"note": "n", **spec})
 
 
 def _anc(**spec: Any) -> dict[str, Any]:
@@ -582,6 +711,61 @@ CASES: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
         _obj("Ledger", {"weights": [{"name": "w", "weight": 1}]}),
         _obj("Ledger", {"weights": [{"name": "w", "weight": 2}]}),
     ),
+    # --- cel-go's code meets the kept value's conversion error: passes over it, or fails ---------------------
+    (
+        "unreadable",
+        "keeper",
+        "valid-create",
+        _keep(ports=[80], codes=[200], when="2024-01-01T00:00:00Z"),
+        None,
+    ),
+    (
+        "unreadable",
+        "keeper",
+        "ports-string-beside-80",
+        _keep(ports=[80, "x"], note="m"),
+        _keep(ports=[80, "x"]),
+    ),
+    ("unreadable", "keeper", "ports-only-string", _keep(ports=["x"], note="m"), _keep(ports=["x"])),
+    ("unreadable", "keeper", "codes-string", _keep(codes=[200, "x"], note="m"), _keep(codes=[200, "x"])),
+    (
+        "unreadable",
+        "keeper",
+        "limits-cpu-string",
+        _keep(limits={"cpu": "x"}, note="m"),
+        _keep(limits={"cpu": "x"}),
+    ),
+    (
+        "unreadable",
+        "keeper",
+        "limits-mem-string",
+        _keep(limits={"mem": "x"}, note="m"),
+        _keep(limits={"mem": "x"}),
+    ),
+    (
+        "unreadable",
+        "keeper",
+        "box-size-string",
+        _keep(box={"size": "big", "label": "y"}, note="m"),
+        _keep(box={"size": "big", "label": "y"}),
+    ),
+    (
+        "unreadable",
+        "keeper",
+        "depth-string",
+        _keep(deep={"inner": {"depth": "x"}}, note="m"),
+        _keep(deep={"inner": {"depth": "x"}}),
+    ),
+    ("unreadable", "keeper", "when-not-a-date", _keep(when="soon", note="m"), _keep(when="soon")),
+    (
+        "unreadable",
+        "keeper",
+        "when-kept",
+        _keep(when="2024-01-01T00:00:00Z", note="m"),
+        _keep(when="2024-01-01T00:00:00Z"),
+    ),
+    ("unreadable", "keeper", "level-string", _keep(level="high"), None),
+    ("unreadable", "keeper", "level-number", _keep(level=3), None),
     # --- string formats as CEL types ---------------------------------------------------------------------
     ("format-type", "formats", "at-after", _obj("Stamp", {"at": "2024-06-01T10:00:00Z"}), None),
     ("format-type", "formats", "at-before", _obj("Stamp", {"at": "2023-12-31T23:59:59Z"}), None),

@@ -50,6 +50,7 @@ __all__ = [
     "corpus",
     "edge_cases",
     "gadget_cases",
+    "keeper_cases",
     "reference_case",
 ]
 
@@ -812,7 +813,19 @@ def corpus(seed: int = 17) -> list[Case]:
         out.extend(_updates(version, base, rng, tag))
     out.extend(edge_cases())
     out.extend(gadget_cases())
+    out.extend(keeper_cases())
     return out
+
+
+def keeper_cases() -> list[Case]:
+    """The third edge CRD's hand-written cases (tests/crd_unreadable.py)."""
+    from tests import crd_unreadable
+
+    version = crd_unreadable.keepers()
+    return [
+        Case(f"{crd_unreadable.KEEPERS.name}@{version.version}/{cls}/{tag}", cls, version, obj, old)
+        for cls, tag, obj, old in crd_unreadable.CASES
+    ]
 
 
 def gadget_cases() -> list[Case]:

@@ -10,7 +10,9 @@ must be equal, not only the verdicts, on:
 - every rule of every shipped CRD;
 - the hand-written CRDs near the budgets (tests/crd_classes.py ``REFUSAL_CRDS``) and the edge CRDs;
 
-and the refusals for cost must be the API server's, word for word, at the same paths. The functions the
+and every refusal of a CRD must be the API server's, word for word, at the same field: for its rules' cost,
+rules that do not compile (cel-go's errors, located and shown as it shows them), a rule's fields, defaults its
+schema or rules refuse (nodefleet/apiserver/crd_rules.py). The functions the
 estimator type-checks against (nodefleet/apiserver/cel_check.py ``DECLARATIONS``) must be the API server's
 environment's, overload for overload, and its parser must expand the same macros.
 
@@ -20,6 +22,7 @@ environment's, overload for overload, and its parser must expand the same macros
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections import Counter
 from functools import cache
@@ -29,7 +32,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nodefleet.apiserver import cel_check, cel_cost
+from nodefleet.apiserver import cel_check, cel_cost, crd_rules
 from nodefleet.apiserver.store import CRD_DIR, load_index
 from tests import goref
 from tests.cel_cost_corpus import HAND_WRITTEN_RULES, corpus, hand_written
@@ -41,6 +44,8 @@ pytestmark = pytest.mark.goref
 REFERENCE = PROJECT / "tests" / "celcost_reference"
 #: Seeds and sizes of the generated corpus.
 SEEDS = ((7, 600), (8, 600), (9, 600))
+#: The API server names a rule's type ``selfType`` and its clock's nanoseconds.
+_SELF_TYPE = re.compile(r"selfType\d+")
 #: The refusals for cost are those whose words name it.
 _COST_WORDS = (
     "estimated rule cost",
@@ -106,14 +111,18 @@ def compare(crds: list[tuple[str, dict[str, Any]]]) -> tuple[Counter[str], list[
             else:
                 differ.append(f"{cid} {go['path']}: {go['rule']!r}: API server {want}, here {got}")
         counts["crds"] += 1
-        others = [e for e in answer["errors"] if not any(w in e["detail"] for w in _COST_WORDS)]
-        want_words = sorted((e["field"], e["detail"]) for e in answer["errors"] if e not in others)
-        got_words = sorted(r for where, schema in _schemas(crd) for r in cel_cost.refusals(schema, where))
-        counts["refused for cost"] += bool(want_words)
-        if others:
-            # Refused for something else: the API server then skips its CEL checks where the schema is wrong.
-            counts["refused otherwise"] += 1
-            continue
+        counts["refused for cost"] += any(w in e["detail"] for e in answer["errors"] for w in _COST_WORDS)
+        counts["refused otherwise"] += any(
+            not any(w in e["detail"] for w in _COST_WORDS) for e in answer["errors"]
+        )
+        # Every refusal, for cost or anything else crd_rules checks, at the same field in the same words (but
+        # the number the API server names a rule's type with, its clock's nanoseconds).
+        want_words = sorted((e["field"], _SELF_TYPE.sub("selfType", e["detail"])) for e in answer["errors"])
+        got_words = sorted(
+            (r.where, _SELF_TYPE.sub("selfType", r.message))
+            for where, schema in _schemas(crd)
+            for r in crd_rules.refusals(schema, where)
+        )
         if got_words == want_words:
             counts["refusals equal"] += 1
         else:
@@ -184,6 +193,7 @@ def test_costs_equal_the_api_servers_on_the_generated_corpus() -> None:
         total += counts
         differ += found
     assert total["rules"] >= 3000 and total["refused for cost"] >= 300 and total["not compiled"] >= 10, total
+    assert total["refused otherwise"] >= 100, total  # rules that do not compile, defaults refused
     _report("generated corpus", total, differ)
 
 
@@ -207,5 +217,5 @@ def test_costs_equal_the_api_servers_on_the_hand_written_crds() -> None:
     edges = PROJECT / "tests" / "data" / "crd-edges"
     crds += [(p.name, yaml.safe_load(p.read_text(encoding="utf-8"))) for p in sorted(edges.glob("*.yaml"))]
     counts, differ = compare(crds)
-    assert counts["refused for cost"] >= 13, counts
+    assert counts["refused for cost"] >= 13 and counts["refused otherwise"] >= 40, counts
     _report("hand-written CRDs", counts, differ)

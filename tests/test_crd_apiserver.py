@@ -26,6 +26,7 @@ from tests import goref
 from tests.conftest import PROJECT
 from tests.crd_corpus import EDGES, Case, corpus, reference_case
 from tests.crd_gadgets import GADGETS
+from tests.crd_unreadable import KEEPERS, crd_text
 
 REFERENCE = PROJECT / "tests" / "apiserver_reference"
 
@@ -200,7 +201,7 @@ def test_corpus_covers_every_shipped_crd_and_class() -> None:
     updates = [c for c in cases if c.old is not None]
     assert len(creates) >= 2000 and len(updates) >= 500
     served = {(v.crd.file, v.version) for v in load_index().all_versions()}
-    edges = {(str(EDGES), "v1"), (str(GADGETS), "v1")}
+    edges = {(str(EDGES), "v1"), (str(GADGETS), "v1"), (str(KEEPERS), "v1")}
     assert {(c.crd.crd.file, c.crd.version) for c in cases} == served | edges
     outcomes = _outcomes()
     refused = {o.case.cls for o in outcomes if not o.ref_allowed}
@@ -216,9 +217,16 @@ def test_corpus_covers_every_shipped_crd_and_class() -> None:
         "set-list",
         "ratchet-cel",
         "messages",
+        "unreadable",
     ):
         assert cls in refused, f"the corpus has no {cls} case the API server refuses"
     assert any(o.ratcheted for o in outcomes), "no update the API server accepts only by ratcheting"
+
+
+def test_the_keeper_crd_is_the_file_the_reference_reads() -> None:
+    assert KEEPERS.read_text(encoding="utf-8") == crd_text(), (
+        f"{KEEPERS.name} is stale: run `venv/bin/python -m tests.crd_unreadable`"
+    )
 
 
 @pytest.mark.goref

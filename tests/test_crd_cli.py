@@ -123,6 +123,86 @@ def test_check_refuses_the_objects_of_a_crd_refused_for_its_rules_cost(tmp_path:
     assert "`nodefleet crds refresh`" in result.stdout
 
 
+def _edited_nodepool_crd(project: Path, note: dict[str, Any], rule: dict[str, Any]) -> int:
+    """The project's NodePool CRD with a property ``note`` under ``spec`` and ``rule`` on it; the rule's index."""
+    path = project / "nodefleet" / "crds" / "hypershift.openshift.io_nodepools.yaml"
+    doc = yaml.safe_load(path.read_text())
+    spec = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["note"] = note
+    rules = spec.setdefault("x-kubernetes-validations", [])
+    rules.append(rule)
+    path.write_text(yaml.safe_dump(doc))
+    return len(rules) - 1
+
+
+def test_check_refuses_the_objects_of_a_crd_whose_rule_does_not_compile(tmp_path: Path) -> None:
+    """A rule the API server does not compile (reverse() on a string: a strings extension newer than the
+    server's) keeps the CRD from being installed: `check` refuses the stack's NodePool with cel-go's error,
+    located as the API server shows it."""
+    project = copy_project(tmp_path / "project")
+    (project / "stacks").mkdir()
+    shutil.copy2(PROJECT / "stacks" / "Pulumi.hosted.yaml", project / "stacks")
+    index = _edited_nodepool_crd(
+        project, {"type": "string", "maxLength": 16}, {"rule": "!has(self.note) || self.note.reverse() != ''"}
+    )
+    result = nodefleet("check", "--stack", "hosted", cwd=project, env={"NODEFLEET_CACHE_DIR": str(tmp_path)})
+    assert result.returncode == 1, result.stdout + result.stderr
+    words = " ".join(result.stdout.split())
+    assert (
+        f"can be created: openAPIV3Schema.properties[spec].x-kubernetes-validations[{index}].rule: Invalid value: "
+        '{"Rule":"!has(self.note) || self.note.reverse() != \'\'","Message":"","MessageExpression":"",'
+        '"Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:37: found '
+        "no matching overload for 'reverse' applied to 'string.()' | !has(self.note) || self.note.reverse() != "
+        "'' | " + "." * 36 + "^"
+    ) in words, result.stdout
+    assert "`nodefleet crds refresh`" in result.stdout
+
+
+def test_check_refuses_the_objects_of_a_crd_whose_default_its_rule_refuses(tmp_path: Path) -> None:
+    """A default the node's own rule refuses: the API server checks every default when the CRD is created."""
+    project = copy_project(tmp_path / "project")
+    (project / "stacks").mkdir()
+    shutil.copy2(PROJECT / "stacks" / "Pulumi.hosted.yaml", project / "stacks")
+    path = project / "nodefleet" / "crds" / "hypershift.openshift.io_nodepools.yaml"
+    doc = yaml.safe_load(path.read_text())
+    spec = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["note"] = {
+        "type": "string",
+        "maxLength": 16,
+        "default": "x",
+        "x-kubernetes-validations": [{"rule": "self.startsWith('n')", "message": "note starts with n"}],
+    }
+    path.write_text(yaml.safe_dump(doc))
+    result = nodefleet("check", "--stack", "hosted", cwd=project, env={"NODEFLEET_CACHE_DIR": str(tmp_path)})
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        'can be created: openAPIV3Schema.properties[spec].properties[note].default: Invalid value: "x": note '
+        "starts with n"
+    ) in " ".join(result.stdout.split()), result.stdout
+
+
+def test_refresh_refuses_a_crd_whose_rule_does_not_compile_in_one_line(tmp_path: Path) -> None:
+    upstream = _upstream_copy(tmp_path)
+    path = upstream / "hypershift.openshift.io_nodepools.yaml"
+    doc = yaml.safe_load(path.read_text())
+    spec = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    rules = spec.setdefault("x-kubernetes-validations", [])
+    rules.append({"rule": "self.nope == 1"})
+    index = len(rules) - 1
+    path.write_text(yaml.safe_dump(doc))
+    dest = tmp_path / "crds"
+    shutil.copytree(CRD_DIR, dest)
+    result = _nodefleet("crds", "refresh", "--from", str(upstream), "--to", str(dest))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: {path}: the API server refuses this CRD: spec.validation.openAPIV3Schema"
+        f".properties[spec].x-kubernetes-validations[{index}].rule: Invalid value: "
+        '{"Rule":"self.nope == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"",'
+        "\"OptionalOldSelf\":null}: compilation failed: ERROR: <input>:1:5: undefined field 'nope'; nothing was "
+        "changed"
+    ]
+
+
 def test_shipped_crds_are_the_recorded_upstream_files() -> None:
     doc = yaml.safe_load((CRD_DIR / SOURCES_FILE).read_text())
     recorded = doc["crds"]

@@ -24,15 +24,11 @@ from typing import Any
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
-from google.protobuf import (  # type: ignore[import-untyped]
-    duration_pb2,
-    empty_pb2,
-    field_mask_pb2,
-    timestamp_pb2,
-)
+from google.protobuf import duration_pb2, timestamp_pb2  # type: ignore[import-untyped]
 
 from nodefleet.apiserver import cel_ast
 from nodefleet.apiserver import cel_library as library
+from nodefleet.apiserver import cel_unreadable as unreadable
 
 FUNCTIONS = library.FUNCTIONS
 
@@ -52,8 +48,7 @@ __all__ = [
 ]
 
 
-@cache
-def _env() -> Any:
+def _new_env(functions: list[Any]) -> Any:
     return cel.NewEnv(
         config=cel.NewEnvConfigFromYaml(library.CONFIG),
         variables={
@@ -61,14 +56,28 @@ def _env() -> Any:
             "oldSelf": cel.Type.DYN,
             "__nf_old": cel.Type.DYN,
             "__nf_has_old": cel.Type.BOOL,
+            # the operands of cel_unreadable's rewrites
+            "__nf_x": cel.Type.DYN,
+            "__nf_y": cel.Type.DYN,
         },
         extensions=[
             ext_optional.ExtOptional(),
             ext_strings.ExtStrings(version=2),
             ext_bindings.ExtBindings(),
         ],
-        functions=library.declarations(),
+        functions=functions,
     )
+
+
+@cache
+def _env() -> Any:
+    return _new_env(library.declarations())
+
+
+@cache
+def _unreadable_env() -> Any:
+    """The environment of rules rewritten to meet unconvertible values (:mod:`cel_unreadable`)."""
+    return _new_env(library.declarations() + unreadable.declarations())
 
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
@@ -100,15 +109,21 @@ class CompiledRule:
     error: str | None
 
 
-@cache
-def _compile(expression: str, optional_old_self: bool) -> tuple[Any | None, str | None]:
-    try:
-        source = library.rewrite(expression)
-    except ValueError as e:
-        return None, f"Syntax error: {e}"
+def _source(expression: str, optional_old_self: bool) -> str:
+    """What this environment compiles for ``expression``; ValueError when it does not parse."""
+    source = library.rewrite(expression)
     if optional_old_self:
         # oldSelf as optional<T>: none on create, of(old) on update (KEP-4008's optionalOldSelf).
         source = f"cel.bind(oldSelf, __nf_has_old ? optional.of(__nf_old) : optional.none(), ({source}))"
+    return source
+
+
+@cache
+def _compile(expression: str, optional_old_self: bool) -> tuple[Any | None, str | None]:
+    try:
+        source = _source(expression, optional_old_self)
+    except ValueError as e:
+        return None, f"Syntax error: {e}"
     try:
         program = _env().compile(source)
     except Exception as e:  # the binding raises RuntimeError/ValueError with the checker's message
@@ -182,13 +197,26 @@ _GAP_ERRORS = ("No matching overloads", "no matching overload", "Unimplemented",
 
 _ABSENT = object()
 
-#: The key of the stand-in for a value the API server's CEL validator cannot convert to its schema's type.
-_INVALID = "#invalid"
+#: The keys of the marker of a value the API server's CEL validator cannot convert to its schema's type: its
+#: conversion error, the raw value, whether it is an item of a ``set`` list.
+_INVALID, _RAW, _IN_SET = "#invalid", "#raw", "#set"
+_MARKER_KEYS = frozenset({_INVALID, _RAW, _IN_SET})
 
 
-def invalid_data(message: str) -> dict[str, str]:
-    """A value CEL cannot read: any use of it fails at run time with ``message`` (cel-go's error value)."""
-    return {_INVALID: message}
+def invalid_data(message: str, raw: Any = None, in_set: bool = False) -> dict[str, Any]:
+    """A value CEL cannot read (``raw``): a rule reaching it fails at run time with ``message`` (cel-go's error
+    value) wherever cel-go's code would pass that error on (:mod:`nodefleet.apiserver.cel_unreadable`)."""
+    return {_INVALID: message, _RAW: raw, _IN_SET: in_set}
+
+
+def _is_marker(value: Any) -> bool:
+    return isinstance(value, Mapping) and _INVALID in value and value.keys() <= _MARKER_KEYS
+
+
+def in_set(value: Any) -> Any:
+    """``value``, marked as an item of a ``set`` list (whose equality compares raw items) where it is a value
+    CEL cannot read."""
+    return {**value, _IN_SET: True} if _is_marker(value) else value
 
 
 def timestamp(value: Any) -> Any:
@@ -213,7 +241,7 @@ def holds_invalid(value: Any) -> bool:
 def _invalid_in(value: Any) -> str | None:
     """The conversion error of the first unconvertible value inside ``value``, if any."""
     if isinstance(value, Mapping):
-        if _INVALID in value and len(value) == 1:
+        if _is_marker(value):
             return str(value[_INVALID])
         value = value.values()
     elif not isinstance(value, list):
@@ -250,114 +278,123 @@ def _default_message(rule: CompiledRule) -> str:
     return _go_trim(rule.message) if rule.message else f"failed rule: {_go_trim(rule.rule)}"
 
 
-def _substituted(value: Any, stand_in: Any, drop: bool) -> Any:
-    """``value`` with each unconvertible value replaced by ``stand_in`` (a message no operator but ``==``
-    accepts), or, with ``drop``, removed where it is an object's field (so selecting it fails, as it does in
-    cel-go, while a list keeps its item's place)."""
+def _stand_ins(value: Any) -> Any:
+    """``value`` with each value CEL cannot read replaced by its stand-in (:func:`cel_unreadable.stand_in`)."""
+    if _is_marker(value):
+        return unreadable.stand_in(str(value[_INVALID]), value.get(_RAW), bool(value.get(_IN_SET)))
     if isinstance(value, Mapping):
-        if _INVALID in value and len(value) == 1:
-            return stand_in
-        out = {}
-        for k, v in value.items():
-            if drop and isinstance(v, Mapping) and _INVALID in v and len(v) == 1:
-                continue
-            out[k] = _substituted(v, stand_in, drop)
-        return out
+        return {k: _stand_ins(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substituted(v, stand_in, drop) for v in value]
+        return [_stand_ins(v) for v in value]
     return value
 
 
-#: Stand-ins for a value the API server cannot convert: two message types no rule operates on, so every
-#: operator but ``==``/``!=``/``in`` and ``has()`` fails on them, and the two compare unequal.
-_STAND_INS = (empty_pb2.Empty(), field_mask_pb2.FieldMask())
+@cache
+def _unreadable_program(expression: str, optional_old_self: bool) -> Any | None:
+    """``expression`` compiled and rewritten to meet stand-ins as cel-go meets its errors; None when it does
+    not compile here."""
+    try:
+        program = _env().compile(_source(expression, optional_old_self))
+        return _unreadable_env().deserialize(unreadable.rewrite(program.serialize(), _template))
+    except Exception:  # the binding raises RuntimeError/ValueError with the checker's message
+        return None
 
 
-_CONSTANT = re.compile(
-    r"'((?:\\.|[^'\\])*)'|\"((?:\\.|[^\"\\])*)\"|(?<![\w.])(-?\d+\.\d+(?:[eE][-+]?\d+)?|-?\d+)(?![\w.])"
-)
+@cache
+def _template(source: str) -> bytes:
+    """A rewrite of :mod:`cel_unreadable`, compiled."""
+    return bytes(_unreadable_env().compile(source).serialize())
 
 
-def _constants(expression: str) -> list[Any]:
-    """The string and number constants written in ``expression`` (at most eight), as probes."""
-    out: list[Any] = []
-    for match in _CONSTANT.finditer(expression):
-        single, double, number = match.groups()
-        if number is not None:
-            value: Any = float(number) if "." in number else int(number)
-        else:
-            value = single if single is not None else double
-        if value not in out:
-            out.append(value)
-    return out[:8]
+def _stand_in_messages(value: Any) -> list[str]:
+    if unreadable.is_stand_in(value):
+        return [unreadable.message_of(value)]
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, list) else ()
+    return [m for item in items for m in _stand_in_messages(item)]
 
 
 def _outcome_reading_invalid(
-    rule: CompiledRule, self_value: Any, old_value: Any, has_old: bool, error: str
+    rule: CompiledRule, self_value: Any, old_value: Any, rule_old: Any, error: str
 ) -> RuleOutcome:
     """The outcome of a rule whose ``self`` or ``oldSelf`` holds a value the API server cannot convert to its
-    schema's type (a string in an integer field kept by ratcheting, say).
-
-    cel-go converts a field when the rule selects it, so the rule fails with the conversion error wherever it
-    reads that value (an ancestor's rule too), and only ``has()`` and what short-circuits past it do not read
-    it. cel-expr-python converts the whole value up front, so the rule is evaluated three ways: with the value
-    removed from its object (selecting it fails), with a stand-in no operator accepts, and with distinct
-    stand-ins on the two sides of a comparison; it read the value when any of them fails or the last two
-    differ, and then fails as the API server's does."""
-    variants: list[bool | None] = []
-    # The stand-ins, then each constant the rule compares with: a value equal to the constant shows whether
-    # the rule compared the unreadable value with it (``self.x != 'stop'``).
-    probes = [(_STAND_INS[0], _STAND_INS[0], True), (_STAND_INS[0], _STAND_INS[0], False)]
-    probes += [(_STAND_INS[1], _STAND_INS[0], False)]
-    probes += [(c, c, False) for c in _constants(rule.rule)]
-    for stand_self, stand_old, drop in probes:
-        data = {
-            "self": _substituted(self_value, stand_self, drop),
-            "oldSelf": _substituted(old_value, stand_old, drop) if has_old else None,
-            "__nf_has_old": has_old,
-        }
-        data["__nf_old"] = data["oldSelf"]
-        assert rule.program is not None
-        try:
-            result = rule.program.eval(data=data)
-        except Exception:
-            variants.append(None)
-            continue
-        kind = result.type().name()
-        variants.append(bool(result.value()) if kind == "BOOL" else None)
-    if None in variants or len(set(variants[1:])) > 1:
-        return RuleOutcome(False, message=f"{error} evaluating rule: {_named(rule)}", error=error)
-    if variants[1]:
-        return RuleOutcome(True)
-    data = {"self": self_value, "oldSelf": old_value if has_old else None, "__nf_has_old": has_old}
-    data["__nf_old"] = data["oldSelf"]
-    return RuleOutcome(False, message=_message(rule, data))
+    schema's type (a string in an integer field kept by ratcheting, say): evaluated with the value's stand-in,
+    as cel-go evaluates it with the conversion error (:mod:`nodefleet.apiserver.cel_unreadable`). A rule
+    reaching the value fails with ``error`` (or the error of the value it reached), at any level."""
+    program = _unreadable_program(rule.rule, rule.optional_old_self)
+    if program is None:
+        return RuleOutcome(None, detail="does not compile here")
+    has_old = old_value is not _ABSENT
+    data = {
+        "self": _stand_ins(self_value),
+        "oldSelf": _stand_ins(old_value) if has_old else None,
+        "__nf_old": _stand_ins(rule_old) if has_old else None,
+        "__nf_has_old": has_old,
+    }
+    try:
+        result = program.eval(data=data)
+    except Exception as e:
+        return RuleOutcome(None, detail=f"evaluation failed here: {' '.join(str(e).split())}")
+    kind = result.type().name()
+    if kind == "BOOL":
+        if result.value():
+            return RuleOutcome(True)
+        message_program = None
+        if rule.message_expression:
+            message_program = _unreadable_program(str(rule.message_expression), False)
+        return RuleOutcome(False, message=_message(rule, data, message_program))
+    words = " ".join(str(result.value()).split()) if kind == "ERROR" else ""
+    go_words = _go_error(words)
+    if go_words.startswith("no such overload"):
+        # A list function given such items refuses them as cel-go's dispatch does.
+        return RuleOutcome(
+            False,
+            message=f"'{go_words}': call arguments did not match a supported operator, function or macro "
+            f"signature for rule: {_named(rule)}",
+            error=words,
+        )
+    messages = _stand_in_messages(data["self"]) + _stand_in_messages(data["__nf_old"])
+    reached = next((m for m in messages if m in words), None)
+    if reached is not None:
+        error = reached
+    elif go_words != words:
+        error = go_words  # an error of its own (a field the object lacks), in cel-go's words
+    return RuleOutcome(False, message=f"{error} evaluating rule: {_named(rule)}", error=error)
 
 
 def evaluate(
-    rule: CompiledRule, self_value: Any, old_value: Any = _ABSENT, *, holds_invalid: bool = False
+    rule: CompiledRule,
+    self_value: Any,
+    old_value: Any = _ABSENT,
+    *,
+    holds_invalid: bool = False,
+    raw_old: Any = _ABSENT,
 ) -> RuleOutcome:
     """Evaluate ``rule`` with ``self`` (and ``oldSelf`` when given) the way the API server does.
 
     False gives the rule's message (``messageExpression`` first, as Kubernetes does, falling back to
     ``message``, then to ``failed rule: <rule>``); a runtime error is a rejection with the error, as the API
     server reports it; an error caused by this environment is "cannot evaluate". ``holds_invalid``: ``self`` or
-    ``oldSelf`` holds a value the API server cannot convert (:func:`invalid_data`) below its top.
+    ``oldSelf`` holds a value the API server cannot convert (:func:`invalid_data`) below its top. ``raw_old``:
+    the previous value as stored (its JSON), which a rule under ``optionalOldSelf`` reads unconverted: the
+    API server wraps it in an optional, and cel-go reads through an optional into the stored JSON (a
+    ``date-time`` stays a string there, a mistyped value is read as it is).
     """
     if rule.program is None:
         return RuleOutcome(None, detail=f"does not compile here: {rule.error}")
     has_old = old_value is not _ABSENT
-    if isinstance(self_value, Mapping) and _INVALID in self_value and len(self_value) == 1:
+    if _is_marker(self_value):
         # cel-go binds self to the conversion error: the rule evaluates to it.
         error = str(self_value[_INVALID])
         return RuleOutcome(False, message=f"{error} evaluating rule: {_named(rule)}", error=error)
-    invalid = None
+    rule_old = raw_old if rule.optional_old_self and raw_old is not _ABSENT else old_value
     if holds_invalid:
-        invalid = _invalid_in(self_value) or (_invalid_in(old_value) if has_old else None)
+        invalid = _invalid_in(self_value) or (_invalid_in(rule_old) if has_old else None)
+        if invalid is not None:
+            return _outcome_reading_invalid(rule, self_value, old_value, rule_old, invalid)
     data = {
         "self": self_value,
         "oldSelf": old_value if has_old else None,
-        "__nf_old": old_value if has_old else None,
+        "__nf_old": rule_old if has_old else None,
         "__nf_has_old": has_old,
     }
     try:
@@ -366,9 +403,6 @@ def evaluate(
         return RuleOutcome(None, detail=f"evaluation failed here: {' '.join(str(e).split())}")
     kind = result.type().name()
     error = " ".join(str(result.value()).split()) if kind == "ERROR" else ""
-    if invalid is not None and not _go_error(error).startswith("no such overload"):
-        # (A list function given such items refuses them as cel-go's dispatch does: worded below.)
-        return _outcome_reading_invalid(rule, self_value, old_value, has_old, invalid)
     if kind == "ERROR":
         if any(marker in error for marker in _GAP_ERRORS) and not _go_error(error).startswith(
             "no such overload"
@@ -387,6 +421,8 @@ def evaluate(
             )
         if _NULL_SELECT in error:
             words = _null_select(rule, data) or words
+        elif any(marker in error for marker in _RUNTIME_WORDS):
+            words = _go_words(rule, data) or words
         return RuleOutcome(False, message=f"{words} evaluating rule: {named}", error=error)
     if kind != "BOOL":
         return RuleOutcome(None, detail=f"returned {kind.lower()}, not bool")
@@ -404,13 +440,34 @@ _GO_ERRORS = (
     ),
     # An error a Kubernetes library function raised (apiserver.cel_library): its message is the Go function's.
     (re.compile(r"^(?:OUT_OF_RANGE|UNKNOWN|INVALID_ARGUMENT): (no such overload.*)$"), "{0}"),
-    (re.compile(r"^(?:OUT_OF_RANGE|UNKNOWN): (.*)$"), "{0}"),
+    (re.compile(r"^(?:OUT_OF_RANGE|UNKNOWN|FAILED_PRECONDITION): (.*)$"), "{0}"),
 )
 
 
 #: This evaluator's error for selecting a field of null (a null item of a nullable list, say); cel-go says
 #: ``no such key: <field>``, naming the field this error leaves out.
 _NULL_SELECT = "Applying SELECT to non-message type"
+
+
+#: This evaluator's errors for a value of the wrong kind where cel-go iterates or indexes it (a value the type
+#: checker could not see: an int-or-string, the stored JSON under optionalOldSelf), which name neither the
+#: value's type nor the key as cel-go's words do.
+_RUNTIME_WORDS = ("Invalid container type", "<iter_range>")
+
+
+def _go_words(rule: CompiledRule, data: Mapping[str, Any]) -> str | None:
+    """cel-go's words for such an error: the rule evaluated again as :mod:`cel_unreadable` rewrites it, which
+    words them."""
+    program = _unreadable_program(rule.rule, rule.optional_old_self)
+    if program is None:
+        return None
+    try:
+        result = program.eval(data=data)
+    except Exception:
+        return None
+    if result.type().name() != "ERROR":
+        return None
+    return _go_error(" ".join(str(result.value()).split()))
 
 
 def _no_nulls(value: Any) -> Any:
@@ -429,7 +486,7 @@ def _null_select(rule: CompiledRule, data: Mapping[str, Any]) -> str | None:
     assert rule.program is not None
     again = {**data, "self": _no_nulls(data["self"])}
     if data["__nf_has_old"]:
-        again["oldSelf"] = again["__nf_old"] = _no_nulls(data["__nf_old"])
+        again["oldSelf"], again["__nf_old"] = _no_nulls(data["oldSelf"]), _no_nulls(data["__nf_old"])
     try:
         result = rule.program.eval(data=again)
     except Exception:
@@ -440,8 +497,22 @@ def _null_select(rule: CompiledRule, data: Mapping[str, Any]) -> str | None:
     return words if words.startswith("no such key: ") else None
 
 
+#: The C++ runtime's error for a call whose arguments' runtime types match no overload (``f(int64)``,
+#: ``(int64).f(string)``).
+_NO_MATCHING = re.compile(r"^UNKNOWN: No matching overloads found : (?:\([^)]*\)\.)?([^\s(]+)")
+#: Functions cel-go dispatches on a trait of their one argument, which name themselves when it lacks it.
+_TRAIT_DISPATCHED = frozenset({"size"})
+
+
 def _go_error(error: str) -> str:
     """cel-go's wording of a runtime error this evaluator words its own way (the ones CRD rules hit)."""
+    found = _NO_MATCHING.match(error)
+    if found and found.group(1) not in library.FUNCTIONS and not found.group(1).startswith("__nf"):
+        # A function of CEL itself or of cel-go's extensions, as the API server's environment has them, given
+        # values the type checker could not see (an int-or-string, the stored JSON under optionalOldSelf):
+        # cel-go's dispatch fails the same way.
+        name = found.group(1)
+        return f"no such overload: {name}" if name in _TRAIT_DISPATCHED else "no such overload"
     for pattern, words in _GO_ERRORS:
         found = pattern.match(error)
         if found:
@@ -449,11 +520,14 @@ def _go_error(error: str) -> str:
     return error
 
 
-def _message(rule: CompiledRule, data: Mapping[str, Any]) -> str:
+def _message(rule: CompiledRule, data: Mapping[str, Any], program: Any | None = None) -> str:
+    """The message of a rule that evaluated to false: its ``messageExpression`` (``program`` when given) if
+    that yields one the API server takes, else its message."""
+    program = program or rule.message_program
     unbound = not data["__nf_has_old"] and references_old_self(rule.message_expression or "")
-    if rule.message_program is not None and not unbound:  # without a previous value oldSelf is unbound
+    if program is not None and not unbound:  # without a previous value oldSelf is unbound
         try:
-            value = rule.message_program.eval(data=data)
+            value = program.eval(data=data)
         except Exception:
             value = None
         if value is not None and value.type().name() == "STRING":

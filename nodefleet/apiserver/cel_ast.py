@@ -14,17 +14,29 @@ map) and redirects calls:
   declares but does not implement.
 
 It also reads a parsed expression (a ``cel.expr.ParsedExpr``: the tree after macro expansion, before type
-checking) into :class:`Node` objects, which :mod:`nodefleet.apiserver.cel_check` type-checks as cel-go does.
+checking) into :class:`Node` objects, which :mod:`nodefleet.apiserver.cel_check` type-checks as cel-go does,
+and a checked one into a :class:`CheckedAst` and back, which :mod:`nodefleet.apiserver.cel_unreadable`
+rewrites.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Entry", "Node", "parsed_tree", "redirect_calls"]
+__all__ = [
+    "CheckedAst",
+    "Entry",
+    "Node",
+    "checked_ast",
+    "is_optional_type",
+    "parsed_tree",
+    "redirect_calls",
+    "serialized",
+    "source_positions",
+]
 
 Field = tuple[int, int, Any]  # (field number, wire type, value: int for varints, bytes otherwise)
 
@@ -321,9 +333,181 @@ def _packed(fields: list[Field], number: int) -> list[int]:
     return out
 
 
+def source_positions(serialized: bytes) -> tuple[dict[int, int], list[int]]:
+    """The source info of ``serialized`` (an ``Any`` holding a ``ParsedExpr``): each expression's offset in
+    code points, by id, and the offsets at which the lines after the first start (and one past the end)."""
+    outer = _decode(serialized)
+    message = _decode(_field(outer, 2))
+    info = _decode(_field(message, 3) or b"")
+    positions: dict[int, int] = {}
+    for number, _, value in info:
+        if number == 4:
+            entry = _decode(value)
+            positions[_signed(int(_field(entry, 1) or 0))] = int(_field(entry, 2) or 0)
+    return positions, _packed(info, 3)
+
+
 def parsed_tree(serialized: bytes) -> Node:
     """The expression of ``serialized``, an ``Any`` holding a ``ParsedExpr`` (or a ``CheckedExpr``)."""
     outer = _decode(serialized)
     type_url = _text(_field(outer, 1))
     message = _decode(_field(outer, 2))
     return _node(_field(message, 4 if type_url.endswith("CheckedExpr") else 2))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a checked expression as a tree, and back
+# ---------------------------------------------------------------------------------------------------------
+
+#: ``cel.expr.Type`` bytes of the types a rewritten tree gives its new nodes: ``dyn``, ``bool``, ``string``,
+#: ``list(dyn)``, ``optional_type(dyn)``.
+DYN_TYPE = b"\x0a\x00"
+BOOL_TYPE = b"\x18\x01"
+STRING_TYPE = b"\x18\x05"
+LIST_DYN_TYPE = b"\x32\x04\x0a\x02" + DYN_TYPE
+OPTIONAL_DYN_TYPE = b"\x72\x13\x0a\x0doptional_type\x12\x02" + DYN_TYPE
+
+
+@dataclass
+class CheckedAst:
+    """A ``CheckedExpr`` as a tree to rewrite: the expression, the type of every node and the reference of
+    every identifier and call (``cel.expr.Type`` and ``Reference`` bytes, by expression id), and the other
+    fields (source info) as they were."""
+
+    tree: Node
+    types: dict[int, bytes]
+    references: dict[int, bytes]
+    type_url: bytes
+    rest: list[Field]
+
+    def next_id(self) -> int:
+        """An expression id no node of the tree has."""
+        self._last = max(getattr(self, "_last", 0), *self.types, *self.references, *_ids(self.tree)) + 1
+        return self._last
+
+    def call(
+        self,
+        function: str,
+        args: list[Node],
+        overloads: tuple[str, ...],
+        result: bytes,
+        target: Node | None = None,
+    ) -> Node:
+        """A new call node of ``function`` (on ``target``, a member call) with ``args``, resolved to
+        ``overloads``, of type ``result``."""
+        node = Node(self.next_id(), "call", name=function, target=target, args=args)
+        self.types[node.id] = result
+        self.redirect(node, function, overloads)
+        return node
+
+    def string(self, text: str) -> Node:
+        """A new string literal."""
+        node = Node(self.next_id(), "literal", value=text, literal="string")
+        self.types[node.id] = STRING_TYPE
+        return node
+
+    def redirect(self, node: Node, function: str, overloads: tuple[str, ...]) -> None:
+        """Send the call ``node`` to ``function``, resolved to ``overloads``."""
+        node.name = function
+        reference = [(1, 2, function.encode())] + [(3, 2, o.encode()) for o in overloads]
+        self.references[node.id] = _encode(reference)
+
+
+def is_optional_type(t: bytes) -> bool:
+    """Whether ``t`` (``cel.expr.Type`` bytes) is ``optional_type(...)``."""
+    fields = _decode(t) if t else []
+    return any(n == 14 and _field(_decode(v), 1) == b"optional_type" for n, _, v in fields)
+
+
+def _ids(node: Node) -> Iterator[int]:
+    yield node.id
+    for entry in node.entries:
+        yield entry.id
+    for child in node.children():
+        yield from _ids(child)
+
+
+def checked_ast(serialized: bytes) -> CheckedAst:
+    """The ``CheckedExpr`` of ``serialized`` (an ``Any``, as ``Expression.serialize`` writes it) as a tree."""
+    outer = _decode(serialized)
+    checked = _decode(_field(outer, 2))
+    types: dict[int, bytes] = {}
+    references: dict[int, bytes] = {}
+    rest: list[Field] = []
+    for number, wire, value in checked:
+        if number in (2, 3):
+            entry = _decode(value)
+            key = _signed(int(_field(entry, 1) or 0))
+            (references if number == 2 else types)[key] = _field(entry, 2) or b""
+        elif number != 4:
+            rest.append((number, wire, value))
+    return CheckedAst(_node(_field(checked, 4)), types, references, _field(outer, 1) or b"", rest)
+
+
+def serialized(ast: CheckedAst) -> bytes:
+    """``ast`` as ``Env.deserialize`` reads it."""
+    fields: list[Field] = [(4, 2, _expr(ast.tree))]
+    fields += [(2, 2, _encode([(1, 0, k), (2, 2, v)])) for k, v in sorted(ast.references.items())]
+    fields += [(3, 2, _encode([(1, 0, k), (2, 2, v)])) for k, v in sorted(ast.types.items())]
+    fields += ast.rest
+    return _encode([(1, 2, ast.type_url), (2, 2, _encode(fields))])
+
+
+def _constant(node: Node) -> bytes:
+    kind, value = node.literal, node.value
+    if kind == "null":
+        return _encode([(1, 0, 0)])
+    if kind == "bool":
+        return _encode([(2, 0, int(bool(value)))])
+    if kind in ("int", "uint"):
+        return _encode([(3 if kind == "int" else 4, 0, int(value))])
+    if kind == "double":
+        return _encode([(5, 1, struct.pack("<d", value))])
+    if kind == "string":
+        return _encode([(6, 2, str(value).encode("utf-8", errors="surrogateescape"))])
+    return _encode([(7, 2, bytes(value))])
+
+
+def _expr(node: Node) -> bytes:
+    """``node`` as a ``cel.expr.Expr``."""
+    fields: list[Field] = [(2, 0, node.id)]
+    kind = node.kind
+    if kind == "literal":
+        fields.append((3, 2, _constant(node)))
+    elif kind == "ident":
+        fields.append((4, 2, _encode([(1, 2, node.name.encode())])))
+    elif kind == "select":
+        assert node.target is not None
+        inner: list[Field] = [(1, 2, _expr(node.target)), (2, 2, node.name.encode())]
+        if node.test_only:
+            inner.append((3, 0, 1))
+        fields.append((5, 2, _encode(inner)))
+    elif kind == "call":
+        inner = [(1, 2, _expr(node.target))] if node.target is not None else []
+        inner.append((2, 2, node.name.encode()))
+        inner += [(3, 2, _expr(a)) for a in node.args]
+        fields.append((6, 2, _encode(inner)))
+    elif kind == "list":
+        inner = [(1, 2, _expr(a)) for a in node.args]
+        if node.optional:
+            inner.append((2, 2, b"".join(_put_varint(i) for i in node.optional)))
+        fields.append((7, 2, _encode(inner)))
+    elif kind in ("map", "struct"):
+        inner = [(1, 2, node.name.encode())] if node.name else []
+        for entry in node.entries:
+            e: list[Field] = [(1, 0, entry.id)]
+            e.append((2, 2, entry.field.encode()) if entry.key is None else (3, 2, _expr(entry.key)))
+            e.append((4, 2, _expr(entry.value)))
+            if entry.optional:
+                e.append((5, 0, 1))
+            inner.append((2, 2, _encode(e)))
+        fields.append((8, 2, _encode(inner)))
+    else:
+        assert node.iter_range and node.accu_init and node.condition and node.step and node.result
+        inner = [(1, 2, node.iter_var.encode()), (2, 2, _expr(node.iter_range))]
+        inner += [(3, 2, node.accu_var.encode()), (4, 2, _expr(node.accu_init))]
+        inner += [(5, 2, _expr(node.condition)), (6, 2, _expr(node.step)), (7, 2, _expr(node.result))]
+        if node.iter_var2:
+            inner.append((8, 2, node.iter_var2.encode()))
+        fields.append((9, 2, _encode(inner)))
+    return _encode(fields)

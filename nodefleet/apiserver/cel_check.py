@@ -29,11 +29,12 @@ from functools import cache
 from typing import Any
 
 from nodefleet.apiserver import cel as crd_cel
-from nodefleet.apiserver.cel_ast import Node, parsed_tree
+from nodefleet.apiserver.cel_ast import Node, parsed_tree, source_positions
 from nodefleet.apiserver.formats import is_cel_timestamp, is_go_duration, re2_compile
 
 __all__ = [
     "DECLARATIONS",
+    "SELF_TYPE",
     "CheckError",
     "Checked",
     "Decl",
@@ -41,6 +42,7 @@ __all__ = [
     "Type",
     "bound",
     "check",
+    "renamed",
     "schema_decl",
 ]
 
@@ -62,7 +64,9 @@ class Type:
     def __str__(self) -> str:
         if self.kind == "param":
             return self.name
-        short = {"timestamp": "timestamp", "duration": "duration", "null": "null"}.get(self.kind, self.name)
+        short = {"timestamp": "timestamp", "duration": "duration", "null": "null", "error": "!error!"}.get(
+            self.kind, self.name
+        )
         return f"{short}({', '.join(map(str, self.params))})" if self.params else short
 
 
@@ -812,7 +816,12 @@ def _string_decl(schema: Mapping[str, Any]) -> Decl:
     return Decl(STRING, limit, _MIN_STRING)
 
 
-def schema_decl(schema: Mapping[str, Any], resource_root: bool, name: str = "self") -> Decl | None:
+#: The name the API server gives the type of a rule's node (``selfType`` and the clock's nanoseconds: its
+#: messages differ there from one creation to the next).
+SELF_TYPE = "selfType0"
+
+
+def schema_decl(schema: Mapping[str, Any], resource_root: bool, name: str = SELF_TYPE) -> Decl | None:
     """``SchemaDeclType``: the declared type of ``schema`` (None where CEL cannot see it), its objects named
     after their place under ``name`` as the API server names them (``MaybeAssignTypeName``)."""
     if schema.get("x-kubernetes-int-or-string"):
@@ -865,6 +874,21 @@ def schema_decl(schema: Mapping[str, Any], resource_root: bool, name: str = "sel
     return None
 
 
+def renamed(decl: Decl, name: str = SELF_TYPE) -> Decl:
+    """``decl`` with its object types named after ``name`` (``MaybeAssignTypeName``): the API server names the
+    type of every node it compiles rules at afresh, whatever its ancestors' rules named it."""
+    if decl.fields is not None:
+        fields = {k: renamed(v, f"{name}.{k}") for k, v in decl.fields.items()}
+        return Decl(Type("struct", name), decl.max_elements, decl.min_size, fields=fields)
+    if decl.elem is not None:
+        if decl.type.kind == "list":
+            elem = renamed(decl.elem, f"{name}.@idx")
+            return Decl(list_of(elem.type), decl.max_elements, decl.min_size, elem=elem)
+        elem = renamed(decl.elem, f"{name}.@elem")
+        return Decl(map_of(STRING, elem.type), decl.max_elements, decl.min_size, elem=elem, key=decl.key)
+    return decl
+
+
 def _element(
     schema: Mapping[str, Any], child: Mapping[str, Any], limit_key: str, overhead: int, name: str
 ) -> tuple[Decl, int] | None:
@@ -895,7 +919,56 @@ def _structs(decl: Decl, into: dict[str, Decl]) -> dict[str, Decl]:
 
 
 class CheckError(ValueError):
-    """The rule does not parse or type-check here."""
+    """The rule does not parse or type-check here: ``str()`` is the first error's message, :attr:`display` all
+    of them as cel-go's ``Issues.String()`` shows them (``ERROR: <input>:1:8: ...``, the line, a caret)."""
+
+    def __init__(self, message: str, display: str | None = None) -> None:
+        super().__init__(message)
+        self.display = display if display is not None else message
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A parsed expression's text and where each of its expressions starts (cel-go ``common.Source``)."""
+
+    text: str
+    positions: dict[int, int]
+    line_offsets: list[int]
+
+    def location(self, expr_id: int) -> tuple[int, int]:
+        """(line, 0-based column) of the expression ``expr_id``, in code points; (-1, -1) when unknown."""
+        offset = self.positions.get(expr_id)
+        if offset is None:
+            return -1, -1
+        line, start = 1, 0
+        for line_start in self.line_offsets:
+            if line_start > offset:
+                break
+            line, start = line + 1, line_start
+        return line, offset - start
+
+    def display(self, issues: list[tuple[int, str]]) -> str:
+        """``issues`` (expression id, message) as cel-go's ``Errors.ToDisplayString`` writes them: sorted by
+        location, each with its line and a caret under the column."""
+        located = sorted(((self.location(i), m) for i, m in issues), key=lambda e: e[0])
+        lines = self.text.split("\n")
+        out = []
+        for (line, column), message in located[:_MAX_ERRORS]:
+            text = f"ERROR: <input>:{line}:{column + 1}: {message}"
+            if 1 <= line <= len(lines) and len(lines[line - 1].encode()) <= _MAX_SNIPPET:
+                snippet = lines[line - 1].replace("\t", " ")
+                dots = "".join("\uff0e" if len(ch.encode()) > 1 else "." for ch in snippet[:column])
+                caret = "\uff3e" if len(snippet[column : column + 1].encode()) > 1 else "^"
+                text += f"\n | {snippet}\n | {dots}{caret}"
+            out.append(text)
+        if len(located) > _MAX_ERRORS:
+            out.append(f"{len(located) - _MAX_ERRORS} more errors were truncated")
+        return "\n".join(out)
+
+
+#: cel-go's limits of an error report: errors shown, bytes of a line shown.
+_MAX_ERRORS = 100
+_MAX_SNIPPET = 16384
 
 
 @cache
@@ -979,12 +1052,25 @@ def _expand(node: Node, ids: _Ids) -> Node:
 
 def parse(expression: str) -> Node:
     """The tree of ``expression`` after macro expansion, as cel-go's parser builds it."""
+    return _parse(expression)[0]
+
+
+_STATUS = re.compile(r"^[A-Z_]+: (ERROR: .*?)(?: \[[A-Z_]+\])?$", re.DOTALL)
+
+
+def _parse(expression: str) -> tuple[Node, _Source]:
     try:
         serialized = _parser().compile(expression, disable_check=True).serialize()
-    except Exception as e:  # the binding raises with the parser's words
-        raise CheckError(" ".join(str(e).split())) from None
+    except (
+        Exception
+    ) as e:  # the binding raises with the parser's words, as cel-go's Issues.String() writes them
+        words = str(e)
+        found = _STATUS.match(words)
+        display = found.group(1) if found else " ".join(words.split())
+        raise CheckError(" ".join(display.split("\n")[0].split()), display) from None
     tree = parsed_tree(serialized)
-    return _expand(tree, _Ids(_max_id(tree)))
+    positions, line_offsets = source_positions(serialized)
+    return _expand(tree, _Ids(_max_id(tree))), _Source(expression, positions, line_offsets)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1021,7 +1107,8 @@ class _Checker:
         self.overloads: dict[int, list[str]] = {}
         self.mapping: Mapping_ = {}
         self.free = 0
-        self.errors: list[str] = []
+        #: (expression id, message), in the order cel-go's checker reports them.
+        self.errors: list[tuple[int, str]] = []
 
     # -- environment
 
@@ -1033,13 +1120,13 @@ class _Checker:
             return type_of(_TYPE_IDENTS[name])
         return None
 
-    def error(self, message: str) -> None:
-        self.errors.append(message)
+    def error(self, node: Node, message: str) -> None:
+        self.errors.append((node.id, message))
 
     def set_type(self, node: Node, t: Type) -> None:
         old = self.types.get(node.id)
         if old is not None and old != t:
-            self.error(f"incompatible type already exists for expression: {old} vs {t}")
+            self.error(node, f"incompatible type already exists for expression: {old} vs {t}")
             return
         self.types[node.id] = t
 
@@ -1076,13 +1163,13 @@ class _Checker:
         elif kind == "comprehension":
             self.check_comprehension(node)
         else:
-            self.error(f"undeclared reference to '{node.name}'")
+            self.error(node, _undeclared(node.name))
             self.set_type(node, ERROR)
 
     def check_ident(self, node: Node) -> None:
         t = self.lookup_ident(node.name)
         if t is None:
-            self.error(f"undeclared reference to '{node.name}'")
+            self.error(node, _undeclared(node.name))
             self.set_type(node, ERROR)
             return
         self.set_type(node, t)
@@ -1111,7 +1198,7 @@ class _Checker:
             decl = self.structs.get(target.name)
             field_decl = decl.fields.get(name) if decl is not None and decl.fields is not None else None
             if field_decl is None:
-                self.error(f"undefined field '{name}'")
+                self.error(node, f"undefined field '{name}'")
             else:
                 result = field_decl.type
         elif target.kind == "param":
@@ -1119,7 +1206,7 @@ class _Checker:
             result = DYN
         else:
             if not _is_dyn_or_error(target):
-                self.error(f"type '{target}' does not support field selection")
+                self.error(node, f"type '{target}' does not support field selection")
             result = DYN
         return optional_of(result) if is_opt or optional else result
 
@@ -1133,7 +1220,7 @@ class _Checker:
         if node.target is None:
             overloads = FUNCTIONS.get(name)
             if overloads is None:
-                self.error(f"undeclared reference to '{name}'")
+                self.error(node, _undeclared(name))
                 self.set_type(node, ERROR)
                 return
             self.resolve(node, name, overloads, None)
@@ -1146,19 +1233,19 @@ class _Checker:
         self.check(node.target)
         overloads = FUNCTIONS.get(name)
         if overloads is None:
-            self.error(f"undeclared reference to '{name}'")
+            self.error(node, _undeclared(name))
             self.set_type(node, ERROR)
             return
         self.resolve(node, name, overloads, node.target)
 
     def check_opt_select(self, node: Node) -> None:
         if len(node.args) != 2 or node.target is not None:
-            self.error("incorrect signature of an optional field selection")
+            self.error(node, "unsupported optional field selection: incorrect signature")
             self.set_type(node, ERROR)
             return
         field_node = node.args[1]
         if field_node.kind != "literal" or field_node.literal != "string":
-            self.error("unsupported optional field selection")
+            self.error(field_node, "unsupported optional field selection")
             self.set_type(node, ERROR)
             return
         result = self.check_select_field(node, node.args[0], str(field_node.value), True)
@@ -1175,11 +1262,14 @@ class _Checker:
             if (target is None) == overload.member:
                 continue
             if name in ("_&&_", "_||_"):
-                for t in arg_types:
+                failed = False
+                for arg, t in zip(node.args, arg_types, strict=True):
                     if not self.assignable(t, BOOL):
-                        self.error(f"expected type 'bool' but found '{t}'")
-                        self.set_type(node, ERROR)
-                        return
+                        self.error(arg, f"expected type 'bool' but found '{t}'")
+                        failed = True
+                if failed:
+                    self.set_type(node, ERROR)
+                    return
                 self.overloads[node.id] = [overload.id]
                 self.set_type(node, BOOL)
                 return
@@ -1199,8 +1289,11 @@ class _Checker:
             elif not _is_dyn(result) and fn_result != result:
                 result = DYN
         if result is None:
-            shown = ", ".join(str(self.sub(t, True)) for t in arg_types)
-            self.error(f"found no matching overload for '{name}' applied to '({shown})'")
+            shown = [str(self.sub(t, True)) for t in arg_types]
+            signature = (
+                f"{shown[0]}.({', '.join(shown[1:])})" if target is not None else f"({', '.join(shown)})"
+            )
+            self.error(node, f"found no matching overload for '{name}' applied to '{signature}'")
             self.set_type(node, ERROR)
             return
         self.overloads[node.id] = ids
@@ -1214,7 +1307,7 @@ class _Checker:
             if i in node.optional:
                 t, is_opt = _unwrap_optional(t)
                 if not is_opt and not _is_dyn(t):
-                    self.error(f"expected type 'optional_type({t})' but found '{t}'")
+                    self.error(elem, f"expected type 'optional_type({t})' but found '{t}'")
             elems = self.join(elems, t)
         self.set_type(node, list_of(elems if elems is not None else self.new_var()))
 
@@ -1230,7 +1323,7 @@ class _Checker:
             if entry.optional:
                 t, is_opt = _unwrap_optional(t)
                 if not is_opt and not _is_dyn(t):
-                    self.error(f"expected type 'optional_type({t})' but found '{t}'")
+                    self.error(entry.value, f"expected type 'optional_type({t})' but found '{t}'")
             value_type = self.join(value_type, t)
         if key_type is None or value_type is None:
             key_type, value_type = self.new_var(), self.new_var()
@@ -1266,7 +1359,11 @@ class _Checker:
             if node.iter_var2:
                 var2 = DYN
         else:
-            self.error(f"expression of type '{range_type}' cannot be the range of a comprehension")
+            self.error(
+                node.iter_range,
+                f"expression of type '{range_type}' cannot be range of a comprehension (must be list, map, or "
+                "dynamic)",
+            )
             var = ERROR
             if node.iter_var2:
                 var2 = ERROR
@@ -1285,7 +1382,12 @@ class _Checker:
 
     def assert_type(self, node: Node, t: Type) -> None:
         if not self.assignable(t, self.types[node.id]):
-            self.error(f"expected type '{t}' but found '{self.types[node.id]}'")
+            self.error(node, f"expected type '{t}' but found '{self.types[node.id]}'")
+
+
+def _undeclared(name: str) -> str:
+    """cel-go's words for a name the environment lacks (the API server's container is empty)."""
+    return f"undeclared reference to '{name}' (in container '')"
 
 
 def _qualified_name(node: Node) -> str | None:
@@ -1304,16 +1406,18 @@ def check(expression: str, self_decl: Decl, optional_old_self: bool = False) -> 
     """``expression`` type-checked with ``self`` and ``oldSelf`` of ``self_decl``'s type (``oldSelf`` optional
     under ``optionalOldSelf``), as the API server compiles a rule; :class:`CheckError` when it does not
     type-check."""
-    tree = parse(expression)
+    tree, source = _parse(expression)
     old = optional_of(self_decl.type) if optional_old_self else self_decl.type
     checker = _Checker({"self": self_decl.type, "oldSelf": old}, _structs(self_decl, {}))
     checker.check(tree)
     if checker.errors:
-        raise CheckError(checker.errors[0])
+        raise CheckError(checker.errors[0][1], source.display(checker.errors))
     types = {i: _substitute(checker.mapping, t, True) for i, t in checker.types.items()}
-    found = next(_invalid_literals(tree, types, False), None)
-    if found is not None:
-        raise CheckError(found)
+    # The API server's AST validators run once the rule type-checks, each reporting all it finds.
+    issues = list(_literal_issues(tree, types)) + list(_homogeneous_issues(tree, types, False))
+    issues += list(_format_issues(tree, types))
+    if issues:
+        raise CheckError(issues[0][1], source.display(issues))
     return Checked(tree, types, checker.overloads, checker.structs)
 
 
@@ -1326,40 +1430,59 @@ def _equivalent(a: Type, b: Type) -> bool:
     return all(_equivalent(x, y) for x, y in zip(a.params, b.params, strict=True))
 
 
-def _mixed(types: list[Type]) -> str | None:
-    for t in types[1:]:
-        if not _equivalent(types[0], t):
-            return f"expected type '{types[0]}' but found '{t}'"
-    return None
+Issue = tuple[int, str]
 
 
-def _invalid_literals(node: Node, types: dict[int, Type], in_format: bool) -> Iterator[str]:
-    """The API server's AST validators (``environment/base.go``): list and map literals of one type each,
-    except within a ``format`` call (``ValidateHomogeneousAggregateLiterals``), and literal arguments of
-    ``duration``, ``timestamp`` and ``matches`` that are valid (``ValidateDurationLiterals``,
-    ``ValidateTimestampLiterals``, ``ValidateRegexLiterals``)."""
+def _nodes_in_order(node: Node) -> Iterator[Node]:
+    """Every expression under ``node``, the node first (cel-go's ``MatchDescendants`` order)."""
+    yield node
+    for child in node.children():
+        yield from _nodes_in_order(child)
+
+
+def _literal_issues(tree: Node, types: dict[int, Type]) -> Iterator[Issue]:
+    """``ValidateDurationLiterals``, ``ValidateTimestampLiterals``, ``ValidateRegexLiterals`` (the API server's
+    AST validators, ``environment/base.go``): a literal argument the function would refuse, at the argument."""
+    for name in ("duration", "timestamp", "matches"):
+        for node in _nodes_in_order(tree):
+            if node.kind == "call" and node.name == name and node.args:
+                literal = node.args[0]
+                if literal.kind == "literal" and not _LITERAL_CHECKS[name](literal):
+                    yield literal.id, f"invalid {name} argument"
+
+
+def _homogeneous_issues(node: Node, types: dict[int, Type], in_format: bool) -> Iterator[Issue]:
+    """``ValidateHomogeneousAggregateLiterals``: list and map literals of one type each (a list reports its
+    first other element, a map each other key and value), except within a ``format`` call."""
+    mismatch = "expected type '{0}' but found '{1}'"
     if node.kind == "list" and not in_format:
-        elems = [types.get(e.id, DYN) for e in node.args]
-        elems = [_unwrap_optional(t)[0] if i in node.optional else t for i, t in enumerate(elems)]
-        found = _mixed(elems)
-        if found:
-            yield found
+        first: Type | None = None
+        for i, elem in enumerate(node.args):
+            t = types.get(elem.id, DYN)
+            t = _unwrap_optional(t)[0] if i in node.optional else t
+            if first is None:
+                first = t
+            elif not _equivalent(first, t):
+                yield elem.id, mismatch.format(first, t)
+                break
     if node.kind == "map" and not in_format:
-        keys = [types.get(e.key.id, DYN) for e in node.entries if e.key is not None]
-        values = [types.get(e.value.id, DYN) for e in node.entries]
-        values = [
-            _unwrap_optional(t)[0] if e.optional else t for e, t in zip(node.entries, values, strict=True)
-        ]
-        found = _mixed(keys) or _mixed(values)
-        if found:
-            yield found
-    if node.kind == "call" and node.name in _LITERAL_CHECKS and node.args:
-        literal = node.args[0]
-        if literal.kind == "literal" and not _LITERAL_CHECKS[node.name](literal):
-            yield f"invalid {node.name} argument"
+        key_type: Type | None = None
+        value_type: Type | None = None
+        for entry in node.entries:
+            assert entry.key is not None
+            kt = types.get(entry.key.id, DYN)
+            vt = types.get(entry.value.id, DYN)
+            vt = _unwrap_optional(vt)[0] if entry.optional else vt
+            if key_type is None or value_type is None:
+                key_type, value_type = kt, vt
+                continue
+            if not _equivalent(key_type, kt):
+                yield entry.key.id, mismatch.format(key_type, kt)
+            if not _equivalent(value_type, vt):
+                yield entry.value.id, mismatch.format(value_type, vt)
     in_format = in_format or (node.kind == "call" and node.name == "format")
     for child in node.children():
-        yield from _invalid_literals(child, types, in_format)
+        yield from _homogeneous_issues(child, types, in_format)
 
 
 def _compiles(literal: Node) -> bool:
@@ -1386,3 +1509,162 @@ def _cel_timestamp(literal: Node) -> bool:
 
 
 _LITERAL_CHECKS = {"duration": _go_duration, "timestamp": _cel_timestamp, "matches": _compiles}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the strings extension's check of literal format strings (cel-go ext/formatting.go, stringFormatValidator)
+# ---------------------------------------------------------------------------------------------------------
+
+
+class _FormatError(Exception):
+    def __init__(self, message: str, expr_id: int | None = None) -> None:
+        super().__init__(message)
+        self.expr_id = expr_id
+
+
+_CLAUSE_WORDS = {
+    "d": "decimal clause can only be used on integers",
+    "f": "fixed-point clause can only be used on doubles",
+    "e": "scientific clause can only be used on doubles",
+    "b": "only integers and bools can be formatted as binary",
+    "x": "only integers, byte buffers, and strings can be formatted as hex",
+    "o": "octal clause can only be used on integers",
+}
+#: The kinds each clause takes (a ``dyn`` argument passes every one).
+_CLAUSE_KINDS = {
+    "d": ("int", "uint"),
+    "f": ("double", "string"),
+    "e": ("double", "string"),
+    "b": ("int", "uint", "bool"),
+    "x": ("int", "uint", "string", "bytes"),
+    "o": ("int", "uint"),
+}
+_STRING_KINDS = frozenset(
+    {
+        "list",
+        "map",
+        "int",
+        "uint",
+        "double",
+        "bool",
+        "string",
+        "timestamp",
+        "bytes",
+        "duration",
+        "type",
+        "null",
+    }
+)
+
+
+def _go_type_name(t: Type) -> str:
+    """``Type.TypeName()``: a type's name without its parameters."""
+    return t.name
+
+
+def _format_issues(tree: Node, types: dict[int, Type]) -> Iterator[Issue]:
+    """The strings extension's validator: each ``'<literal>'.format([<list literal>])`` whose clauses do not
+    take their arguments' types, or that has arguments no clause reads."""
+    for node in _nodes_in_order(tree):
+        if (
+            node.kind != "call"
+            or node.name != "format"
+            or node.target is None
+            or node.target.kind != "literal"
+            or node.target.literal != "string"
+            or len(node.args) != 1
+            or node.args[0].kind != "list"
+        ):
+            continue
+        args = node.args[0].args
+        try:
+            requested = _check_format(str(node.target.value), args, types)
+        except _FormatError as e:
+            yield (e.expr_id if e.expr_id is not None else node.id), str(e)
+            continue
+        if len(args) > requested:
+            yield (
+                node.id,
+                (f"too many arguments supplied to string.format (expected {requested}, got {len(args)})"),
+            )
+
+
+def _kind_ok(t: Type, kinds: tuple[str, ...] | frozenset[str]) -> bool:
+    return t.kind == "dyn" or t.kind in kinds
+
+
+def _check_string_arg(arg: Node, types: dict[int, Type]) -> Node | None:
+    """The first expression of ``arg`` (a list or map literal's elements too) the ``%s`` clause does not
+    take."""
+    if not _kind_ok(types.get(arg.id, DYN), _STRING_KINDS):
+        return arg
+    children = arg.args if arg.kind == "list" else []
+    if arg.kind == "map":
+        children = [c for e in arg.entries for c in (e.key, e.value) if c is not None]
+    for child in children:
+        bad = _check_string_arg(child, types)
+        if bad is not None:
+            return bad
+    return None
+
+
+def _check_format(text: str, args: list[Node], types: dict[int, Type]) -> int:
+    """``parseFormatString`` with the checker's callbacks: how many arguments the clauses read; a
+    :class:`_FormatError` worded as cel-go words it where one does not fit."""
+    data = text.encode()
+    i = arg_index = requested = 0
+    while i < len(data):
+        if data[i : i + 1] != b"%":
+            i += 1
+            continue
+        if data[i + 1 : i + 2] == b"%":
+            i += 2
+            continue
+        requested += 1
+        if i + 1 >= len(data):
+            raise _FormatError("unexpected end of string")
+        if arg_index >= len(args):
+            raise _FormatError(f"index {arg_index} out of range")
+        j = i + 1
+        if data[j : j + 1] == b".":
+            j += 1
+            start = j
+            while True:
+                if j >= len(data):
+                    raise _FormatError(
+                        "could not parse formatting clause: error while parsing precision: could not find end "
+                        "of precision specifier"
+                    )
+                if not chr(data[j]).isdigit() or data[j] > 0x7F:
+                    break
+                j += 1
+            if start == j:
+                raise _FormatError(
+                    "could not parse formatting clause: error while parsing precision: error while converting "
+                    'precision to integer: strconv.Atoi: parsing "": invalid syntax'
+                )
+        clause = chr(data[j])
+        arg = args[arg_index]
+        if clause == "s":
+            bad = _check_string_arg(arg, types)
+            if bad is not None:
+                raise _FormatError(
+                    "error during formatting: string clause can only be used on strings, bools, bytes, ints, "
+                    "doubles, maps, lists, types, durations, and timestamps, was given "
+                    f"{_go_type_name(types.get(bad.id, DYN))}",
+                    bad.id,
+                )
+        elif clause.lower() in _CLAUSE_KINDS:
+            kind = clause.lower()
+            t = types.get(arg.id, DYN)
+            if not _kind_ok(t, _CLAUSE_KINDS[kind]):
+                raise _FormatError(
+                    f"error during formatting: {_CLAUSE_WORDS[kind]}, was given {_go_type_name(t)}", arg.id
+                )
+        else:
+            raise _FormatError(
+                f'could not parse formatting clause: unrecognized formatting clause "{clause}"'
+            )
+        i = j + 1
+        arg_index += 1
+    return requested

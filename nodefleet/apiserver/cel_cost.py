@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodefleet.apiserver import cel as crd_cel
@@ -889,7 +889,9 @@ def estimate(expression: str, decl: ck.Decl, optional_old_self: bool = False) ->
 class RuleCost:
     """What the API server computes for one rule: where it is, its estimated cost, the cardinality it is
     multiplied by, the product the limits are checked against, a messageExpression's estimated cost, and why
-    it could not be estimated here (then the costs are None)."""
+    it could not be estimated here (then the costs are None); and where it refuses the rule when the CRD is
+    created, why, in its words (``error`` for the rule, ``message_error`` for its messageExpression), and
+    whether the rule reads ``oldSelf``."""
 
     path: str
     rule: str
@@ -898,6 +900,10 @@ class RuleCost:
     cost: int | None
     message_expression_cost: int | None = None
     unestimated: str = ""
+    error: str = ""
+    message_error: str = ""
+    uses_old_self: bool = False
+    entry: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 def _guarded(cost: int, cardinality: int) -> int:
@@ -968,10 +974,11 @@ def _walk(
         decl = ck.schema_decl(schema, root or bool(schema.get("x-kubernetes-embedded-resource")))
     if rules and decl is not None:
         unbounded = ck.MAX_REQUEST_BYTES // (decl.min_size + 1)
+        named = ck.renamed(decl)
         for i, entry in enumerate(rules):
             if isinstance(entry, Mapping):
                 path = f"{where}.x-kubernetes-validations[{i}].rule"
-                out.append(_rule_cost(entry, path, decl, cardinality, unbounded))
+                out.append(_rule_cost(entry, path, named, cardinality, unbounded))
     factor = _max_elements(schema)
     for step, sub, sub_decl in _children(schema, decl if in_scope else None):
         child = None if cardinality is None or factor is None else min(cardinality * factor, MAX)
@@ -981,38 +988,65 @@ def _walk(
 def _rule_cost(
     entry: Mapping[str, Any], path: str, decl: ck.Decl, cardinality: int | None, unbounded: int
 ) -> RuleCost:
+    """``compileRule``: the rule compiled and estimated as the API server does, its messageExpression only when
+    the rule compiles to a bool."""
     rule = str(entry.get("rule") or "")
     if not rule.strip():
-        return RuleCost(path, rule, 0, cardinality, 0)
+        return RuleCost(path, rule, 0, cardinality, 0, entry=entry)
     optional_old_self = bool(entry.get("optionalOldSelf"))
     try:
-        estimated = _estimate(rule, decl, optional_old_self, ck.BOOL)
+        checked = ck.check(rule, decl, optional_old_self)
     except ck.CheckError as e:
-        return RuleCost(path, rule, None, cardinality, None, unestimated=str(e))
-    except (LookupError, TypeError, ValueError, AttributeError, AssertionError, RecursionError) as e:
-        # A shape this estimator does not know: never refuse for it (the comparison with the API server's
-        # code, tests/test_cel_cost_reference.py, fails on any rule left unestimated there).
-        return RuleCost(path, rule, None, cardinality, None, unestimated=f"not estimated here: {e!r}")
-    if estimated is None:
-        return RuleCost(path, rule, 0, cardinality, 0)  # not a bool: refused without an estimate
+        return RuleCost(
+            path, rule, None, cardinality, None, unestimated=str(e), error=f"compilation failed: {e.display}",
+            entry=entry,
+        )  # fmt: skip
+    except _UNKNOWN_SHAPE as e:
+        # A shape this checker does not know: never refuse for it (the comparison with the API server's code,
+        # tests/test_cel_cost_reference.py, fails on any rule left unchecked there).
+        return RuleCost(
+            path, rule, None, cardinality, None, unestimated=f"not checked here: {e!r}", entry=entry
+        )
+    uses_old_self = any(n.kind == "ident" and n.name == "oldSelf" for n in _all_nodes(checked.tree))
+    if checked.types.get(checked.tree.id) != ck.BOOL:
+        return RuleCost(
+            path, rule, 0, cardinality, 0, error="cel expression must evaluate to a bool",
+            uses_old_self=uses_old_self, entry=entry,
+        )  # fmt: skip
+    try:
+        estimated = _Coster(checked, decl).cost(checked.tree)[1]
+    except _UNKNOWN_SHAPE as e:
+        return RuleCost(
+            path, rule, None, cardinality, None, unestimated=f"not estimated here: {e!r}",
+            uses_old_self=uses_old_self, entry=entry,
+        )  # fmt: skip
     cost = _guarded(estimated, cardinality if cardinality is not None else unbounded)
-    message_cost = None
+    message_cost, message_error = None, ""
     message_expression = entry.get("messageExpression")
     if message_expression:
         try:
             # compiled in the rule's environment: oldSelf is optional there too
             message_cost = _estimate(str(message_expression), decl, optional_old_self, ck.STRING)
-        except (
-            ck.CheckError,
-            LookupError,
-            TypeError,
-            ValueError,
-            AttributeError,
-            AssertionError,
-            RecursionError,
-        ):
+            if message_cost is None:
+                message_error = "messageExpression must evaluate to a string"
+        except ck.CheckError as e:
+            message_error = f"messageExpression compilation failed: {e.display}"
+        except _UNKNOWN_SHAPE:
             message_cost = None
-    return RuleCost(path, rule, estimated, cardinality, cost, message_cost)
+    return RuleCost(
+        path, rule, estimated, cardinality, cost, message_cost, error="", message_error=message_error,
+        uses_old_self=uses_old_self, entry=entry,
+    )  # fmt: skip
+
+
+#: What a shape this code does not know raises; it is never a reason to refuse a CRD.
+_UNKNOWN_SHAPE = (LookupError, TypeError, ValueError, AttributeError, AssertionError, RecursionError)
+
+
+def _all_nodes(node: Node) -> Iterator[Node]:
+    yield node
+    for child in node.children():
+        yield from _all_nodes(child)
 
 
 def _estimate(expression: str, decl: ck.Decl, optional_old_self: bool, output: ck.Type) -> int | None:

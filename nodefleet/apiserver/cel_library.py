@@ -29,12 +29,13 @@ from functools import cache
 from typing import Any
 
 from cel_expr_python import cel
+from google.protobuf.message import Message  # type: ignore[import-untyped]
 
 from nodefleet.apiserver import formats as f
 from nodefleet.apiserver import quantity as q
 from nodefleet.apiserver import strfmt as crd_strfmt
 
-__all__ = ["CONFIG", "FUNCTIONS", "declarations", "rewrite"]
+__all__ = ["CONFIG", "FUNCTIONS", "declarations", "equal", "is_opaque", "redirect", "rewrite"]
 
 _MAP = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
 _STR = cel.Type.STRING
@@ -85,7 +86,10 @@ def _is(parse: Callable[[str], Any]) -> Callable[[str], bool]:
 
 
 def _url(s: str) -> dict[str, str]:
-    f.parse_url(s)
+    try:
+        f.parse_url(s)
+    except f.FormatError as e:
+        raise ValueError(f"URL parse error during conversion from string: {e}") from None
     return {_URL: s}
 
 
@@ -170,10 +174,11 @@ def _cel_eq(a: Any, b: Any) -> bool:
 
 
 def _comparable(items: list[Any], name: str) -> None:
-    """cel-go's dispatch: every item must be comparable (an unconvertible item is an error value, not one)."""
+    """cel-go's dispatch: every item must be comparable (an unconvertible item is an error value, not one, and
+    reaches a function as a message: nodefleet.apiserver.cel_unreadable)."""
     kinds = {type(x) for x in items}
     if (kinds - {int, float} and len(kinds) > 1) or any(
-        isinstance(x, list | Mapping | type(None)) for x in items
+        isinstance(x, list | Mapping | type(None) | Message) for x in items
     ):
         raise _NoOverload(f"no such overload: {name}(list)")
 
@@ -265,9 +270,9 @@ def _semver_parse(s: str) -> tuple[int, int, int, tuple[tuple[bool, int, str], .
         pre = rest.split(".")
     for name, text in (("major", parts[0]), ("minor", parts[1]), ("patch", patch)):
         if any(c not in "0123456789" for c in text):
-            raise ValueError(f"Invalid character(s) found in {name} number {text!r}")
+            raise ValueError(f"Invalid character(s) found in {name} number {f.go_quote(text)}")
         if len(text) > 1 and text[0] == "0":
-            raise ValueError(f"{name.capitalize()} number must not contain leading zeroes {text!r}")
+            raise ValueError(f"{name.capitalize()} number must not contain leading zeroes {f.go_quote(text)}")
         if not text or int(text) >= 2**64:
             raise ValueError(f'strconv.ParseUint: parsing "{text}": invalid syntax')
         nums.append(int(text))
@@ -277,17 +282,19 @@ def _semver_parse(s: str) -> tuple[int, int, int, tuple[tuple[bool, int, str], .
             raise ValueError("Prerelease is empty")
         if all(c in "0123456789" for c in p):
             if len(p) > 1 and p[0] == "0":
-                raise ValueError(f"Numeric PreRelease version must not contain leading zeroes {p!r}")
+                raise ValueError(
+                    f"Numeric PreRelease version must not contain leading zeroes {f.go_quote(p)}"
+                )
             prs.append((True, int(p), ""))
         elif all(c in _ALNUM for c in p):
             prs.append((False, 0, p))
         else:
-            raise ValueError(f"Invalid character(s) found in prerelease {p!r}")
+            raise ValueError(f"Invalid character(s) found in prerelease {f.go_quote(p)}")
     for b in build:
         if not b:
             raise ValueError("Build meta data is empty")
         if any(c not in _ALNUM for c in b):
-            raise ValueError(f"Invalid character(s) found in build meta data {b!r}")
+            raise ValueError(f"Invalid character(s) found in build meta data {f.go_quote(b)}")
     return nums[0], nums[1], nums[2], tuple(prs)
 
 
@@ -495,6 +502,18 @@ def _opaque_equal(a: Any, b: Any) -> bool:
         return _qty(a).cmp(_qty(b)) == 0
     if kind == _SEMVER:
         return _semver_cmp(a, b) == 0
+    return _cel_eq(a, b)
+
+
+def is_opaque(value: Any) -> bool:
+    """Whether ``value`` is one of Kubernetes' opaque values (a quantity, semver, URL, IP, CIDR, format)."""
+    return _kind(value) is not None
+
+
+def equal(a: Any, b: Any) -> bool:
+    """CEL's ``==`` of two values as cel-go answers it: opaque values by value, numbers across their types."""
+    if _kind(a) is not None and _kind(a) == _kind(b):
+        return _opaque_equal(a, b)
     return _cel_eq(a, b)
 
 

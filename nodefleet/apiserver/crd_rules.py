@@ -1,33 +1,28 @@
 """What the API server refuses in a CRD's ``x-kubernetes-validations`` when the CRD itself is created or
-updated (apiextensions-apiserver ``validation.ValidateCustomResourceDefinition``), as far as crd-schema can
-tell without cel-go's type checker and cost estimator.
+updated (apiextensions-apiserver ``validation.ValidateCustomResourceDefinition``), in its words.
 
 A CRD the API server refuses is never installed, so no object of it can be created; crd-schema says so for
-every object judged by such a CRD, and ``crds refresh`` does not ship one. Checked here (each against the
-test API server, tests/test_crd_classes_live.py):
+every object judged by such a CRD, and ``crds refresh`` does not ship one. Checked here, each against the API
+server's own code (tests/test_cel_cost_reference.py) and the test API server (tests/test_crd_classes_live.py):
 
-- a rule or ``messageExpression`` that does not parse; a macro or library the API server does not enable
-  (``cel.bind``, ``math.*``, ``base64.*``, ``proto.*``);
-- a field a rule selects that its node's schema does not declare (``self.metadata.labels`` at the root or in
-  an embedded resource, where only ``name`` and ``generateName`` exist; an undeclared field of an object with
-  properties, ``x-kubernetes-preserve-unknown-fields`` or not);
-- a rule whose type is known and is not ``bool``; a ``messageExpression`` whose type is known and is not
-  ``string``;
-- a ``fieldPath`` that names no field of the node's schema, a ``reason`` other than the four field error types;
+- an empty rule, message, messageExpression or fieldPath, a message with a line break or a multi-line rule
+  without one, a ``reason`` other than the four field error types, a ``fieldPath`` naming no field of the
+  node's schema (the API server then compiles none of the node's rules);
+- every rule and ``messageExpression`` compiled as the API server compiles it
+  (:mod:`nodefleet.apiserver.cel_check`: its parser, cel-go's type checker over the schema's CEL types and the
+  environment's functions, and its AST validators: literals of one type, valid ``duration``, ``timestamp`` and
+  ``matches`` literals, the strings extension's format strings), with cel-go's errors, located and shown as it
+  shows them; a rule that is not a ``bool``, a ``messageExpression`` that is not a ``string``;
 - a transition rule (``oldSelf``) under the items of a list the API server cannot correlate (``set`` and
-  ``atomic`` lists);
+  ``atomic`` lists), and ``optionalOldSelf`` on a rule that does not read ``oldSelf``;
 - a rule whose estimated cost exceeds the per-expression limit, and rules whose costs together exceed the
-  per-CRD limit (:mod:`nodefleet.apiserver.cel_cost`: cel-go's ``checker.Cost`` with Kubernetes' size
-  estimates and library costs, as the API server computes them).
-
-Not checked: type errors that need the schema's types elsewhere than in the shapes above (a newer strings
-extension function on a field): docs/crd-validation.md says what that means for a CRD a user brings.
+  per-CRD limit (:mod:`nodefleet.apiserver.cel_cost`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -37,20 +32,11 @@ from typing import Any
 
 from nodefleet.apiserver import cel as crd_cel
 from nodefleet.apiserver import cel_cost
-from nodefleet.apiserver import cel_library as library
+from nodefleet.apiserver.formats import go_quote
 
-__all__ = ["Refusal", "analysis_digest", "refusals"]
+__all__ = ["Refusal", "analysis_digest", "bad_value", "go_json", "refusals"]
 
 _REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
-
-#: Namespaces of cel-go extensions the API server's CRD environment does not include.
-_NOT_ENABLED = re.compile(r"(?<![\w.])(cel\s*\.\s*bind|math|base64|proto)\s*\.?\s*\w*\s*\(")
-
-#: ``self`` followed by field selections (``self.a.b``, ``self.?a``).
-_SELF_CHAIN = re.compile(r"(?<![\w.])self((?:\s*\.\s*\??\s*[A-Za-z_][A-Za-z0-9_]*(?![\w(])(?!\s*\())+)")
-
-#: What CEL sees of ObjectMeta at the root and in an embedded resource.
-_META = {"type": "object", "properties": {"name": {"type": "string"}, "generateName": {"type": "string"}}}
 
 
 @dataclass(frozen=True)
@@ -64,213 +50,222 @@ class Refusal:
         return f"{self.where}: {self.message}"
 
 
-def _code(expression: str) -> str:
-    """``expression`` with its string literals blanked."""
-    return re.sub(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"", '""', expression)
+def go_json(value: Any, sort_keys: bool = False) -> str:
+    """``value`` as Go's ``json.Marshal`` writes it: compact, ``<``, ``>``, ``&`` and the line and paragraph
+    separators escaped, other control characters as ``\\u00XX``; a Go map's keys sorted (``sort_keys``), a
+    struct's fields in their order."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys)
+    for ch, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(ch, escaped)
+    return (
+        text.replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+        .replace("\\b", "\\u0008")
+        .replace("\\f", "\\u000c")
+    )
 
 
-def _resolved(schema: Mapping[str, Any], root: bool) -> Mapping[str, Any]:
-    """The schema as CEL types it: type and ObjectMeta fields of the root and embedded resources added."""
-    if not (root or schema.get("x-kubernetes-embedded-resource")):
-        return schema
-    props = dict(schema.get("properties") or {})
-    props.setdefault("apiVersion", {"type": "string"})
-    props.setdefault("kind", {"type": "string"})
-    props["metadata"] = _META
-    return {**schema, "properties": props}
+def _rule_json(entry: Mapping[str, Any]) -> str:
+    """The rule as a field error shows it: the internal ``ValidationRule`` marshalled by Go."""
+    reason, optional = entry.get("reason"), entry.get("optionalOldSelf")
+    return go_json(
+        {
+            "Rule": str(entry.get("rule") or ""),
+            "Message": str(entry.get("message") or ""),
+            "MessageExpression": str(entry.get("messageExpression") or ""),
+            "Reason": None if reason is None else str(reason),
+            "FieldPath": str(entry.get("fieldPath") or ""),
+            "OptionalOldSelf": None if optional is None else bool(optional),
+        }
+    )
 
 
-def _chain(
-    names: list[str], schema: Mapping[str, Any], root: bool
-) -> tuple[Mapping[str, Any] | None, str | None]:
-    """(the schema ``self.<names>`` selects, or None where it cannot say; the first undeclared field)."""
-    node: Mapping[str, Any] | None = _resolved(schema, root)
-    for name in names:
-        if node is None:
-            return None, None
-        props = node.get("properties")
-        if props is not None:
-            by_cel_name = {crd_cel_name(k): v for k, v in props.items()}
-            if name not in by_cel_name:
-                return None, name
-            if not isinstance(by_cel_name[name], Mapping):
-                return None, None  # no schema: the API server refuses the CRD for that
-            node = _resolved(by_cel_name[name], False)
-        elif isinstance(node.get("additionalProperties"), Mapping):
-            node = node["additionalProperties"]
-        else:
-            return None, None  # a list, a scalar (the checker says more), or an object of unknown fields
-    return node, None
+def _has_newlines(text: str) -> bool:
+    return "\n" in text or "\r" in text
 
 
-def _undefined_fields(expression: str, schema: Mapping[str, Any], root: bool) -> Iterator[str]:
-    """Fields ``self.a.b...`` selects that the schema does not declare."""
-    for match in _SELF_CHAIN.finditer(_code(expression)):
-        _, undefined = _chain(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", match.group(1)), schema, root)
-        if undefined is not None:
-            yield undefined
+#: What Go's ``strings.TrimSpace`` removes.
+_GO_SPACE = "\t\n\v\f\r \x85\xa0"
 
 
-#: CEL's type of a scalar schema (a string of a converted format is a timestamp, duration or bytes).
-_SCALARS = {"integer": "int", "number": "double", "string": "string", "boolean": "bool"}
-_STRING_FORMATS = {
-    "date-time": "google.protobuf.Timestamp",
-    "date": "google.protobuf.Timestamp",
-    "duration": "google.protobuf.Duration",
-    "byte": "bytes",
-}
-
-
-def _cel_type(node: Mapping[str, Any] | None) -> str | None:
-    if node is None or node.get("x-kubernetes-int-or-string") or node.get("nullable"):
-        return None
-    kind = _SCALARS.get(str(node.get("type")))
-    if kind == "string" and node.get("format") in _STRING_FORMATS:
-        return _STRING_FORMATS[str(node["format"])]
-    return kind
-
-
-_LITERAL = r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|-?\d+\.\d+(?:[eE][-+]?\d+)?|-?\d+u?|true|false|null"
-_COMPARED = re.compile(
-    r"(?<![\w.])self((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)+)\s*(==|!=)\s*(" + _LITERAL + r")(?![\w.])"
-)
-_LIST_LITERAL = re.compile(r"\[\s*((?:" + _LITERAL + r")(?:\s*,\s*(?:" + _LITERAL + r"))+)\s*\]")
-
-
-def _literal_type(text: str) -> str:
-    if text[0] in "'\"":
-        return "string"
-    if text in ("true", "false"):
-        return "bool"
-    if text == "null":
-        return "null_type"
-    if text.endswith("u"):
-        return "uint"
-    return "double" if "." in text or "e" in text.lower() else "int"
-
-
-def _type_errors(expression: str, schema: Mapping[str, Any], root: bool) -> Iterator[str]:
-    """The checker's errors this can see without cel-go: ``self.<field> == <constant>`` of another type, and a
-    list literal of constants of more than one type."""
-    for match in _COMPARED.finditer(expression):
-        node, _ = _chain(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", match.group(1)), schema, root)
-        left, right = _cel_type(node), _literal_type(match.group(3))
-        if left is not None and left != right:
-            operator = "_==_" if match.group(2) == "==" else "_!=_"
-            yield f"found no matching overload for '{operator}' applied to '({left}, {right})'"
-    for match in _LIST_LITERAL.finditer(expression):
-        kinds = [_literal_type(t) for t in re.findall(_LITERAL, match.group(1))]
-        different = next((k for k in kinds if k != kinds[0]), None)
-        if different is not None:
-            yield f"expected type '{kinds[0]}' but found '{different}'"
-
-
-def _bare_chain_type(expression: str, schema: Mapping[str, Any], root: bool) -> str | None:
-    """The CEL type of an expression that is only ``self.<fields>``, when the schema says."""
-    match = _SELF_CHAIN.fullmatch(expression.strip())
-    if not match or "?" in match.group(1):
-        return None
-    node, _ = _chain(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", match.group(1)), schema, root)
-    return _cel_type(node)
-
-
-def crd_cel_name(name: str) -> str:
-    return crd_cel.escape_property(name) or name
-
-
-def _rule_refusals(
-    entry: Mapping[str, Any], schema: Mapping[str, Any], at: str, root: bool, uncorrelatable: str | None
-) -> Iterator[Refusal]:
-    """Why the API server refuses the rule ``entry`` of ``schema``, named ``at``
-    (``...x-kubernetes-validations[i]``)."""
-    rule = str(entry.get("rule", ""))
-    for part, text in (("rule", rule), ("messageExpression", entry.get("messageExpression"))):
-        if not text:
-            continue
-        text = str(text)
-        found = _NOT_ENABLED.search(_code(text))
-        if found:
-            name = found.group(1).split(".")[0].strip()
-            yield Refusal(f"{at}.{part}", f"compilation failed: undeclared reference to '{name}'")
-            continue
-        for field in _undefined_fields(text, schema, root):
-            yield Refusal(f"{at}.{part}", f"compilation failed: undefined field '{field}'")
-        for error in _type_errors(text, schema, root):
-            yield Refusal(f"{at}.{part}", f"compilation failed: {error}")
-        bare = _bare_chain_type(text, schema, root)
-        if part == "messageExpression" and bare is not None and bare != "string":
-            yield Refusal(f"{at}.messageExpression", "messageExpression must evaluate to a string")
-            continue
-        if part == "rule" and bare is not None and bare != "bool":
-            yield Refusal(f"{at}.rule", "cel expression must evaluate to a bool")
-            continue
-        kind = _return_type(text)
-        if kind is None:
-            continue
-        if kind.startswith("ERROR:"):
-            yield Refusal(f"{at}.{part}", f"compilation failed: {kind[6:]}")
-        elif part == "rule" and kind not in ("BOOL", "DYN"):
-            yield Refusal(f"{at}.rule", "cel expression must evaluate to a bool")
-        elif part == "messageExpression" and kind not in ("STRING", "DYN"):
-            yield Refusal(f"{at}.messageExpression", "messageExpression must evaluate to a string")
-    field_path = entry.get("fieldPath")
-    if field_path and crd_cel.rule_field_path(str(field_path), schema) is None:
-        yield Refusal(f"{at}.fieldPath", f'Invalid value: "{field_path}": must be a valid path')
+def _schema_errors(entry: Mapping[str, Any], schema: Mapping[str, Any], at: str) -> Iterator[Refusal]:
+    """The checks of a rule's fields before any is compiled (``validation.go``), in its order."""
+    rule = str(entry.get("rule") or "")
+    message = str(entry.get("message") or "")
+    trimmed_rule, trimmed_message = rule.strip(_GO_SPACE), message.strip(_GO_SPACE)
+    if not trimmed_rule:
+        yield Refusal(f"{at}.rule", "Required value: rule is not specified")
+    elif message and not trimmed_message:
+        yield Refusal(f"{at}.message", f"Invalid value: {go_quote(message)}: must be non-empty if specified")
+    elif _has_newlines(trimmed_message):
+        yield Refusal(f"{at}.message", f"Invalid value: {go_quote(message)}: must not contain line breaks")
+    elif _has_newlines(trimmed_rule) and not trimmed_message:
+        yield Refusal(
+            f"{at}.message", "Required value: message must be specified if rule contains line breaks"
+        )
+    expression = str(entry.get("messageExpression") or "")
+    if expression and not expression.strip(_GO_SPACE):
+        yield Refusal(
+            f"{at}.messageExpression", "Required value: messageExpression must be non-empty if specified"
+        )
     reason = entry.get("reason")
     if reason is not None and reason not in _REASONS:
         supported = ", ".join(f'"{r}"' for r in _REASONS)
         yield Refusal(f"{at}.reason", f'Unsupported value: "{reason}": supported values: {supported}')
-    if uncorrelatable is not None and crd_cel.references_old_self(rule):
+    field_path = str(entry.get("fieldPath") or "")
+    if field_path and not field_path.strip(_GO_SPACE):
         yield Refusal(
-            f"{at}.rule",
-            f'Invalid value: "{rule}": oldSelf cannot be used on the uncorrelatable portion of the schema '
-            f"within {uncorrelatable}",
+            f"{at}.fieldPath", f"Invalid value: {go_quote(field_path)}: must be non-empty if specified"
         )
+    if _has_newlines(field_path):
+        yield Refusal(
+            f"{at}.fieldPath", f"Invalid value: {go_quote(field_path)}: must not contain line breaks"
+        )
+    if field_path and crd_cel.rule_field_path(field_path, schema) is None:
+        yield Refusal(f"{at}.fieldPath", f"Invalid value: {go_quote(field_path)}: must be a valid path")
 
 
-@cache
-def _return_type(expression: str) -> str | None:
-    """The type cel-expr-python gives ``expression`` (``BOOL``, ``DYN``, ...), ``ERROR:<why>`` when it does not
-    parse, None when this environment cannot say (it lacks something the expression calls)."""
-    try:
-        program = crd_cel._env().compile(library.rewrite(expression))
-    except Exception as e:  # the binding raises with the parser's or checker's words
-        words = " ".join(str(e).split())
-        if "Syntax error" in words:
-            return "ERROR:" + words.split("Syntax error", 1)[1].join(["Syntax error", ""]).split(" | ")[0]
-        return None
-    return str(program.return_type().name())
+def _walk_schema_errors(schema: Mapping[str, Any], where: str, out: dict[str, list[Refusal]]) -> bool:
+    """The rule-field errors of every node under ``schema`` into ``out`` (by node path); whether there are any
+    at this node or below it, where the API server compiles none of the node's rules."""
+    below = False
+    for step, sub in _children(schema):
+        below = _walk_schema_errors(sub, f"{where}.{step}", out) or below
+    found = [
+        r
+        for i, entry in enumerate(schema.get("x-kubernetes-validations") or ())
+        if isinstance(entry, Mapping)
+        for r in _schema_errors(entry, schema, f"{where}.x-kubernetes-validations[{i}]")
+    ]
+    out[where] = found
+    return below or bool(found)
 
 
-def _walk(schema: Mapping[str, Any], where: str, root: bool, uncorrelatable: str | None) -> Iterator[Refusal]:
-    for i, entry in enumerate(schema.get("x-kubernetes-validations") or ()):
-        if isinstance(entry, Mapping):
-            at = f"{where}.x-kubernetes-validations[{i}]"
-            yield from _rule_refusals(entry, schema, at, root, uncorrelatable)
+def _children(schema: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
     for name, sub in (schema.get("properties") or {}).items():
         if isinstance(sub, Mapping):
-            yield from _walk(sub, f"{where}.properties[{name}]", False, uncorrelatable)
+            yield f"properties[{name}]", sub
     addl = schema.get("additionalProperties")
     if isinstance(addl, Mapping):
-        yield from _walk(addl, f"{where}.additionalProperties", False, uncorrelatable)
+        yield "additionalProperties", addl
     items = schema.get("items")
     if isinstance(items, Mapping):
-        correlates = schema.get("x-kubernetes-list-type") == "map"
-        yield from _walk(
-            items, f"{where}.items", False, uncorrelatable if correlates or uncorrelatable else where
+        yield "items", items
+
+
+def _uncorrelatable(schema: Mapping[str, Any], where: str, within: str | None, out: dict[str, str]) -> None:
+    """The nearest list above each node whose items the API server cannot correlate (``set`` and ``atomic``
+    lists), by node path."""
+    if within is not None:
+        out[where] = within
+    for step, sub in _children(schema):
+        inner = within
+        if step == "items" and within is None and schema.get("x-kubernetes-list-type") != "map":
+            inner = where
+        _uncorrelatable(sub, f"{where}.{step}", inner, out)
+
+
+def _blocked(where: str, errors: dict[str, list[Refusal]]) -> bool:
+    """Whether the node ``where`` or one below it has rule-field errors (the API server then compiles none of
+    the node's rules)."""
+    return any(found and (node == where or node.startswith(f"{where}.")) for node, found in errors.items())
+
+
+def _cel_errors(rc: cel_cost.RuleCost, within: str | None) -> Iterator[Refusal]:
+    """The API server's refusals of a compiled rule (``validation.go`` after ``cel.Compile``)."""
+    at = rc.path.removesuffix(".rule")
+    entry = rc.entry or {"rule": rc.rule}
+    if rc.error:
+        yield Refusal(rc.path, f"Invalid value: {_rule_json(entry)}: {rc.error}")
+    if rc.message_error:
+        yield Refusal(f"{at}.messageExpression", f"Invalid value: {_rule_json(entry)}: {rc.message_error}")
+    if rc.uses_old_self:
+        if within is not None:
+            yield Refusal(
+                rc.path,
+                f"Invalid value: {go_quote(rc.rule)}: oldSelf cannot be used on the uncorrelatable portion of the "
+                f"schema within {within}",
+            )
+    elif entry.get("optionalOldSelf") is not None:
+        optional = "true" if entry.get("optionalOldSelf") else "false"
+        yield Refusal(
+            f"{at}.optionalOldSelf",
+            f"Invalid value: {optional}: may not be set if oldSelf is not used in rule",
         )
+
+
+def bad_value(value: Any) -> str:
+    """A value as a field error shows it (``field.Error.ErrorBody``): a string quoted as Go quotes it, a number
+    or bool as Go prints it, anything else as its JSON."""
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return go_json(value)
+    return go_json(value, sort_keys=True)
+
+
+def _default_errors(schema: Mapping[str, Any], where: str) -> Iterator[Refusal]:
+    """``defaulting.ValidateDefaults``: every ``default`` (but under ``additionalProperties``, where defaults are
+    forbidden, and in an embedded resource's type and metadata) held to its node's schema and to the CEL rules
+    of its node and below: no unknown fields, then kube-openapi's validation, then the rules."""
+    from nodefleet.apiserver.schema import unknown_fields, validate_value
+
+    def visit(node: Mapping[str, Any], path: str, resource: bool, meta: bool) -> Iterator[Refusal]:
+        resource = resource or bool(node.get("x-kubernetes-embedded-resource"))
+        default = node.get("default")
+        if default is not None and not meta:
+            at = f"{path}.default"
+            if unknown_fields(default, node, at, root=resource):
+                yield Refusal(at, f"Invalid value: {bad_value(default)}: must not have unknown fields")
+            for finding in validate_value(default, node, at):
+                yield Refusal(finding.path, finding.message)
+        items = node.get("items")
+        if isinstance(items, Mapping):
+            yield from visit(items, f"{path}.items", False, meta)
+        for name, sub in (node.get("properties") or {}).items():
+            if isinstance(sub, Mapping):
+                inner = meta or (resource and name in ("apiVersion", "kind", "metadata"))
+                yield from visit(sub, f"{path}.properties[{name}]", False, inner)
+
+    yield from visit(schema, where, True, False)
 
 
 def refusals(schema: Mapping[str, Any], where: str = "openAPIV3Schema") -> list[Refusal]:
-    """Why the API server refuses a CRD version whose schema is ``schema`` (empty: it accepts it, as far as
-    this can tell): its rules' refusals, then their estimated costs'."""
-    found = list(_walk(schema, where, True, None))
+    """Why the API server refuses a CRD version whose schema is ``schema`` (empty: it accepts it): its
+    defaults, its rules' fields, their compilation, then their estimated costs (none of which it checks where
+    a default is refused)."""
+    errors: dict[str, list[Refusal]] = {}
+    _walk_schema_errors(schema, where, errors)
+    found = [r for node_errors in errors.values() for r in node_errors]
+    defaults = list(_default_errors(schema, where))
+    if defaults:
+        return found + defaults
+    uncorrelatable: dict[str, str] = {}
+    _uncorrelatable(schema, where, None, uncorrelatable)
+    for rc in cel_cost.rule_costs(schema, where):
+        node = rc.path.rsplit(".x-kubernetes-validations[", 1)[0]
+        if not _blocked(node, errors):
+            found += _cel_errors(rc, uncorrelatable.get(node))
     found += [Refusal(path, words) for path, words in cel_cost.refusals(schema, where)]
     return found
 
 
 #: The modules whose code decides what :func:`refusals` answers.
-_ANALYSIS_MODULES = ("crd_rules.py", "cel_cost.py", "cel_check.py", "cel_ast.py", "cel_library.py", "cel.py")
+_ANALYSIS_MODULES = (
+    "crd_rules.py",
+    "cel_cost.py",
+    "cel_check.py",
+    "cel_ast.py",
+    "cel_library.py",
+    "cel.py",
+    "cel_unreadable.py",
+    "schema.py",
+    "formats.py",
+    "strfmt.py",
+    "quantity.py",
+)
 
 
 @cache

@@ -31,6 +31,7 @@ __all__ = [
     "dns1035_label_errors",
     "dns1123_label_errors",
     "dns1123_subdomain_errors",
+    "go_quote",
     "is_date",
     "is_date_time",
     "is_duration",
@@ -228,18 +229,19 @@ _BITS = re.compile(r"^(0|[1-9][0-9]{0,2})$")
 
 
 def parse_cidr(raw: str) -> tuple[IPAddress, int]:
-    """``cidr()`` / ``isCIDR()``: ``netip.ParsePrefix`` (host bits may be set; ``masked()`` clears them)."""
-    addr_text, slash, bits_text = raw.partition("/")
+    """``cidr()`` / ``isCIDR()``: ``netip.ParsePrefix`` (host bits may be set; ``masked()`` clears them), its
+    errors worded as the library wraps them (an address netip cannot read is named without netip's detail)."""
+    addr_text, slash, bits_text = raw.rpartition("/")
+    wrap = "network address parse error during conversion from string: "
+    prefix_error = f"{wrap}{wrap}netip.ParsePrefix({go_quote(raw)}): "
     if not slash:
-        raise FormatError(f'network address parse error during conversion from string: no "/" in "{raw}"')
-    if not _BITS.match(bits_text):
-        raise FormatError(f'network address parse error during conversion from string: bad bits in "{raw}"')
+        raise FormatError(prefix_error + "no '/'")
     addr = parse_ip(addr_text)
+    if not _BITS.match(bits_text) or (len(bits_text) > 1 and bits_text[0] == "0"):
+        raise FormatError(prefix_error + f"bad bits after slash: {go_quote(bits_text)}")
     bits = int(bits_text)
     if bits > addr.max_prefixlen:
-        raise FormatError(
-            f'network address parse error during conversion from string: bits too large in "{raw}"'
-        )
+        raise FormatError(prefix_error + "prefix length out of range")
     return addr, bits
 
 
@@ -714,3 +716,29 @@ def go_time_parse_error(value: str, layout: str) -> str:
     if rest:
         return f'parsing time "{value}": extra text: "{rest}"'
     return f'parsing time "{value}": day out of range'
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Go's quoting
+# ---------------------------------------------------------------------------------------------------------
+
+
+def go_quote(text: str) -> str:
+    """``text`` as Go's ``%q`` writes it (how a field error shows a string value)."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif not ch.isprintable() and code > 0x7F:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+_SHORT_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}

@@ -69,7 +69,9 @@ __all__ = [
     "escape_property",
     "kubernetes_version",
     "rejects_field",
+    "unknown_fields",
     "validate_object",
+    "validate_value",
 ]
 
 
@@ -326,7 +328,7 @@ def _format_view(value: str, fmt: str) -> Any:
         seconds = crd_formats.duration_seconds(value)
         if seconds is not None:
             return crd_cel.duration(round(seconds * 1e9))
-        return crd_cel.invalid_data(f"Invalid duration {value}: unable to parse {value} as duration")
+        return crd_cel.invalid_data(f"Invalid duration {value}: unable to parse {value} as duration", value)
     if fmt in ("date", "date-time"):
         parse, layout = (
             (crd_formats.date_value, crd_formats.DATE_LAYOUT)
@@ -337,11 +339,11 @@ def _format_view(value: str, fmt: str) -> Any:
         if stamp is not None:
             return crd_cel.timestamp(stamp)
         why = crd_formats.go_time_parse_error(value, layout)
-        return crd_cel.invalid_data(f"Invalid {fmt} formatted string {value}: {why}")
+        return crd_cel.invalid_data(f"Invalid {fmt} formatted string {value}: {why}", value)
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        return crd_cel.invalid_data(f"Invalid byte formatted string {value}")
+        return crd_cel.invalid_data(f"Invalid byte formatted string {value}", value)
 
 
 def _type_message(
@@ -610,6 +612,9 @@ class _Walk:
         #: Duplicates in set and map lists are checked unless the previous object already had some (the API
         #: server ratchets that check as a whole).
         self.check_lists = True
+        #: Whether each rule is first compiled as the API server compiles it (where it serves a CRD whose rules
+        #: it would not have accepted: a test's ``installed`` CRD, a CRD's own defaults).
+        self.compile_rules = False
 
     def fail(self, path: str, message: str, blocks: bool = False) -> None:
         """Report an error; ``blocks``: one after which the API server does not run CEL rules (a Required,
@@ -712,7 +717,7 @@ class _Walk:
         so a rule that reads it, here or at any ancestor, fails at run time (rules run when the type error was
         ratcheted), and runtime errors are never ratcheted."""
         self.invalid += 1
-        invalid = crd_cel.invalid_data(_conversion_error(value, schema))
+        invalid = crd_cel.invalid_data(_conversion_error(value, schema), value)
         rules = schema.get("x-kubernetes-validations")
         if rules:
             self.sites.append(_Site(cpath, rules, schema, invalid, False, old, spath, self.anchor, value))
@@ -979,12 +984,12 @@ class _Walk:
             item_view, item_unknown = self.walk(
                 item, items_schema, item_path, old_item, f"{spath}[]", f"{cpath}[{i}]"
             )
-            view.append(item_view)
+            view.append(crd_cel.in_set(item_view) if list_type == "set" else item_view)
             unknown = unknown or item_unknown
         return view, unknown
 
 
-def _unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: str, root: bool = False) -> list[str]:
+def unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: str, root: bool = False) -> list[str]:
     """The fields pruning removes (schema/pruning ``PruneWithOptions``), as the API server names them."""
     if schema is not None and schema.get("x-kubernetes-preserve-unknown-fields"):
         return _unknown_below_preserved(value, schema, path)
@@ -1001,15 +1006,15 @@ def _unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: str, roo
                     found += [f"{_child(path, 'metadata')}.{k}" for k in item if k not in _OBJECT_META]
                 continue
             if key in props:
-                found += _unknown_fields(item, props[key], _child(path, key))
+                found += unknown_fields(item, props[key], _child(path, key))
             elif addl is not None and addl is not False:
-                found += _unknown_fields(item, addl if isinstance(addl, dict) else {}, _child(path, key))
+                found += unknown_fields(item, addl if isinstance(addl, dict) else {}, _child(path, key))
             else:
                 found.append(_child(path, key))
     elif isinstance(value, list | tuple):
         items = schema.get("items") if schema is not None else None
         for i, item in enumerate(value):
-            found += _unknown_fields(item, items if isinstance(items, dict) else None, f"{path}[{i}]")
+            found += unknown_fields(item, items if isinstance(items, dict) else None, f"{path}[{i}]")
     return sorted(found) if root else found
 
 
@@ -1025,9 +1030,9 @@ def _unknown_below_preserved(value: Any, schema: Mapping[str, Any], path: str) -
                     found += [f"{_child(path, 'metadata')}.{k}" for k in item if k not in _OBJECT_META]
                 continue
             if key in props:
-                found += _unknown_fields(item, props[key], _child(path, key))
+                found += unknown_fields(item, props[key], _child(path, key))
             elif isinstance(addl, dict):
-                found += _unknown_fields(item, addl, _child(path, key))
+                found += unknown_fields(item, addl, _child(path, key))
     elif isinstance(value, list | tuple):
         items = schema.get("items")
         if isinstance(items, dict):
@@ -1400,11 +1405,11 @@ def validate_object(
     if meta_error is not None:
         # Reading ObjectMeta fails, and the request is refused with that alone (a BadRequest).
         return [Finding("metadata", meta_error, True)]
-    unknown_fields = _unknown_fields(body, schema, "", root=True)
+    undeclared = unknown_fields(body, schema, "", root=True)
     meta = body.get("metadata")
     if isinstance(meta, dict):
-        unknown_fields = sorted(unknown_fields + [f"metadata.{k}" for k in meta if k not in _OBJECT_META])
-    if unknown_fields:
+        undeclared = sorted(undeclared + [f"metadata.{k}" for k in meta if k not in _OBJECT_META])
+    if undeclared:
         # Decoding refuses the request (fieldValidation=Strict, kubectl's default) before any validation.
         return [
             Finding(
@@ -1413,7 +1418,7 @@ def validate_object(
                 "request under fieldValidation=Strict, kubectl's default, or drops the field under Ignore)",
                 True,
             )
-            for path in unknown_fields
+            for path in undeclared
         ]
     for key, words in (("kind", "Kind"), ("apiVersion", "apiVersion")):
         if not patch and not body.get(key):
@@ -1427,6 +1432,7 @@ def validate_object(
                 )
             ]
     walk = _Walk(patch, version)
+    walk.compile_rules = installed
     for key, expected in (("kind", crd.crd.kind), ("apiVersion", crd.api_version)):
         # (The API server then skips the schema and ObjectMeta checks; an object of another kind or version
         # is judged by that CRD here, so this only shows up in hand-made objects.)
@@ -1507,6 +1513,49 @@ def validate_object(
     return walk.findings
 
 
+#: Findings of the structural validation that ``ValidateCustomResource`` (kube-openapi's validator, all a
+#: default is held to besides its rules) does not make: pruning's, and the list-type checks of the strategy.
+_NOT_OPENAPI = ('unknown field "', "Duplicate value", "must be an object for an array of list-type map")
+
+
+def validate_value(
+    value: Any,
+    schema: Mapping[str, Any],
+    path: str,
+    *,
+    kubernetes: str = DEFAULT_KUBERNETES_VERSION,
+) -> list[Finding]:
+    """What the API server refuses in ``value`` as the value of the schema node ``schema``, its fields named
+    under ``path``: how it checks a CRD's ``default`` when the CRD is created (``defaulting.ValidateDefaults``):
+    kube-openapi's validation first and, only when that passes, the CEL rules of the node and below, once as
+    an update from the value itself (where only transition rules can fail) and, when none does, as a create."""
+    version = kubernetes_version(kubernetes)
+    walk = _Walk(False, version)
+    # kube-openapi validates the value as the root of a document (its messages name fields from there), and
+    # the field errors are placed under ``path``.
+    walk.walk(_copy(value, False), schema, "", _ABSENT)
+    refused = [
+        Finding(path + ("" if not f.path or f.path[0] == "[" else ".") + f.path, f.message, True)
+        for f in walk.findings
+        if f.blocking and not any(n in f.message for n in _NOT_OPENAPI)
+    ]
+    if refused:
+        return refused
+    for old in (value, _ABSENT):
+        walk = _Walk(False, version)
+        walk.compile_rules = True
+        if old is not _ABSENT:
+            walk.ratcheting = True
+        walk.walk(_copy(value, False), schema, path, _copy(old, False) if old is not _ABSENT else _ABSENT)
+        walk.findings = []
+        for site in walk.sites:
+            _evaluate_site(site, walk, False, None)
+        refused = [f for f in walk.findings if f.blocking]
+        if refused:
+            return refused
+    return []
+
+
 _REFUSALS: dict[tuple[str, str, int], list[str]] = {}
 
 
@@ -1548,17 +1597,55 @@ def _has_rules(file: str, version: str, schema: Mapping[str, Any]) -> bool:
     return _RULES_CACHE[key]
 
 
+_COMPILE_ERRORS: dict[tuple[str, bool, int, bool], tuple[Mapping[str, Any], str]] = {}
+
+
+def _compile_error(spec: Mapping[str, Any], schema: Mapping[str, Any], root: bool) -> str:
+    """Why the API server's CEL validator cannot compile the rule ``spec`` at the node ``schema`` (its words
+    after ``rule compile error:``), or ``""``."""
+    from nodefleet.apiserver import cel_check
+
+    rule, optional = str(spec.get("rule") or ""), bool(spec.get("optionalOldSelf"))
+    key = (rule, optional, id(schema), root)
+    cached = _COMPILE_ERRORS.get(key)
+    if cached is None or cached[0] is not schema:
+        error = ""
+        decl = cel_check.schema_decl(schema, root or bool(schema.get("x-kubernetes-embedded-resource")))
+        if decl is not None and rule.strip():
+            try:
+                checked = cel_check.check(rule, cel_check.renamed(decl), optional)
+            except cel_check.CheckError as e:
+                error = f"compilation failed: {e.display}"
+            except (LookupError, TypeError, ValueError, AttributeError, AssertionError, RecursionError):
+                error = ""  # a shape the checker does not know: never a reason to refuse
+            else:
+                if checked.types.get(checked.tree.id) != cel_check.BOOL:
+                    error = "cel expression must evaluate to a bool"
+        cached = _COMPILE_ERRORS[key] = (schema, error)
+    return cached[1]
+
+
 def _old_view(site: _Site) -> Any:
     if site.path == "" and isinstance(site.old, dict):
         return _root_view(site.old, site.schema)
     return _view(site.old, site.schema)
 
 
-def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> None:
+def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion | None) -> None:
     old_view: Any = _ABSENT
     old_unknown = old_invalid = False
     for spec in site.rules:
         rule = crd_cel.compile_rule(spec)
+        if walk.compile_rules:
+            error = _compile_error(spec, site.schema, site.path == "")
+            if error:
+                node_type = _shown(str(site.schema.get("type") or ""))
+                walk.findings.append(
+                    Finding(
+                        site.path, f"Invalid value: {node_type}: rule compile error: {error}", True, rule.rule
+                    )
+                )
+                continue
         if rule.transition and site.old is _ABSENT and not rule.optional_old_self:
             continue  # as on a create: transition rules need the previous value
         if site.unknown:
@@ -1583,8 +1670,9 @@ def _evaluate_site(site: _Site, walk: _Walk, patch: bool, crd: CrdVersion) -> No
             site.view,
             old_arg,
             holds_invalid=site.holds_invalid or (old_arg is not _ABSENT and old_invalid),
+            raw_old=site.old if old_arg is not _ABSENT else _ABSENT,
         )
-        if rule_log.active():
+        if crd is not None and rule_log.active():
             rule_log.record(crd.crd.file, crd.version, site.spath, rule.rule, outcome.passed)
         if outcome.passed is None:
             # The API server compiled this rule when the CRD was written, so it evaluates it; a rule judged

@@ -736,7 +736,9 @@ def _refuse_refused(doc: Mapping[str, Any], where: str) -> None:
         if isinstance(schema, Mapping):
             found = refusals(schema, f"{where_in}.openAPIV3Schema")
             if found:
-                raise CrdError(f"{where}: the API server refuses this CRD: {found[0]}; nothing was changed")
+                # One line: the refusal's first (a compile error goes on with the rule's line and a caret).
+                first = str(found[0]).splitlines()[0]
+                raise CrdError(f"{where}: the API server refuses this CRD: {first}; nothing was changed")
 
 
 def refresh(
