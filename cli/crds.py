@@ -112,6 +112,7 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _refresh_from(args: argparse.Namespace, dest: Path) -> int:
+    from nodefleet.apiserver.schema import crd_refusals
     from nodefleet.apiserver.store import Source, read_provenance_table, refresh
 
     source_dir: Path = args.source
@@ -128,7 +129,9 @@ def _refresh_from(args: argparse.Namespace, dest: Path) -> int:
     default = (
         Source(path=args.path_in_repo, repository=args.repository, commit=args.commit) if all(given) else None
     )
-    report = refresh(source_dir, dest=dest, provenance=provenance, default_source=default)
+    report = refresh(
+        source_dir, dest=dest, provenance=provenance, default_source=default, refusals=crd_refusals
+    )
     for crd in report.written:
         state = "unchanged" if crd.file in report.unchanged else "updated"
         source = crd.sources[0].describe() if crd.sources else "?"
@@ -144,6 +147,7 @@ def _refresh_from(args: argparse.Namespace, dest: Path) -> int:
 
 
 def _refresh_karpenter(args: argparse.Namespace, dest: Path) -> int:
+    from nodefleet.apiserver.schema import crd_refusals
     from nodefleet.apiserver.store import refresh_karpenter
 
     if not args.module:
@@ -158,6 +162,7 @@ def _refresh_karpenter(args: argparse.Namespace, dest: Path) -> int:
         make_default=args.default,
         note=args.note or "",
         checksum_db=not args.no_checksum_db,
+        refusals=crd_refusals,
     )
     for member in ks.members:
         state = "added" if member.file in written else "shared"

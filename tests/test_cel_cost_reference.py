@@ -32,7 +32,8 @@ from typing import Any
 import pytest
 import yaml
 
-from nodefleet.apiserver import cel_check, cel_cost, crd_rules
+from nodefleet.apiserver import cel_check, cel_cost
+from nodefleet.apiserver.schema import crd_refusals
 from nodefleet.apiserver.store import CRD_DIR, load_index
 from tests import goref
 from tests.cel_cost_corpus import HAND_WRITTEN_RULES, corpus, hand_written
@@ -121,7 +122,7 @@ def compare(crds: list[tuple[str, dict[str, Any]]]) -> tuple[Counter[str], list[
         got_words = sorted(
             (r.where, _SELF_TYPE.sub("selfType", r.message))
             for where, schema in _schemas(crd)
-            for r in crd_rules.refusals(schema, where)
+            for r in crd_refusals(schema, where)
         )
         if got_words == want_words:
             counts["refusals equal"] += 1

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from nodefleet.apiserver.crd_rules import refusals
+from nodefleet.apiserver.schema import crd_refusals as refusals
 from tests.crd_classes import CRDS, FOLDER, RAW_JSON, REFUSAL_CRDS, cases, crd_text
 from tests.crd_corpus import Case
 from tests.crd_live import Answer, Sender

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -206,42 +206,22 @@ def bad_value(value: Any) -> str:
     return go_json(value, sort_keys=True)
 
 
-def _default_errors(schema: Mapping[str, Any], where: str) -> Iterator[Refusal]:
-    """``defaulting.ValidateDefaults``: every ``default`` (but under ``additionalProperties``, where defaults are
-    forbidden, and in an embedded resource's type and metadata) held to its node's schema and to the CEL rules
-    of its node and below: no unknown fields, then kube-openapi's validation, then the rules."""
-    from nodefleet.apiserver.schema import unknown_fields, validate_value
-
-    def visit(node: Mapping[str, Any], path: str, resource: bool, meta: bool) -> Iterator[Refusal]:
-        resource = resource or bool(node.get("x-kubernetes-embedded-resource"))
-        default = node.get("default")
-        if default is not None and not meta:
-            at = f"{path}.default"
-            if unknown_fields(default, node, at, root=resource):
-                yield Refusal(at, f"Invalid value: {bad_value(default)}: must not have unknown fields")
-            for finding in validate_value(default, node, at):
-                yield Refusal(finding.path, finding.message)
-        items = node.get("items")
-        if isinstance(items, Mapping):
-            yield from visit(items, f"{path}.items", False, meta)
-        for name, sub in (node.get("properties") or {}).items():
-            if isinstance(sub, Mapping):
-                inner = meta or (resource and name in ("apiVersion", "kind", "metadata"))
-                yield from visit(sub, f"{path}.properties[{name}]", False, inner)
-
-    yield from visit(schema, where, True, False)
-
-
-def refusals(schema: Mapping[str, Any], where: str = "openAPIV3Schema") -> list[Refusal]:
+def refusals(
+    schema: Mapping[str, Any],
+    where: str = "openAPIV3Schema",
+    *,
+    defaults: Callable[[Mapping[str, Any], str], Iterable[Refusal]],
+) -> list[Refusal]:
     """Why the API server refuses a CRD version whose schema is ``schema`` (empty: it accepts it): its
-    defaults, its rules' fields, their compilation, then their estimated costs (none of which it checks where
-    a default is refused)."""
+    defaults (``defaults`` finds those refused: :func:`nodefleet.apiserver.schema.crd_refusals` passes the
+    validation of values, which sits above this module), its rules' fields, their compilation, then their
+    estimated costs (none of which it checks where a default is refused)."""
     errors: dict[str, list[Refusal]] = {}
     _walk_schema_errors(schema, where, errors)
     found = [r for node_errors in errors.values() for r in node_errors]
-    defaults = list(_default_errors(schema, where))
-    if defaults:
-        return found + defaults
+    refused_defaults = list(defaults(schema, where))
+    if refused_defaults:
+        return found + refused_defaults
     uncorrelatable: dict[str, str] = {}
     _uncorrelatable(schema, where, None, uncorrelatable)
     for rc in cel_cost.rule_costs(schema, where):

@@ -44,7 +44,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -55,6 +55,7 @@ from nodefleet.apiserver import rule_log as rule_log
 from nodefleet.apiserver import strfmt as crd_strfmt
 from nodefleet.apiserver.cel import escape_property
 from nodefleet.apiserver.cel import rule_field_path as _rule_field_path
+from nodefleet.apiserver.crd_rules import Refusal, analysis_digest, bad_value, refusals
 from nodefleet.apiserver.store import CrdVersion, remembered
 
 __all__ = [
@@ -66,6 +67,8 @@ __all__ = [
     "UNKNOWN",
     "Finding",
     "VersionError",
+    "crd_refusals",
+    "default_refusals",
     "escape_property",
     "kubernetes_version",
     "rejects_field",
@@ -1556,6 +1559,37 @@ def validate_value(
     return []
 
 
+def default_refusals(schema: Mapping[str, Any], where: str) -> Iterator[Refusal]:
+    """``defaulting.ValidateDefaults``: every ``default`` (but under ``additionalProperties``, where defaults are
+    forbidden, and in an embedded resource's type and metadata) held to its node's schema and to the CEL rules
+    of its node and below: no unknown fields, then kube-openapi's validation, then the rules."""
+
+    def visit(node: Mapping[str, Any], path: str, resource: bool, meta: bool) -> Iterator[Refusal]:
+        resource = resource or bool(node.get("x-kubernetes-embedded-resource"))
+        default = node.get("default")
+        if default is not None and not meta:
+            at = f"{path}.default"
+            if unknown_fields(default, node, at, root=resource):
+                yield Refusal(at, f"Invalid value: {bad_value(default)}: must not have unknown fields")
+            for finding in validate_value(default, node, at):
+                yield Refusal(finding.path, finding.message)
+        items = node.get("items")
+        if isinstance(items, Mapping):
+            yield from visit(items, f"{path}.items", False, meta)
+        for name, sub in (node.get("properties") or {}).items():
+            if isinstance(sub, Mapping):
+                inner = meta or (resource and name in ("apiVersion", "kind", "metadata"))
+                yield from visit(sub, f"{path}.properties[{name}]", False, inner)
+
+    yield from visit(schema, where, True, False)
+
+
+def crd_refusals(schema: Mapping[str, Any], where: str = "openAPIV3Schema") -> list[Refusal]:
+    """Why the API server refuses a CRD version whose schema is ``schema`` (empty: it accepts it):
+    :func:`nodefleet.apiserver.crd_rules.refusals`, its defaults held to their schema by :func:`validate_value`."""
+    return refusals(schema, where, defaults=default_refusals)
+
+
 _REFUSALS: dict[tuple[str, str, int], list[str]] = {}
 
 
@@ -1563,15 +1597,13 @@ def _crd_refusals(crd: CrdVersion) -> list[str]:
     """Why the API server refuses ``crd``'s schema, as :mod:`nodefleet.apiserver.crd_rules` tells (kept per CRD
     file and version, and the schema's identity; and in the cache by the schema's content and the analysing
     code, since estimating every rule's cost is most of what checking a CRD costs)."""
-    from nodefleet.apiserver.crd_rules import analysis_digest, refusals
-
     key = (crd.crd.file, crd.version, id(crd.schema))
     if key not in _REFUSALS:
         content = json.dumps(crd.schema, sort_keys=True, separators=(",", ":"), default=str)
         digest = hashlib.sha256(content.encode()).hexdigest()
 
         def analyse() -> list[str]:
-            return [str(r) for r in refusals(crd.schema)]
+            return [str(r) for r in crd_refusals(crd.schema)]
 
         _REFUSALS[key] = remembered(f"refusals-{digest}-{analysis_digest()}", analyse)
     return _REFUSALS[key]

@@ -33,7 +33,7 @@ import re
 import shutil
 import subprocess
 import zipfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -722,11 +722,14 @@ def _kind_key(kind: k.Kind) -> tuple[str, str]:
     return kind.api_version.split("/")[0], kind.kind
 
 
-def _refuse_refused(doc: Mapping[str, Any], where: str) -> None:
-    """A CRD the API server refuses (a rule that does not compile, an invalid fieldPath, ...) is not shipped:
-    no cluster could serve it (:mod:`nodefleet.apiserver.crd_rules`)."""
-    from nodefleet.apiserver.crd_rules import refusals
+#: Why the API server refuses a CRD version's schema (``nodefleet.apiserver.schema.crd_refusals``, which sits
+#: above this module: the caller passes it).
+Refusals = Callable[[Mapping[str, Any], str], Sequence[object]]
 
+
+def _refuse_refused(doc: Mapping[str, Any], where: str, refusals: Refusals) -> None:
+    """A CRD the API server refuses (a rule that does not compile, an invalid fieldPath, a default its schema
+    refuses, ...) is not shipped: no cluster could serve it."""
     versions = [v or {} for v in doc["spec"].get("versions") or []]
     # The API server validates one schema, named spec.validation, when every version has the same one.
     shared = all(v.get("schema") == versions[0].get("schema") for v in versions)
@@ -748,6 +751,7 @@ def refresh(
     provenance: Mapping[str, Source] | None = None,
     default_source: Source | None = None,
     kinds: Iterable[k.Kind] = BASE_KINDS,
+    refusals: Refusals,
 ) -> RefreshReport:
     """Copy from ``source_dir`` the CRD of every per-kind kind into ``dest`` and record its source.
 
@@ -786,7 +790,7 @@ def refresh(
                 f"{path}: {kind.kind} CRD does not serve {version}, which nodefleet writes (it serves "
                 f"{', '.join(map(str, served)) or 'nothing'}); nothing was changed"
             )
-        _refuse_refused(doc, str(path))
+        _refuse_refused(doc, str(path), refusals)
         source = (provenance or {}).get(path.name) or default_source
         if source is None:
             raise CrdError(
@@ -920,6 +924,7 @@ def refresh_karpenter(
     note: str = "",
     go: str = "go",
     checksum_db: bool = True,
+    refusals: Refusals,
 ) -> tuple[KarpenterSet, list[str]]:
     """Add or replace the Karpenter set ``name`` (``<flavour>/<minor>``) with the CRDs of a Go module version.
 
@@ -960,7 +965,7 @@ def refresh_karpenter(
             except (CrdError, UnicodeDecodeError):
                 continue
             if _group_kind(doc) in wanted:
-                _refuse_refused(doc, f"{module}@{version}:{inner}")
+                _refuse_refused(doc, f"{module}@{version}:{inner}", refusals)
                 found[_group_kind(doc)] = (str(inner), data, doc)
     missing = [kind.kind for key, kind in wanted.items() if key not in found]
     if missing:

@@ -106,7 +106,7 @@ def test_a_rule_that_does_not_type_check_is_not_estimated() -> None:
 def test_a_schema_the_api_server_refuses_for_its_shape_is_not_a_crash(schema: dict) -> None:
     """Such a CRD is refused for its schema (which crd-schema does not model); its rules are estimated where
     they can be, and never crash the check."""
-    from nodefleet.apiserver.crd_rules import refusals
+    from nodefleet.apiserver.schema import crd_refusals as refusals
 
     for rule in ("self.a.size() > 0", "has(self.a)", "self.a.all(x, x == x)"):
         assert refusals({**schema, "x-kubernetes-validations": [{"rule": rule}]}) is not None

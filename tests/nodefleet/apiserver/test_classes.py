@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodefleet.apiserver.crd_rules import refusals
 from nodefleet.apiserver.schema import NOT_CHECKED, validate_object
+from nodefleet.apiserver.schema import crd_refusals as refusals
 from tests.crd_classes import RAW_JSON, REFUSAL_CRDS, cases
 from tests.crd_corpus import Case
 
