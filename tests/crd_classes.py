@@ -20,6 +20,9 @@ read by crd-schema.
 - ``embedded``: ``x-kubernetes-embedded-resource`` objects: type meta required, ObjectMeta checked;
 - ``number``: ``multipleOf`` with a fraction, a JSON integer in a ``number`` field, sets of numbers;
 - ``int-format``: ``format: int32`` and ``format: float`` ranges (checked since Kubernetes 1.36).
+- ``runtime-words``: runtime errors in cel-go's words (division and modulus by zero, conversions out of range or
+  from a string, ``<string>.format()`` given a value its clause does not take, an unknown clause, too few
+  values).
 """
 
 from __future__ import annotations
@@ -365,6 +368,46 @@ CRDS: dict[str, dict[str, Any]] = {
                 "real": {"type": "number", "format": "float"},
                 "wide": {"type": "number", "format": "double"},
             },
+        },
+    ),
+    "runtime": _crd(
+        "Runtime",
+        {
+            "type": "object",
+            "properties": {
+                "e": {"type": "string", "maxLength": 8},
+                "a": _I,
+                "b": _I,
+                "d": {"type": "number"},
+                "s": {"type": "string", "maxLength": 32},
+                "l": {"type": "array", "maxItems": 4, "items": _I},
+            },
+            # One rule per runtime error, chosen by ``e``; ``dyn()`` keeps format's arguments from the
+            # compile-time check, so cel-go's formatter meets them when the rule runs.
+            "x-kubernetes-validations": [
+                _r(f"self.e != '{tag}' || {rule}", message=tag)
+                for tag, rule in {
+                    "div": "self.a / self.b == 1",
+                    "mod": "self.a % self.b == 1",
+                    "uint": "uint(self.a) > 0u",
+                    "uintdbl": "uint(self.d) > 0u",
+                    "intdbl": "int(self.d) > 0",
+                    "dur": "duration(self.s) > duration('1s')",
+                    "ts": "timestamp(self.s) > timestamp('2020-01-01T00:00:00Z')",
+                    "bool": "bool(self.s)",
+                    "fmt-d": "'%d'.format([dyn(self.d)]) != ''",
+                    "fmt-f": "'%.2f'.format([dyn(self.a)]) != ''",
+                    "fmt-e": "'%e'.format([dyn(self.a)]) != ''",
+                    "fmt-x": "'%x'.format([dyn(self.d)]) != ''",
+                    "fmt-b": "'%b'.format([dyn(self.s)]) != ''",
+                    "fmt-o": "'%o'.format([dyn(self.d)]) != ''",
+                    "fmt-nan": "'%f'.format([dyn(self.s)]) != ''",
+                    "fmt-s": "'%s'.format([dyn([quantity(self.s)])]) != ''",
+                    "fmt-map": "'%s'.format([dyn({'a': quantity(self.s)})]) != ''",
+                    "fmt-few": "'%s %s'.format(self.l) != ''",
+                    "fmt-verb": "self.s.format([1]) != ''",
+                }.items()
+            ],
         },
     ),
 }
@@ -932,6 +975,36 @@ CASES: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
     ("int-format", "intformats", "float-over", _obj("Width", {"real": 1e39}), None),
     ("int-format", "intformats", "float-under", _obj("Width", {"real": -1e39}), None),
     ("int-format", "intformats", "double-big", _obj("Width", {"wide": 1e300}), None),
+    # --- cel-go's runtime errors, in its words ---------------------------------------------------------------
+    ("runtime-words", "runtime", "div", _obj("Runtime", {"e": "div", "a": 1, "b": 0}), None),
+    ("runtime-words", "runtime", "div-ok", _obj("Runtime", {"e": "div", "a": 2, "b": 2}), None),
+    ("runtime-words", "runtime", "mod", _obj("Runtime", {"e": "mod", "a": 1, "b": 0}), None),
+    ("runtime-words", "runtime", "uint", _obj("Runtime", {"e": "uint", "a": -1}), None),
+    ("runtime-words", "runtime", "uintdbl", _obj("Runtime", {"e": "uintdbl", "d": -1.5}), None),
+    ("runtime-words", "runtime", "intdbl", _obj("Runtime", {"e": "intdbl", "d": 1e30}), None),
+    ("runtime-words", "runtime", "dur", _obj("Runtime", {"e": "dur", "s": "1d"}), None),
+    ("runtime-words", "runtime", "dur-ok", _obj("Runtime", {"e": "dur", "s": "1h"}), None),
+    ("runtime-words", "runtime", "ts", _obj("Runtime", {"e": "ts", "s": "2020-01-01"}), None),
+    ("runtime-words", "runtime", "bool", _obj("Runtime", {"e": "bool", "s": "yes"}), None),
+    ("runtime-words", "runtime", "bool-ok", _obj("Runtime", {"e": "bool", "s": "true"}), None),
+    ("runtime-words", "runtime", "fmt-d", _obj("Runtime", {"e": "fmt-d", "d": 1}), None),
+    ("runtime-words", "runtime", "fmt-f", _obj("Runtime", {"e": "fmt-f", "a": 1}), None),
+    ("runtime-words", "runtime", "fmt-e", _obj("Runtime", {"e": "fmt-e", "a": 3}), None),
+    ("runtime-words", "runtime", "fmt-x", _obj("Runtime", {"e": "fmt-x", "d": 1.5}), None),
+    ("runtime-words", "runtime", "fmt-b", _obj("Runtime", {"e": "fmt-b", "s": "x"}), None),
+    ("runtime-words", "runtime", "fmt-o", _obj("Runtime", {"e": "fmt-o", "d": 2}), None),
+    ("runtime-words", "runtime", "fmt-nan", _obj("Runtime", {"e": "fmt-nan", "s": "NaN"}), None),
+    ("runtime-words", "runtime", "fmt-nan-x", _obj("Runtime", {"e": "fmt-nan", "s": "x"}), None),
+    ("runtime-words", "runtime", "fmt-s", _obj("Runtime", {"e": "fmt-s", "s": "1Gi"}), None),
+    ("runtime-words", "runtime", "fmt-map", _obj("Runtime", {"e": "fmt-map", "s": "1"}), None),
+    ("runtime-words", "runtime", "fmt-few", _obj("Runtime", {"e": "fmt-few", "l": [1]}), None),
+    ("runtime-words", "runtime", "fmt-few-ok", _obj("Runtime", {"e": "fmt-few", "l": [1, 2]}), None),
+    ("runtime-words", "runtime", "fmt-verb-q", _obj("Runtime", {"e": "fmt-verb", "s": "%q"}), None),
+    ("runtime-words", "runtime", "fmt-verb-dot", _obj("Runtime", {"e": "fmt-verb", "s": "%."}), None),
+    ("runtime-words", "runtime", "fmt-verb-dotx", _obj("Runtime", {"e": "fmt-verb", "s": "%.x"}), None),
+    ("runtime-words", "runtime", "fmt-verb-end", _obj("Runtime", {"e": "fmt-verb", "s": "a%"}), None),
+    ("runtime-words", "runtime", "fmt-verb-pct", _obj("Runtime", {"e": "fmt-verb", "s": "100%% %d"}), None),
+    ("runtime-words", "runtime", "fmt-verb-wide", _obj("Runtime", {"e": "fmt-verb", "s": "%é"}), None),
 ]
 
 #: The cases whose JSON body keeps a whole float as written (``1.0``), as a raw JSON request does; all others

@@ -342,7 +342,7 @@ def _outcome_reading_invalid(
         if rule.message_expression:
             message_program = _unreadable_program(str(rule.message_expression), False)
         return RuleOutcome(False, message=_message(rule, data, message_program))
-    words = " ".join(str(result.value()).split()) if kind == "ERROR" else ""
+    words = _error_text(result) if kind == "ERROR" else ""
     go_words = _go_error(words)
     if go_words.startswith("no such overload"):
         # A list function given such items refuses them as cel-go's dispatch does.
@@ -402,7 +402,7 @@ def evaluate(
     except Exception as e:
         return RuleOutcome(None, detail=f"evaluation failed here: {' '.join(str(e).split())}")
     kind = result.type().name()
-    error = " ".join(str(result.value()).split()) if kind == "ERROR" else ""
+    error = _error_text(result) if kind == "ERROR" else ""
     if kind == "ERROR":
         if any(marker in error for marker in _GAP_ERRORS) and not _go_error(error).startswith(
             "no such overload"
@@ -431,11 +431,34 @@ def evaluate(
     return RuleOutcome(False, message=_message(rule, data))
 
 
+def _error_text(result: Any) -> str:
+    """An error value's message, on one line. The binding cannot hand over one that is not UTF-8 (the C++
+    formatter cuts a multi-byte character in two): it stays an error, worded as such."""
+    try:
+        return " ".join(str(result.value()).split())
+    except (TypeError, UnicodeDecodeError):
+        return "evaluation failed (an error message that is not UTF-8)"
+
+
 _GO_ERRORS = (
     (re.compile(r"^NOT_FOUND: Key not found in map ?: ?\"?(.*?)\"?$"), "no such key: {0}"),
     (re.compile(r"^UNKNOWN: Index error: index=(-?\d+) size=\d+$"), "index out of bounds: {0}"),
     (
         re.compile(r"^INVALID_ARGUMENT: cannot convert (\w+) to (\w+)$"),
+        "type conversion error from '{0}' to '{1}'",
+    ),
+    # The C++ runtime's words for errors cel-go words otherwise (common/types: int.go, uint.go, double.go,
+    # string.go; the conversions of common/types/err.go).
+    (re.compile(r"^INVALID_ARGUMENT: divide by zero$"), "division by zero"),
+    (re.compile(r"^INVALID_ARGUMENT: modulus by zero$"), "modulus by zero"),
+    (re.compile(r"^(?:\w+: )?(?:int64|double) out of uint64 range$"), "unsigned integer overflow"),
+    (re.compile(r"^(?:\w+: )?(?:uint64|double) out of int64 range$"), "integer overflow"),
+    (
+        re.compile(r"^INVALID_ARGUMENT: String to (Duration|Timestamp) conversion failed$"),
+        "type conversion error from 'string' to 'google.protobuf.{0}'",
+    ),
+    (
+        re.compile(r"^INVALID_ARGUMENT: Type conversion error from '(\w+)' to '(\w+)'$"),
         "type conversion error from '{0}' to '{1}'",
     ),
     # An error a Kubernetes library function raised (apiserver.cel_library): its message is the Go function's.
@@ -467,7 +490,7 @@ def _go_words(rule: CompiledRule, data: Mapping[str, Any]) -> str | None:
         return None
     if result.type().name() != "ERROR":
         return None
-    return _go_error(" ".join(str(result.value()).split()))
+    return _go_error(_error_text(result))
 
 
 def _no_nulls(value: Any) -> Any:
@@ -493,7 +516,7 @@ def _null_select(rule: CompiledRule, data: Mapping[str, Any]) -> str | None:
         return None
     if result.type().name() != "ERROR":
         return None
-    words = _go_error(" ".join(str(result.value()).split()))
+    words = _go_error(_error_text(result))
     return words if words.startswith("no such key: ") else None
 
 

@@ -21,6 +21,7 @@ extension's, so both are served by one function.
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import itertools
 import re
@@ -517,6 +518,138 @@ def equal(a: Any, b: Any) -> bool:
     return _cel_eq(a, b)
 
 
+#: The type names cel-go gives Kubernetes' opaque values (k8s.io/apiserver/pkg/cel: url.go, ip.go, cidr.go,
+#: quantity.go, semver.go, format.go).
+_OPAQUE_NAMES = {
+    _URL: "kubernetes.URL",
+    _IP: "net.IP",
+    _CIDR: "net.CIDR",
+    _QUANTITY: "kubernetes.Quantity",
+    _SEMVER: "kubernetes.Semver",
+    _FORMAT: "kubernetes.NamedFormat",
+}
+
+
+def _type_name(value: Any) -> str:
+    """cel-go's ``TypeName()`` of a value as this binding hands it over (an int and a uint both arrive as ``int``)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bytes):
+        return "bytes"
+    if value is None:
+        return "null_type"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, Mapping):
+        return _OPAQUE_NAMES.get(_kind(value) or "", "map")
+    if isinstance(value, Message):
+        return str(value.DESCRIPTOR.full_name)
+    if isinstance(value, datetime.datetime):
+        return "google.protobuf.Timestamp"
+    if isinstance(value, datetime.timedelta):
+        return "google.protobuf.Duration"
+    return "type"
+
+
+#: What each clause of ``<string>.format()`` takes in cel-go's formatter (ext/formatting.go), and its words
+#: for a value it does not take (``%f``/``%e`` take the strings NaN, Infinity and -Infinity too).
+_CLAUSES: dict[str, tuple[frozenset[str], str]] = {
+    "d": (frozenset({"int"}), "decimal clause can only be used on integers"),
+    "f": (frozenset({"double"}), "fixed-point clause can only be used on doubles"),
+    "e": (frozenset({"double"}), "scientific clause can only be used on doubles"),
+    "b": (frozenset({"int", "bool"}), "only integers and bools can be formatted as binary"),
+    "x": (
+        frozenset({"int", "string", "bytes"}),
+        "only integers, byte buffers, and strings can be formatted as hex",
+    ),
+    "o": (frozenset({"int"}), "octal clause can only be used on integers"),
+}
+_SCALARS = frozenset(
+    {"int", "double", "bool", "string", "bytes", "null_type", "type", "google.protobuf.Timestamp",
+     "google.protobuf.Duration"}
+)  # fmt: skip
+
+
+def _format_member(value: Any) -> None:
+    """cel-go's ``clauseForType`` on an item of a list or a value of a map that ``%s`` formats."""
+    name = _type_name(value)
+    if isinstance(value, list):
+        for item in value:
+            _format_member(item)
+    elif name == "map":
+        for key, item in value.items():
+            if not isinstance(key, str | bool | int):
+                raise ValueError(
+                    f"error during formatting: no formatting function for map key of type {_type_name(key)}"
+                )
+            _format_member(item)
+    elif name not in _SCALARS:
+        raise ValueError(f"error during formatting: no formatting function for {name}")
+
+
+def _format_args(text: str, args: list[Any]) -> list[Any]:
+    """``args`` when cel-go's ``<string>.format(args)`` formats them without an error; else cel-go's error, in
+    its words (``parseFormatString`` of ext/formatting.go, the strings extension version 2 the API server
+    enables): a clause given a value it does not take (``%d`` of a double, ``%f`` of an int), a clause it
+    does not know, a precision without its end, more clauses than values. The C++ implementation formats what
+    passes (:func:`rewrite` calls this on the arguments first); it takes more than cel-go does."""
+    data = text.encode()  # Go walks the format string byte by byte
+    i = index = 0
+    while i < len(data):
+        if data[i] != ord("%"):
+            i += 1
+            continue
+        if i + 1 < len(data) and data[i + 1] == ord("%"):
+            i += 2
+            continue
+        if index >= len(args):
+            raise ValueError(f"index {index} out of range")
+        if i + 1 >= len(data):
+            raise ValueError("unexpected end of string")
+        i += 1
+        if data[i] == ord("."):
+            digits = i + 1
+            while digits < len(data) and chr(data[digits]).isdigit():
+                digits += 1
+            if digits >= len(data):
+                raise ValueError(
+                    "could not parse formatting clause: error while parsing precision: could not find end of "
+                    "precision specifier"
+                )
+            if digits == i + 1:
+                raise ValueError(
+                    "could not parse formatting clause: error while parsing precision: error while converting "
+                    'precision to integer: strconv.Atoi: parsing "": invalid syntax'
+                )
+            i = digits
+        verb = chr(data[i])
+        i += 1
+        value, name = args[index], _type_name(args[index])
+        if verb == "s":
+            if name not in _SCALARS and name not in ("list", "map"):
+                raise ValueError(
+                    "error during formatting: string clause can only be used on strings, bools, bytes, ints, "
+                    f"doubles, maps, lists, types, durations, and timestamps, was given {name}"
+                )
+            if name in ("list", "map"):
+                _format_member(value)
+        elif verb.lower() in _CLAUSES:
+            takes, words = _CLAUSES[verb.lower()]
+            special = verb in "fe" and value in ("NaN", "Infinity", "-Infinity")
+            if name not in takes and not special:
+                raise ValueError(f"error during formatting: {words}, was given {name}")
+        else:
+            raise ValueError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
+        index += 1
+    return args
+
+
 def _opaque_in(item: Any, items: list[Any]) -> bool:
     return any(_opaque_equal(item, other) for other in items)
 
@@ -740,6 +873,7 @@ def declarations() -> list[Any]:
         # format.go
         _fn("__nf_validate", _o("format_validate", _STRS, [_MAP, _STR], _format_validate, m)),
         _fn("__nf_format_named", _o("nf_format_named", _MAP, [_STR], _format_named)),
+        _fn("__nf_format_args", _o("nf_format_args", _LIST, [_STR, _LIST], _format_args)),
     ]
     for name in _FORMATS:
         out.append(_fn(f"format.{name}", _o(f"format_{name}", _MAP, [], lambda n=name: {_FORMAT: n})))
@@ -865,7 +999,7 @@ def _dotted(text: str, mask: list[int], start: int) -> int:
     return 0
 
 
-_MEMBER_CALL = re.compile(r"\.\s*(validate|indexOf|lastIndexOf)\s*\(")
+_MEMBER_CALL = re.compile(r"\.\s*(validate|indexOf|lastIndexOf|format)\s*\(")
 _GLOBAL_CALL = re.compile(r"(?<![\w.])(format\s*\.\s*named|string)\s*\(")
 
 
@@ -880,7 +1014,14 @@ def rewrite(expression: str) -> str:
                 continue
             name = match.group(1)
             paren = match.end() - 1
-            if name == "validate":
+            if name == "format":
+                if text[match.end() :].lstrip().startswith("__nf_format_args("):
+                    continue  # checked already
+                # cel-go's checks of the arguments first (_format_args), then the C++ formatter.
+                end = _close(text, mask, paren)
+                receiver = text[_receiver_start(text, mask, match.start()) : match.start()]
+                edit = (paren + 1, end, f"__nf_format_args({receiver}, {text[paren + 1 : end]})")
+            elif name == "validate":
                 end = _close(text, mask, paren)
                 start = _receiver_start(text, mask, match.start())
                 edit = (

@@ -187,3 +187,15 @@ def test_the_strings_extension_is_the_api_servers_version_2() -> None:
     assert crd_cel.compile_rule({"rule": "'abc'.reverse() == 'cba'"}).error  # version 3
     assert crd_cel.compile_rule({"rule": "['a'].reverse() == ['a']"}).error is None  # the lists extension's
     assert crd_cel.compile_rule({"rule": "'a,b'.split(',').join('-') == 'a-b'"}).error is None
+
+
+def test_an_error_whose_message_is_not_utf8_is_still_an_error() -> None:
+    """The binding raises TypeError for an error message it cannot decode; the rule is refused, not crashed."""
+
+    class _Undecodable:
+        def value(self) -> str:
+            raise TypeError("Unable to convert function return value to a Python type!")
+
+    from nodefleet.apiserver.cel import _error_text
+
+    assert _error_text(_Undecodable()) == "evaluation failed (an error message that is not UTF-8)"
