@@ -19,3 +19,18 @@ CONTRACT = (
 
 class InputError(Exception):
     """Input the user can fix. The message is complete: file, field or option, and the fix."""
+
+
+def seconds(text: str) -> float:
+    """An option's number of seconds (argparse ``type``): finite and above 0; anything else is refused with exit
+    2 as argparse refuses a value it cannot read."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0; give one, e.g. 600")
+    return value

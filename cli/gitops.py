@@ -144,7 +144,7 @@ def _options(args: argparse.Namespace, registry: Any) -> argparse.Namespace:
     """The options, each from the command line, else the registry's ``gitops`` section, else its default; every
     one checked before anything is read or written."""
     from nodefleet.fleet.registry import GitOpsSettings, redact_url, url_credentials_problem
-    from nodefleet.render.wiring import DEFAULT_WIRING_NAME
+    from nodefleet.render.wiring import DEFAULT_WIRING_NAME, flux_url_problem
     from nodefleet.stackfile.modelbase import DNS_SUBDOMAIN
 
     settings = registry.gitops or GitOpsSettings()
@@ -162,9 +162,12 @@ def _options(args: argparse.Namespace, registry: Any) -> argparse.Namespace:
             f"--repo-url: required: the Git repository Argo CD and Flux read the tree from (or gitops.repoURL in "
             f"{registry.source})"
         )
-    problem = url_credentials_problem(o.repo_url)
+    problem = url_credentials_problem(o.repo_url) or (
+        flux_url_problem(o.repo_url) if o.tool in ("flux", "both") else None
+    )
     if problem:
-        raise InputError(f"--repo-url {redact_url(o.repo_url)}: {problem}")
+        given = "--repo-url" if args.repo_url else f"{registry.source}: gitops.repoURL"
+        raise InputError(f"{given} {redact_url(o.repo_url)}: {problem}")
     for option, value in (
         ("--argocd-namespace", o.argocd_namespace),
         ("--flux-namespace", o.flux_namespace),

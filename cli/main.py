@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cli import check, crds, gitops, ops, render
-from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError
+from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError, seconds
 from cli.roots import add_roots, allowed_roots
 from cli.stacks import add_source
 from engine.sizing import DEFAULT_MAX_PROVIDERS, MAX_PROVIDERS_ENV
@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--lock-timeout",
-        type=float,
+        type=seconds,
         default=60.0,
         metavar="SECONDS",
         help="wait this long for another render of the same directory to finish (default: 60)",

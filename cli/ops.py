@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cli.exits import seconds
 from cli.roots import add_roots
 from cli.stacks import add_source
 
@@ -105,7 +106,7 @@ def register(sub: Any) -> None:
     s.add_argument("--parallel", type=int, default=2, help="stacks at a time (default 2)")
     s.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=1800,
         help="seconds per stack before it counts as failed; also the limit of each --health-command (then killed) and, "
         "for upgrade, of each git push and of the wait for the GitOps tool (default 1800)",

@@ -203,7 +203,39 @@ def test_a_token_in_the_repository_url_is_not_written(base: Path) -> None:
         assert "https://git.example.com/platform/fleet.git" in text
 
 
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "ten"])
+def test_a_timeout_that_is_not_a_number_of_seconds(base: Path, value: str) -> None:
+    """--timeout bounds every stack, health command, push and wait: a value that bounds nothing (or cannot be
+    compared) is refused before anything runs."""
+    result = _upgrade(base, f"--timeout={value}", "--dry-run")
+    assert not result.hung and result.code == 2, result.where()
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.where()
+    assert f"argument --timeout: '{value}' is not a number of seconds above 0" in result.stderr, (
+        result.where()
+    )
+    assert result.changed == [], result.where()
+
+
 # --- gitops options ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "form"),
+    [
+        ("git@github.com:org/fleet.git", "ssh://git@github.com/org/fleet.git"),
+        ("git.example.com:platform/fleet.git", "ssh://git.example.com/platform/fleet.git"),
+        ("/srv/git/fleet.git", "https://host/org/repo.git or ssh://git@host/org/repo.git"),
+    ],
+)
+def test_a_repository_url_flux_cannot_take(base: Path, url: str, form: str) -> None:
+    """Flux's GitRepository takes http(s):// and ssh:// URLs only: another form is refused with the one to
+    write, for the default tool (both) and for flux; Argo CD alone takes it."""
+    for tool in ([], ["--tool", "flux"]):
+        result = _gitops(base, "--out", "wiring", *tool, repo_url=url)
+        refused(result, f"--repo-url {url}: Flux's GitRepository takes only")
+        assert f"write it as {form}" in result.stderr, result.where()
+    result = _gitops(base, "--out", "wiring", "--tool", "argocd", repo_url=url)
+    assert result.code == 0, result.where()
 
 
 def test_gitops_out_inside_git_or_onto_a_file(base: Path) -> None:

@@ -697,3 +697,17 @@ def test_a_missing_flux_wave_dependency_is_caught(published_root: Path) -> None:
     edge["spec"]["dependsOn"] = [{"name": "nodefleet-dev-dev"}]
     edge["metadata"]["labels"][WAVE_LABEL] = "0-canary"
     assert any("its folder's wave is '1-early'" in g for g in _flux_wave_gaps(published_root, kustomizations))
+
+
+def test_the_flux_url_form_is_the_upstream_crds() -> None:
+    """``gitops`` refuses a repository URL by the pattern of source-controller's own GitRepository CRD."""
+    from nodefleet.render.wiring import FLUX_URL
+
+    for path in sorted(CRDS.glob("*.yaml.gz")):
+        crd = yaml.safe_load(gzip.decompress(path.read_bytes()))
+        if crd["spec"]["names"]["kind"] == "GitRepository":
+            for version in crd["spec"]["versions"]:
+                url = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["url"]
+                assert url["pattern"] == FLUX_URL.pattern, version["name"]
+            return
+    raise AssertionError("no GitRepository CRD among the upstream CRDs")

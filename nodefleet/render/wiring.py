@@ -74,6 +74,28 @@ SIDES = ("standalone", "management", "hosted")
 
 
 #: The name of the fleet's wiring: its ApplicationSet.
+
+#: What Flux's GitRepository takes as ``spec.url`` (source-controller's CRD: ``pattern: ^(http|https|ssh)://.*$``);
+#: Argo CD takes the scp form ``git@host:org/repo.git`` too, Flux refuses the object.
+FLUX_URL = re.compile(r"^(http|https|ssh)://.*$")
+
+
+def flux_url_problem(url: str) -> str | None:
+    """Why Flux's GitRepository cannot take ``url``, with the form it takes; None when it can."""
+    if FLUX_URL.match(url):
+        return None
+    scp = re.match(r"^([^@/:]+@)?([^/:]+):(?!//)(.+)$", url)
+    form = (
+        f"ssh://{scp[1] or ''}{scp[2]}/{scp[3]}"
+        if scp
+        else "https://host/org/repo.git or ssh://git@host/org/repo.git"
+    )
+    return (
+        f"Flux's GitRepository takes only http://, https:// or ssh:// URLs (its CRD refuses the object otherwise); "
+        f"write it as {form}"
+    )
+
+
 DEFAULT_WIRING_NAME = "nodefleet"
 #: How soon Flux retries a Kustomization whose apply or health check failed (its ``interval`` otherwise: 10m).
 FLUX_RETRY_INTERVAL = "1m"
