@@ -20,6 +20,9 @@ read by crd-schema.
 - ``embedded``: ``x-kubernetes-embedded-resource`` objects: type meta required, ObjectMeta checked;
 - ``number``: ``multipleOf`` with a fraction, a JSON integer in a ``number`` field, sets of numbers;
 - ``int-format``: ``format: int32`` and ``format: float`` ranges (checked since Kubernetes 1.36).
+- ``decode``: a request the API server cannot decode (a BadRequest before any validation): ObjectMeta of the
+  wrong shape at the root or in an embedded resource, an embedded resource's ``apiVersion`` or ``kind`` not a
+  string;
 - ``runtime-words``: runtime errors in cel-go's words (division and modulus by zero, conversions out of range or
   from a string, ``<string>.format()`` given a value its clause does not take, an unknown clause, too few
   values).
@@ -367,6 +370,34 @@ CRDS: dict[str, dict[str, Any]] = {
                 "big": {"type": "integer", "format": "int64"},
                 "real": {"type": "number", "format": "float"},
                 "wide": {"type": "number", "format": "double"},
+            },
+        },
+    ),
+    "decoded": _crd(
+        "Decoded",
+        {
+            "type": "object",
+            "properties": {
+                "res": {
+                    "type": "array",
+                    "maxItems": 5,
+                    "items": {**_embedded(), "x-kubernetes-preserve-unknown-fields": True},
+                },
+                "tpl": _embedded(
+                    metadata={
+                        "type": "object",
+                        "properties": {
+                            "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+                        },
+                    },
+                    spec={"type": "object", "properties": {"r": _I}},
+                ),
+                "byName": {"type": "object", "additionalProperties": _embedded()},
+                "free": {
+                    "type": "object",
+                    "x-kubernetes-embedded-resource": True,
+                    "x-kubernetes-preserve-unknown-fields": True,
+                },
             },
         },
     ),
@@ -975,6 +1006,108 @@ CASES: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None]] = [
     ("int-format", "intformats", "float-over", _obj("Width", {"real": 1e39}), None),
     ("int-format", "intformats", "float-under", _obj("Width", {"real": -1e39}), None),
     ("int-format", "intformats", "double-big", _obj("Width", {"wide": 1e300}), None),
+    # --- a request that cannot be decoded: an embedded resource's type meta and ObjectMeta -----------------
+    (
+        "decode",
+        "decoded",
+        "tpl-valid",
+        _obj(
+            "Decoded",
+            dict(tpl={"apiVersion": "v1", "kind": "K", "metadata": {"name": "x", "labels": {"a": "b"}}}),
+        ),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "tpl-label-number",
+        _obj("Decoded", dict(tpl={"apiVersion": "v1", "kind": "K", "metadata": {"labels": {"a": 1}}})),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "item-label-number",
+        _obj("Decoded", dict(res=[{"apiVersion": "v1", "kind": "K", "metadata": {"labels": {"a": 1}}}])),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "item-annotations-list",
+        _obj("Decoded", dict(res=[{"apiVersion": "v1", "kind": "K", "metadata": {"annotations": ["x"]}}])),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "item-name-number",
+        _obj("Decoded", dict(res=[{"apiVersion": "v1", "kind": "K", "metadata": {"name": 5}}])),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "item-finalizer-number",
+        _obj("Decoded", dict(res=[{"apiVersion": "v1", "kind": "K", "metadata": {"finalizers": [1]}}])),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "free-metadata-string",
+        _obj("Decoded", dict(free={"apiVersion": "v1", "kind": "K", "metadata": "x"})),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "free-generation-string",
+        _obj("Decoded", dict(free={"apiVersion": "v1", "kind": "K", "metadata": {"generation": "x"}})),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "free-generation-fraction",
+        _obj("Decoded", dict(free={"apiVersion": "v1", "kind": "K", "metadata": {"generation": 1.5}})),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "free-uid-number",
+        _obj("Decoded", dict(free={"apiVersion": "v1", "kind": "K", "metadata": {"uid": 3}})),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "map-value-kind-number",
+        _obj("Decoded", dict(byName={"a": {"apiVersion": "v1", "kind": 3}})),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "tpl-kind-number",
+        _obj("Decoded", dict(tpl={"apiVersion": "v1", "kind": 3})),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "tpl-api-version-list",
+        _obj("Decoded", dict(tpl={"apiVersion": ["v1"], "kind": "K"})),
+        None,
+    ),
+    (
+        "decode",
+        "decoded",
+        "root-label-number",
+        {**_obj("Decoded", {}), "metadata": {"name": "a", "namespace": "default", "labels": {"a": 1}}},
+        None,
+    ),
     # --- cel-go's runtime errors, in its words ---------------------------------------------------------------
     ("runtime-words", "runtime", "div", _obj("Runtime", {"e": "div", "a": 1, "b": 0}), None),
     ("runtime-words", "runtime", "div-ok", _obj("Runtime", {"e": "div", "a": 2, "b": 2}), None),

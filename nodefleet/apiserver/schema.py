@@ -1171,12 +1171,12 @@ _OBJECT_META = {
     "generateName": "string",
     "namespace": "string",
     "selfLink": "string",
-    "uid": "string",
+    "uid": "types.UID",
     "resourceVersion": "string",
-    "generation": "",
+    "generation": "int64",
     "creationTimestamp": "",
     "deletionTimestamp": "",
-    "deletionGracePeriodSeconds": "",
+    "deletionGracePeriodSeconds": "int64",
     "labels": "map[string]string",
     "annotations": "map[string]string",
     "ownerReferences": "",
@@ -1208,8 +1208,12 @@ def _metadata_decode_error(meta: Any) -> str | None:
         if value is None or value is UNKNOWN or not go_type:
             continue
         where = f"Go struct field ObjectMeta.{key} of type"
-        if go_type == "string" and not isinstance(value, str):
-            return f"json: cannot unmarshal {_go_json_kind(value)} into {where} string"
+        if go_type in ("string", "types.UID") and not isinstance(value, str):
+            return f"json: cannot unmarshal {_go_json_kind(value)} into {where} {go_type}"
+        if go_type == "int64" and (isinstance(value, bool) or not isinstance(value, int | float)):
+            return f"json: cannot unmarshal {_go_json_kind(value)} into {where} int64"
+        if go_type == "int64" and (not float(value).is_integer() or not -(2**63) <= value < 2**63):
+            return f"json: cannot unmarshal number {_go_float(float(value))} into {where} int64"
         if go_type == "map[string]string":
             if not isinstance(value, dict):
                 return f"json: cannot unmarshal {_go_json_kind(value)} into {where} map[string]string"
@@ -1222,6 +1226,40 @@ def _metadata_decode_error(meta: Any) -> str | None:
             for item in value:
                 if item is not None and item is not UNKNOWN and not isinstance(item, str):
                     return f"json: cannot unmarshal {_go_json_kind(item)} into {where} string"
+    return None
+
+
+def _coerce_error(value: Any, schema: Any, path: str) -> str | None:
+    """apiextensions' ``objectmeta.Coerce`` of a request below its root: the first embedded resource
+    (``x-kubernetes-embedded-resource``) whose ``apiVersion`` or ``kind`` is not a string, or whose ``metadata``
+    cannot be read as ObjectMeta, as ``<path>: Invalid value: <value>: <why>``; None when there is none. Keys
+    are walked in sorted order (Go walks a map in random order: with two such errors the API server names
+    either)."""
+    if not isinstance(schema, Mapping) or value is UNKNOWN:
+        return None
+    if isinstance(value, dict):
+        embedded = bool(schema.get("x-kubernetes-embedded-resource"))
+        properties = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for key in sorted(value):
+            item = value[key]
+            if embedded and item is not UNKNOWN:
+                if key in ("apiVersion", "kind") and not isinstance(item, str):
+                    return f"{_child(path, key)}: Invalid value: {_shown(item)}: must be a string"
+                if key == "metadata" and (why := _metadata_decode_error(item)):
+                    return f"{_child(path, key)}: Invalid value: {_shown(item)}: {why}"
+            if key in properties:
+                found = _coerce_error(item, properties[key], _child(path, key))
+            elif isinstance(additional, Mapping):
+                found = _coerce_error(item, additional, f"{path}[{key}]")
+            else:
+                continue
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if found := _coerce_error(item, schema.get("items"), f"{path}[{i}]"):
+                return found
     return None
 
 
@@ -1404,10 +1442,26 @@ def validate_object(
             # The stored object was defaulted when it was written; a previous object read back from a render
             # or from inputs may not be, so default it the same way.
             _default(old, schema)
-    meta_error = _metadata_decode_error(body.get("metadata"))
-    if meta_error is not None:
-        # Reading ObjectMeta fails, and the request is refused with that alone (a BadRequest).
-        return [Finding("metadata", meta_error, True)]
+    decode_error = _metadata_decode_error(body.get("metadata"))
+    if decode_error is None:
+        properties = schema.get("properties") or {}
+        decode_error = next(
+            (
+                e
+                for key in sorted(body)
+                if key in properties and (e := _coerce_error(body[key], properties[key], key))
+            ),
+            None,
+        )
+    if decode_error is not None:
+        # Decoding the request fails (its ObjectMeta, or an embedded resource's type and ObjectMeta), and it is
+        # refused with that alone: a BadRequest, named as the API server names it.
+        kind = crd.crd.kind
+        return [
+            Finding(
+                "", f'{kind} in version "{crd.version}" cannot be handled as a {kind}: {decode_error}', True
+            )
+        ]
     undeclared = unknown_fields(body, schema, "", root=True)
     meta = body.get("metadata")
     if isinstance(meta, dict):

@@ -73,6 +73,7 @@ type strategy interface {
 
 type served struct {
 	gk         schema.GroupKind
+	version    string
 	namespaced bool
 	structural *structuralschema.Structural
 	strategy   strategy
@@ -139,9 +140,15 @@ func load(file, version string) (*served, error) {
 	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind}
 	st := customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(), namespaced, gvk, validator, statusValidator, s, status, scale, nil)
-	out := &served{gk: gvk.GroupKind(), namespaced: namespaced, structural: s, strategy: st}
+	out := &served{gk: gvk.GroupKind(), version: version, namespaced: namespaced, structural: s, strategy: st}
 	cache[key] = out
 	return out, nil
+}
+
+// badRequest is a request the decoder refuses, as the API server's create and update handlers word it
+// (k8s.io/apiserver/pkg/endpoints/handlers: "%v in version %q cannot be handled as a %v: %v").
+func (s *served) badRequest(err error) fieldError {
+	return fieldError{Type: "BadRequest", Detail: fmt.Sprintf("%v in version %q cannot be handled as a %v: %v", s.gk.Kind, s.version, s.gk.Kind, err)}
 }
 
 // decode is what the API server does to a request body before validation: strict JSON decoding, pruning
@@ -160,7 +167,7 @@ func decode(raw json.RawMessage, s *served) (*unstructured.Unstructured, []field
 	apiVersion, _, _ := unstructured.NestedString(content, "apiVersion")
 	objectMeta, foundMeta, metaUnknown, err := schemaobjectmeta.GetObjectMetaWithOptions(content, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
 	if err != nil {
-		return nil, []fieldError{{Type: "BadRequest", Field: "metadata", Detail: err.Error()}}
+		return nil, []fieldError{s.badRequest(err)}
 	}
 	unknown := append([]string{}, metaUnknown...)
 	opts := structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}
@@ -168,7 +175,7 @@ func decode(raw json.RawMessage, s *served) (*unstructured.Unstructured, []field
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(content, s.structural)
 	cerr, paths := schemaobjectmeta.CoerceWithOptions(nil, content, s.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
 	if cerr != nil {
-		return nil, []fieldError{{Type: string(cerr.Type), Field: cerr.Field, Detail: cerr.Detail}}
+		return nil, []fieldError{s.badRequest(cerr)}
 	}
 	unknown = append(unknown, paths...)
 	u.SetKind(kind)
