@@ -504,6 +504,50 @@ def _grid(rows: int) -> dict[str, Any]:
     return {"grid": {"type": "array", "maxItems": rows, "items": names}}
 
 
+def _list(items: dict[str, Any], **extensions: Any) -> dict[str, Any]:
+    return {"type": "array", "maxItems": 4, "items": items, **extensions}
+
+
+def _keyed(items: dict[str, Any], keys: tuple[str, ...] = ("name",)) -> dict[str, Any]:
+    """A ``list-type: map`` list keyed by ``keys``."""
+    return _list(items, **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": list(keys)})
+
+
+def _object(required: tuple[str, ...] = (), **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, **({"required": list(required)} if required else {})}
+
+
+#: Schemas of a property ``x`` whose ``x-kubernetes-*`` extensions the API server refuses or accepts.
+_EXTENSION_SCHEMAS: dict[str, dict[str, Any]] = {
+    "list-map-key-optional": _keyed(_object(name=_S)),
+    "accepted-list-map-key-required": _keyed(_object(("name",), name=_S)),
+    "accepted-list-map-key-default": _keyed(_object(name={**_S, "default": "x"})),
+    "list-map-key-nullable": _keyed(_object(("name",), name={**_S, "nullable": True})),
+    "list-map-without-keys": _list(_object(("name",), name=_S), **{"x-kubernetes-list-type": "map"}),
+    "list-map-key-not-a-property": _keyed(_object(("name",), name=_S), ("name", "port")),
+    "list-map-key-twice": _keyed(_object(("name",), name=_S), ("name", "name")),
+    "list-map-key-an-object": _keyed(_object(("name",), name=_object(a=_S))),
+    "list-map-of-strings": _keyed(_S),
+    "list-type-on-an-object": {**_object(a=_S), "x-kubernetes-list-type": "set"},
+    "list-type-unknown": _list(_S, **{"x-kubernetes-list-type": "bag"}),
+    "map-keys-on-a-set": _list(
+        _object(("name",), name=_S),
+        **{"x-kubernetes-list-type": "set", "x-kubernetes-list-map-keys": ["name"]},
+    ),
+    "map-keys-without-list-type": _list(
+        _object(("name",), name=_S), **{"x-kubernetes-list-map-keys": ["name"]}
+    ),
+    "map-type-on-a-list": _list(_S, **{"x-kubernetes-map-type": "atomic"}),
+    "map-type-unknown": {**_object(a=_S), "x-kubernetes-map-type": "loose"},
+    "set-of-nullable-items": _list({**_S, "nullable": True}, **{"x-kubernetes-list-type": "set"}),
+    "set-of-granular-objects": _list(_object(a=_S), **{"x-kubernetes-list-type": "set"}),
+    "accepted-set-of-atomic-objects": _list(
+        {**_object(a=_S), "x-kubernetes-map-type": "atomic"}, **{"x-kubernetes-list-type": "set"}
+    ),
+    "set-of-keyed-lists": _list(_keyed(_object(("name",), name=_S)), **{"x-kubernetes-list-type": "set"}),
+    "preserve-unknown-fields-false": {**_object(a=_S), "x-kubernetes-preserve-unknown-fields": False},
+}
+
 #: CRDs, each with one rule the API server refuses or accepts when the CRD is created (tag: CRD).
 REFUSAL_CRDS: dict[str, dict[str, Any]] = {
     tag: _one_rule(tag, rule, *where)
@@ -580,6 +624,8 @@ REFUSAL_CRDS: dict[str, dict[str, Any]] = {
         ("message-line-break", _r("self.a > 0", message="one\ntwo")),
         ("optional-old-self-unused", _r("self.a > 0", optionalOldSelf=False)),
         ("compile-error-and-bad-field-path", _r("self.nope > 0", fieldPath=".nope")),
+        # List and map types, map keys and their items, as the API server holds the extensions to them.
+        *((tag, _r("self.a > 0"), "spec", {"x": schema}) for tag, schema in _EXTENSION_SCHEMAS.items()),
         # Defaults the API server holds to their schema and rules when the CRD is created.
         (
             "accepted-default-valid",

@@ -13,6 +13,10 @@ server's own code (tests/test_cel_cost_reference.py) and the test API server (te
   environment's functions, and its AST validators: literals of one type, valid ``duration``, ``timestamp`` and
   ``matches`` literals, the strings extension's format strings), with cel-go's errors, located and shown as it
   shows them; a rule that is not a ``bool``, a ``messageExpression`` that is not a ``string``;
+- the ``x-kubernetes-*`` extensions of every node: a list or map type on a node of another type or unknown,
+  map keys without ``list-type: map``, a map list without keys, of items that are not objects, keyed by a
+  property that is missing, an object, nullable, or neither required nor defaulted, a set of nullable items
+  or of items that are not atomic, ``x-kubernetes-preserve-unknown-fields: false``;
 - a transition rule (``oldSelf``) under the items of a list the API server cannot correlate (``set`` and
   ``atomic`` lists), and ``optionalOldSelf`` on a rule that does not read ``oldSelf``;
 - a rule whose estimated cost exceeds the per-expression limit, and rules whose costs together exceed the
@@ -125,13 +129,140 @@ def _schema_errors(entry: Mapping[str, Any], schema: Mapping[str, Any], at: str)
         yield Refusal(f"{at}.fieldPath", f"Invalid value: {go_quote(field_path)}: must be a valid path")
 
 
+def _type_errors(schema: Mapping[str, Any], at: str, extension: str, wanted: str) -> Iterator[Refusal]:
+    kind = schema.get("type") or ""
+    if kind != wanted:
+        detail = f"must be {wanted} if {extension} is specified"
+        yield Refusal(
+            f"{at}.type",
+            f"Invalid value: {go_quote(str(kind))}: {detail}" if kind else f"Required value: {detail}",
+        )
+
+
+def _extension_errors(schema: Mapping[str, Any], at: str) -> Iterator[Refusal]:
+    """The checks of a node's ``x-kubernetes-*`` extensions (``validation.go``, ``specStandardValidatorV3``
+    and ``validateMapListKeysMapSet``), in its order: what list and map types, map keys and their items
+    must be."""
+    preserve = schema.get("x-kubernetes-preserve-unknown-fields")
+    if preserve is False:
+        yield Refusal(
+            f"{at}.x-kubernetes-preserve-unknown-fields", "Invalid value: false: must be true or undefined"
+        )
+    map_type = schema.get("x-kubernetes-map-type")
+    if map_type is not None:
+        yield from _type_errors(schema, at, "x-kubernetes-map-type", "object")
+        if map_type not in ("atomic", "granular"):
+            yield Refusal(
+                f"{at}.x-kubernetes-map-type",
+                f'Unsupported value: {bad_value(map_type)}: supported values: "atomic", "granular"',
+            )
+    list_type = schema.get("x-kubernetes-list-type")
+    raw_items = schema.get("items")
+    items: Mapping[str, Any] = raw_items if isinstance(raw_items, Mapping) else {}
+    if list_type is not None and schema.get("type") != "array":
+        yield from _type_errors(schema, at, "x-kubernetes-list-type", "array")
+    elif list_type == "set" and items:
+        inner = "x-kubernetes-list-type" if items.get("type") == "array" else "x-kubernetes-map-type"
+        if (items.get("type") == "array" and items.get(inner) not in (None, "atomic")) or (
+            items.get("type") == "object" and items.get(inner) != "atomic"
+        ):
+            # (Go shows the item's list type in both: null for an object item.)
+            shown = (
+                bad_value(items.get("x-kubernetes-list-type"))
+                if items.get("x-kubernetes-list-type")
+                else "null"
+            )
+            yield Refusal(
+                f"{at}.items.{inner}",
+                f"Invalid value: {shown}: must be atomic as item of a list with x-kubernetes-list-type=set",
+            )
+    if list_type is not None and list_type not in ("atomic", "set", "map"):
+        yield Refusal(
+            f"{at}.x-kubernetes-list-type",
+            f'Unsupported value: {bad_value(list_type)}: supported values: "atomic", "set", "map"',
+        )
+    keys = [str(k) for k in schema.get("x-kubernetes-list-map-keys") or ()]
+    if keys and list_type is None:
+        yield Refusal(
+            f"{at}.x-kubernetes-list-type",
+            "Required value: must be map if x-kubernetes-list-map-keys is non-empty",
+        )
+    elif keys and list_type != "map":
+        yield Refusal(
+            f"{at}.x-kubernetes-list-type",
+            f"Invalid value: {bad_value(list_type)}: must be map if x-kubernetes-list-map-keys is non-empty",
+        )
+    properties = items.get("properties") or {}
+    if list_type == "map":
+        if not keys:
+            yield Refusal(
+                f"{at}.x-kubernetes-list-map-keys",
+                "Required value: must not be empty if x-kubernetes-list-type is map",
+            )
+        if not items:
+            yield Refusal(
+                f"{at}.items", "Required value: must have a schema if x-kubernetes-list-type is map"
+            )
+        elif items.get("type") != "object":
+            yield Refusal(
+                f"{at}.items.type",
+                f"Invalid value: {bad_value(str(items.get('type') or ''))}: must be object if parent array's "
+                "x-kubernetes-list-type is map",
+            )
+        else:
+            seen: set[str] = set()
+            for key in keys:
+                prop = properties.get(key)
+                if isinstance(prop, Mapping):
+                    if prop.get("type") in ("array", "object"):
+                        yield Refusal(
+                            f"{at}.items.properties[{key}].type",
+                            'Invalid value: "object": must be a scalar type if parent array\'s x-kubernetes-list-type '
+                            "is map",
+                        )
+                else:
+                    yield Refusal(
+                        f"{at}.x-kubernetes-list-map-keys",
+                        f"Invalid value: {go_json(keys)}: entries must all be names of item properties",
+                    )
+                if key in seen:
+                    yield Refusal(
+                        f"{at}.x-kubernetes-list-map-keys",
+                        f"Invalid value: {go_json(keys)}: must not contain duplicate entries",
+                    )
+                seen.add(key)
+    if list_type in ("set", "map") and items:
+        if items.get("nullable"):
+            yield Refusal(
+                f"{at}.items.nullable",
+                f"Forbidden: cannot be nullable when x-kubernetes-list-type is {list_type}",
+            )
+        if list_type == "map":
+            required = set(items.get("required") or ())
+            for key in keys:
+                prop = properties.get(key)
+                if not isinstance(prop, Mapping):
+                    continue
+                if key not in required and prop.get("default") is None:
+                    yield Refusal(
+                        f"{at}.items.properties[{key}].default",
+                        "Required value: this property is in x-kubernetes-list-map-keys, so it must have a default "
+                        "or be a required property",
+                    )
+                if prop.get("nullable"):
+                    yield Refusal(
+                        f"{at}.items.properties[{key}].nullable",
+                        "Forbidden: this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
+                    )
+
+
 def _walk_schema_errors(schema: Mapping[str, Any], where: str, out: dict[str, list[Refusal]]) -> bool:
     """The rule-field errors of every node under ``schema`` into ``out`` (by node path); whether there are any
     at this node or below it, where the API server compiles none of the node's rules."""
     below = False
     for step, sub in _children(schema):
         below = _walk_schema_errors(sub, f"{where}.{step}", out) or below
-    found = [
+    found = list(_extension_errors(schema, where)) + [
         r
         for i, entry in enumerate(schema.get("x-kubernetes-validations") or ())
         if isinstance(entry, Mapping)
