@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -351,6 +352,15 @@ def _push_upgrade(repo: Path, kubeconfig: Path | str, *extra: str) -> subprocess
     )  # fmt: skip
 
 
+def _refuses(repo: Path, message: str, run: Callable[[], subprocess.CompletedProcess[str]]) -> None:
+    """``run`` exits 2 with ``message`` as its one line, on stderr, and writes nothing."""
+    before = git(repo, "log", "--all", "--format=%H %D")
+    refused = run()
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert (refused.stdout, refused.stderr) == ("", f"error: {message}\n")
+    _nothing_written(repo, before)
+
+
 def _nothing_written(repo: Path, before: str) -> None:
     assert git(repo, "log", "--all", "--format=%H %D") == before
     assert git(repo, "status", "--porcelain=v1", "--untracked-files=all") == ""
@@ -394,14 +404,12 @@ def test_a_gitops_kubeconfig_that_does_not_exist_is_refused_before_the_first_com
     fleet_repo: Path, tmp_path: Path
 ) -> None:
     repo, _ = _pushing(fleet_repo, tmp_path, None)
-    before = git(repo, "log", "--all", "--format=%H %D")
-    refused = _push_upgrade(repo, tmp_path / "missing.kubeconfig")
-    assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert refused.stderr == (
-        f"error: the GitOps cluster (gitops.kubeconfig, --gitops-kubeconfig): kubeconfig {tmp_path}/missing.kubeconfig: "
-        "no such file; check the path of the kubeconfig\n"
+    _refuses(
+        repo,
+        f"the GitOps cluster (gitops.kubeconfig, --gitops-kubeconfig): kubeconfig {tmp_path}/missing.kubeconfig: no "
+        "such file; check the path of the kubeconfig",
+        lambda: _push_upgrade(repo, tmp_path / "missing.kubeconfig"),
     )
-    _nothing_written(repo, before)
 
 
 def _push_from_elsewhere(remote: Path, tmp_path: Path) -> str:
@@ -458,13 +466,41 @@ def test_a_remote_url_with_a_token_is_refused_and_never_echoed_or_recorded(
     fleet_repo: Path, tmp_path: Path
 ) -> None:
     repo, kubeconfig = _pushing(fleet_repo, tmp_path, None)
-    before = git(repo, "log", "--all", "--format=%H %D")
     url = f"https://platform:ghp_CANARYTOKEN0123456789abcdef@{tmp_path.name}.example.com/fleet.git"
-    refused = _push_upgrade(repo, kubeconfig, "--remote", url)
-    assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert refused.stderr == (
-        f"error: --remote https://***@{tmp_path.name}.example.com/fleet.git: the URL carries credentials, which "
-        "nodefleet would print and record in its state file; add the remote without them (git remote add NAME URL, "
-        "the credentials in a credential helper or an SSH key) and give --remote NAME\n"
+    _refuses(
+        repo,
+        f"--remote https://***@{tmp_path.name}.example.com/fleet.git: the URL carries credentials, which nodefleet "
+        "would print and record in its state file; add the remote without them (git remote add NAME URL, the "
+        "credentials in a credential helper or an SSH key) and give --remote NAME",
+        lambda: _push_upgrade(repo, kubeconfig, "--remote", url),
     )
-    _nothing_written(repo, before)
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "commit"])
+def test_a_release_nodefleet_does_not_know_is_refused_naming_the_range(
+    fleet_repo: Path, tmp_path: Path, dry_run: bool
+) -> None:
+    repo = copy_repo(fleet_repo, tmp_path)
+    options = ["--dry-run"] if dry_run else ["--commit", "--health-command", "true"]
+    where = ["--stacks-dir", str(repo / "stacks"), "--out", str(repo / "rendered")]
+    _refuses(
+        repo,
+        "--release 4.99.1: OCP 4.99.1 does not exist (the release after 4.22 is 5.0): use a release from 4.7 to 5.1 "
+        "(the payload table in nodefleet/bootimages/versions.py ends at 5.0; 5.1 is judged by 5.0's payload), or "
+        "update nodefleet.",
+        lambda: nodefleet(
+            "fleet", "upgrade", *where, "--release", "4.99.1", *options, env=GIT_ENV, timeout=600
+        ),
+    )
+
+
+def test_a_missing_gitops_branch_is_refused_before_the_first_commit(fleet_repo: Path, tmp_path: Path) -> None:
+    repo = copy_repo(fleet_repo, tmp_path)
+    git(repo, "branch", "-q", "-D", GITOPS)
+    _refuses(
+        repo,
+        f"--commit: the branch {GITOPS}, which the GitOps tool reads the render from, does not exist; publish the "
+        "fleet's render there first (`scripts/pipeline publish`), so that the upgrade's render commits change only the "
+        "stacks they move, or name the branch the wiring reads (--gitops-branch)",
+        lambda: upgrade(repo, "--health-command", "true"),
+    )
