@@ -20,6 +20,9 @@ one per step, as a run that was never interrupted. With ``--commit`` the stack f
 the render to the branch the GitOps tool reads (``--gitops-branch``, default ``nodefleet-rendered``), without
 touching the checkout; one commit holds both when that is the current branch.
 
+With ``--push``, before anything is written, the GitOps kubeconfig is loaded and the remote read: one that cannot
+be read, or a branch someone else pushed to there, is refused (exit 2), never overwritten.
+
 Where it stops (a gate, a render, a push, the GitOps tool not reporting the commit in ``--timeout``), it prints
 what holds it back and the next command, exits 1 (or the render's exit), and records it; the same command resumes.
 """

@@ -16,6 +16,10 @@ The render goes to the branch the GitOps tool reads (``gitops.branch`` of the re
 default ``nodefleet-rendered``, where ``scripts/pipeline publish`` puts it), without checking that branch out:
 the same temporary index, seeded from that branch. When the GitOps tool reads the branch the stack files are on,
 one commit holds both.
+
+With ``--push`` both branches go to the remote in one ``git push --atomic``, never forced. Where a branch is on the
+remote is read with ``ls-remote`` (:func:`remote_tips`); a tip there the local branch does not contain (someone
+else pushed to it) is refused with the merge that brings it in (:func:`moved_on_remote`).
 """
 
 from __future__ import annotations
