@@ -1107,6 +1107,7 @@ def _push(ctx: Context, step: Step) -> None:
 
 def _wait(ctx: Context, step: Step) -> None:
     from cli.gitops_wait import targets, wait_applied
+    from cli.upgrade_git import fetch_objects
     from nodefleet.render.wiring import folders
 
     event = next(e for e in reversed(ctx.state.progress) if e.step == step.key and e.event == "staged")
@@ -1129,7 +1130,13 @@ def _wait(ctx: Context, step: Step) -> None:
         flush=True,
     )
 
+    fetched: set[str] = set()
+
     def contains(other: str) -> bool:
+        if ctx.repo.rev(other) is None and other not in fetched:
+            # A commit someone else pushed on top of the step: fetched (objects only, no ref moves) to be judged.
+            fetched.add(other)
+            fetch_objects(ctx.repo, _remote(ctx), branch, ctx.args.timeout)
         return ctx.repo.rev(other) is not None and ctx.repo.is_ancestor(sha, other)
 
     def waiting(readings: object) -> None:

@@ -24,6 +24,7 @@ else pushed to it) is refused with the merge that brings it in (:func:`moved_on_
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -37,6 +38,7 @@ __all__ = [
     "TRAILERS",
     "Repo",
     "commit_paths",
+    "fetch_objects",
     "find_commit",
     "moved_on_remote",
     "open_repo",
@@ -325,6 +327,17 @@ def moved_on_remote(repo: Repo, remote: str, tips: Mapping[str, str | None]) -> 
         f"Merge it into the local branch ({'; '.join(fixes)}), then run the same command again: the upgrade's commits "
         "stay and are pushed on top"
     )
+
+
+def fetch_objects(repo: Repo, remote: str, branch: str, timeout: float) -> None:
+    """The commits of ``branch`` on ``remote`` into the repository's objects, moving no ref (not even FETCH_HEAD or a remote-tracking branch):
+    to judge a commit the GitOps tool reports that someone else pushed. A fetch that fails leaves it unknown."""
+    # Out of time, the commit stays unknown, and the wait goes on as for any commit it cannot judge.
+    with contextlib.suppress(InputError):
+        repo.git(
+            "fetch", "-q", "--no-write-fetch-head", "--no-tags", "--refmap=", remote, f"refs/heads/{branch}", check=False,
+            timeout=timeout,
+        )  # fmt: skip
 
 
 def push(repo: Repo, remote: str, branches: Sequence[str], timeout: float) -> tuple[str, bool]:

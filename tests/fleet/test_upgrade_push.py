@@ -302,7 +302,7 @@ def _each_step_applied_alone(repo: Path) -> None:
         "render-committed:3",  # both committed, not recorded, not pushed
         "recorded:3",  # recorded, not pushed
         "pushed:3",  # pushed, not recorded
-        "waiting:3",  # pushed and recorded, the GitOps tool not read as applying it yet
+        "waiting:1",  # pushed and recorded, the GitOps tool not applying it (no controller runs in this run)
         "waited:3",  # the GitOps tool reported it applied, not recorded
         "applied:3",  # recorded as applied, the gate not run
         "gate:3",  # the gate passed, not recorded
@@ -315,7 +315,13 @@ def test_a_pushed_run_killed_at_a_point_resumes_to_the_same_commits_and_remote(
     repo = copy_repo(template, tmp_path)
     remote = _with_remote(repo)
     _wire(hub, repo, "flux")
-    crashed = _run_with_controllers(hub, repo, remote, "flux", env={"NODEFLEET_TEST_CRASH_AT": point})
+    crash = {"NODEFLEET_TEST_CRASH_AT": point}
+    # While it waits: reached only when a read finds the commit not applied yet, so no controller applies it.
+    crashed = (
+        _push(repo, hub, "flux", env=crash)
+        if point.startswith("waiting")
+        else _run_with_controllers(hub, repo, remote, "flux", env=crash)
+    )
     assert crashed.returncode in (137, -9), crashed.stdout + crashed.stderr
     assert "Traceback" not in crashed.stderr
     resumed = _run_with_controllers(hub, repo, remote, "flux")
@@ -372,3 +378,59 @@ def test_a_gitops_branch_someone_pushed_to_during_the_run_stops_it_and_the_print
     steps = [s for s in subjects if s.startswith("Render of the fleet upgrade")]
     assert len(steps) == len(set(steps)) == 7  # each step once, none lost
     assert "Notes" in subjects
+
+
+class Overtaken(Controllers):
+    """As :class:`Controllers`, but when the early wave's control planes are pushed, another pipeline pushes a
+    commit on top of them before the tool applies anything, so the tool reports that commit, which the
+    repository running the upgrade has never seen."""
+
+    def __init__(self, server: ApiServer, remote: Path, tool: str, log: Path, other: Path) -> None:
+        super().__init__(server, remote, tool, log)
+        self.other, self.theirs = other, ""
+
+    def _applied(self, api: Any, sha: str) -> None:
+        subject = git(self.remote, "log", "-1", "--format=%s", sha)
+        if not self.theirs and "early wave, control-plane" in subject:
+            git(self.other, "pull", "-q", "--no-rebase", "--no-edit", "origin", GITOPS)
+            (self.other / "NOTES.md").write_text("pushed by the platform team's other pipeline\n")
+            git(self.other, "add", "NOTES.md")
+            git(self.other, "commit", "-qm", "Notes")
+            git(self.other, "push", "-q", "origin", GITOPS)
+            self.theirs = sha = git(self.other, "rev-parse", "HEAD").strip()
+            with self.log.open("a") as out:
+                out.write(f"applied {sha}\n")
+        super()._applied(api, sha)
+
+
+def test_a_commit_someone_pushed_on_top_of_a_step_counts_as_applying_it_and_stops_the_next_push(
+    hub: ApiServer, template: Path, tmp_path: Path
+) -> None:
+    """The tool reports a commit the repository does not have: it is fetched and judged (it contains the step, so
+    the step is applied and its gate runs), not waited for until --timeout; the next push is refused (exit 2)."""
+    repo = copy_repo(template, tmp_path)
+    remote = _with_remote(repo)
+    _wire(hub, repo, "flux")
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", "-b", GITOPS, str(remote), str(other)], check=True, env={**GIT_ENV})
+    controllers = Overtaken(hub, remote, "flux", repo.parent / "order.log", other)
+    controllers.start()
+    try:
+        stopped = _push(repo, hub, "flux")
+    finally:
+        controllers.stop()
+    assert stopped.returncode == 2, stopped.stdout + stopped.stderr
+    assert controllers.theirs
+    assert stopped.stdout.startswith(
+        f"nodefleet fleet upgrade to {NEW}: stopped at the push of wave 2/4 early nodes: --push: {GITOPS} on origin is "
+        f"at {controllers.theirs[:12]}, which the local {GITOPS} does not contain"
+    ), stopped.stdout
+    events = [(e["step"], e["event"], e.get("detail", "")) for e in state(repo)["progress"]]
+    early = [e for e in events if e[0] == "early/control-plane"]
+    assert [e[1] for e in early] == ["staged", "pushed", "applied", "gate"], events
+    assert (
+        git(repo, "rev-parse", "-q", "--verify", f"{controllers.theirs}^{{commit}}").strip()
+        == controllers.theirs
+    )
+    # Fetched as objects only: no ref of the repository names their commit.
+    assert controllers.theirs not in git(repo, "for-each-ref", "--format=%(objectname)").split()
