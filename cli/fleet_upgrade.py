@@ -20,6 +20,9 @@ one per step, as a run that was never interrupted. With ``--commit`` the stack f
 the render to the branch the GitOps tool reads (``--gitops-branch``, default ``nodefleet-rendered``), without
 touching the checkout; one commit holds both when that is the current branch.
 
+With ``--push``, before anything is written, the GitOps kubeconfig is loaded and the remote read: one that cannot
+be read, or a branch someone else pushed to there, is refused (exit 2), never overwritten.
+
 Where it stops (a gate, a render, a push, the GitOps tool not reporting the commit in ``--timeout``), it prints
 what holds it back and the next command, exits 1 (or the render's exit), and records it; the same command resumes.
 """
@@ -71,9 +74,11 @@ GITOPS_BRANCH = "nodefleet-rendered"
 CRASH_ENV = "NODEFLEET_TEST_CRASH_AT"
 CRASH_POINTS = (
     "edited", "rendered", "added", "commit-tree", "committed", "render-committed", "index-synced", "recorded",
-    "pushed", "waiting", "gate",
+    "pushed", "waiting", "waited", "applied", "gate",
 )  # fmt: skip
 _reached: dict[str, int] = {}
+#: What the kubeconfig of --push is for, as every message about it starts (the same words as cli.gitops_wait's).
+GITOPS_CLUSTER = "the GitOps cluster (gitops.kubeconfig, --gitops-kubeconfig)"
 
 
 def crash_point(name: str) -> None:
@@ -118,11 +123,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--push",
         action="store_true",
-        help="upgrade (with --commit): push both branches to --remote after each step, then wait until the GitOps "
+        help="upgrade (with --commit): push both branches to --remote after each step (both or neither, never forced: "
+        "a branch someone else pushed to is refused, exit 2, with the merge to make), then wait until the GitOps "
         "tool reports the commit applied (Flux: lastAppliedRevision and Ready; Argo CD: sync.revision, Synced, "
         "Healthy) on the step's folders, at most --timeout seconds, before the gate",
     )
-    p.add_argument("--remote", default="origin", help="upgrade --push: the remote (default origin)")
+    p.add_argument(
+        "--remote",
+        default="origin",
+        help="upgrade --push: the remote, by name or a URL without credentials (default origin); checked before "
+        "anything is written",
+    )
     p.add_argument(
         "--gitops-kubeconfig",
         help="upgrade --push: the kubeconfig of the cluster Argo CD or Flux runs on (default: gitops.kubeconfig "
@@ -562,6 +573,8 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
         raise InputError(str(exc)) from None
     if args.push and not args.commit:
         raise InputError("--push pushes the commits of --commit: give both (--commit --push)")
+    if args.push:
+        _check_remote_option(args.remote)
     if args.parallel < 1:
         raise InputError(f"--parallel {args.parallel}: must be at least 1")
     release = str(target)
@@ -601,12 +614,12 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
         return EXIT_OK
     fresh = state or _new_state(args, plan, repo, stacks_dir, names, registry)
     ctx = Context(args, known, plan, fresh, state_path, registry, repo)
-    if args.push and ctx.gitops_branch is None and _gitops_branch(args, plan, registry) is not None:
-        _gitops_settings(args, registry)  # known before the first push, not after it
     if repo is not None:
         ctx.gitops_branch = _gitops_branch(args, plan, registry)
         _check_git(ctx, fresh=state is None)
     _check_files(ctx)
+    if args.push:
+        _check_push(ctx)
     if state is not None:
         print(
             f"nodefleet fleet upgrade to {release}: {_resume_point(ctx)} ({_shown(state_path)})",
@@ -614,6 +627,19 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
         )
     ctx.save()
     return _drive(ctx)
+
+
+def _check_remote_option(remote: str) -> None:
+    """--remote names a remote or a URL without credentials: the state file records it, and every message shows
+    it."""
+    from nodefleet.files import redact
+
+    if redact(remote) != remote:
+        raise InputError(
+            f"--remote {redact(remote)}: the URL carries credentials, which nodefleet would print and record in its "
+            "state file; add the remote without them (git remote add NAME URL, the credentials in a credential helper "
+            "or an SSH key) and give --remote NAME"
+        )
 
 
 def _open_repo(args: argparse.Namespace) -> Repo:
@@ -744,6 +770,36 @@ def _check_git(ctx: Context, *, fresh: bool) -> None:
                 f"--commit: {', '.join(dirty)} {'has' if len(dirty) == 1 else 'have'} changes not committed (or not "
                 "tracked yet); each step's commit must hold only the step: commit or stash them first"
             )
+
+
+def _check_push(ctx: Context) -> None:
+    """With --push, before anything is written: the GitOps tool's objects can be read (a kubeconfig that loads),
+    the remote answers, and no branch the upgrade pushes has moved there (someone else pushed to it)."""
+    from cli.kube import api_client
+    from cli.upgrade_git import moved_on_remote
+
+    if ctx.gitops_branch is not None:
+        _, kubeconfig, _ = _gitops_settings(ctx.args, ctx.registry)
+        api_client(kubeconfig, GITOPS_CLUSTER).close()  # loads it: a missing or broken file is named now
+    problem = moved_on_remote(ctx.repo, _remote(ctx), _remote_tips(ctx))
+    if problem:
+        raise InputError(problem)
+
+
+def _pushed_branches(ctx: Context) -> list[str]:
+    return [ctx.repo.branch] + (
+        [ctx.gitops_branch] if ctx.gitops_branch and ctx.gitops_branch != ctx.repo.branch else []
+    )
+
+
+def _remote(ctx: Context) -> str:
+    return str(_binding(ctx).remote or ctx.args.remote)
+
+
+def _remote_tips(ctx: Context) -> dict[str, str | None]:
+    from cli.upgrade_git import remote_tips
+
+    return remote_tips(ctx.repo, _remote(ctx), _pushed_branches(ctx), ctx.args.timeout)
 
 
 def _is_upgrade_commit(ctx: Context, sha: str, step_key: str, branch: str) -> bool:
@@ -1023,20 +1079,25 @@ def _render(ctx: Context, stacks: Sequence[str]) -> None:
 
 
 def _push(ctx: Context, step: Step) -> None:
-    from cli.upgrade_git import push
+    """Both branches to the remote, all or none, never forced; a branch someone else moved there stops the run
+    (exit 2) with nothing pushed, any other failure (exit 1) with what git said."""
+    from cli.upgrade_git import moved_on_remote, push
 
     event = next(e for e in reversed(ctx.state.progress) if e.step == step.key and e.event == "staged")
     branches = [ctx.repo.branch]
     if event.render_commit and event.render_commit != event.commit and ctx.gitops_branch:
         branches.append(ctx.gitops_branch)
-    remote = _binding(ctx).remote or ctx.args.remote
-    problem = push(ctx.repo, remote, branches, ctx.args.timeout)
+    remote = _remote(ctx)
+    problem, rejected = push(ctx.repo, remote, branches, ctx.args.timeout)
+    moved = moved_on_remote(ctx.repo, remote, _remote_tips(ctx)) if rejected else ""
+    if moved:
+        raise Stop("push", moved, code=EXIT_INVALID)
     if problem:
         raise Stop(
             "push",
             problem,
-            next_step=f"make `git push {remote} {' '.join(branches)}` work (remote, credentials, a branch that moved), "
-            "then run the same command again; the commits are made and are not made again",
+            next_step=f"make `git push {remote} {' '.join(branches)}` work (the remote's URL, credentials git finds "
+            "without asking), then run the same command again; the commits are made and are not made again",
         )
     print(f"  pushed {', '.join(branches)} to {remote}", file=sys.stderr, flush=True)
     crash_point("pushed")
@@ -1046,6 +1107,7 @@ def _push(ctx: Context, step: Step) -> None:
 
 def _wait(ctx: Context, step: Step) -> None:
     from cli.gitops_wait import targets, wait_applied
+    from cli.upgrade_git import fetch_objects
     from nodefleet.render.wiring import folders
 
     event = next(e for e in reversed(ctx.state.progress) if e.step == step.key and e.event == "staged")
@@ -1062,13 +1124,19 @@ def _wait(ctx: Context, step: Step) -> None:
     branch = ctx.gitops_branch or ctx.repo.branch
     sha = event.render_commit
     print(
-        f"  waiting until {tool} reports {branch}@{sha[:12]} applied on {len(wanted)} objects (at most "
+        f"  waiting until {tool} reports {branch}@{sha[:12]} applied on {_count(len(wanted), 'objects')} (at most "
         f"{ctx.args.timeout:.0f}s, --timeout)",
         file=sys.stderr,
         flush=True,
     )
 
+    fetched: set[str] = set()
+
     def contains(other: str) -> bool:
+        if ctx.repo.rev(other) is None and other not in fetched:
+            # A commit someone else pushed on top of the step: fetched (objects only, no ref moves) to be judged.
+            fetched.add(other)
+            fetch_objects(ctx.repo, _remote(ctx), branch, ctx.args.timeout)
         return ctx.repo.rev(other) is not None and ctx.repo.is_ancestor(sha, other)
 
     def waiting(readings: object) -> None:
@@ -1077,6 +1145,7 @@ def _wait(ctx: Context, step: Step) -> None:
     waited = wait_applied(
         kubeconfig, wanted, branch, sha, ctx.args.timeout, contains=contains, waiting=waiting
     )
+    crash_point("waited")
     if not waited.applied:
         raise Stop(
             "applied",
@@ -1093,6 +1162,7 @@ def _wait(ctx: Context, step: Step) -> None:
         detail=f"{branch}@sha1:{sha} reported applied by {_count(len(wanted), 'objects')}",
     )
     ctx.save()
+    crash_point("applied")
 
 
 def _gitops_settings(args: argparse.Namespace, registry: Any) -> tuple[str, str, tuple[str, str]]:

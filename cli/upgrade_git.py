@@ -16,10 +16,15 @@ The render goes to the branch the GitOps tool reads (``gitops.branch`` of the re
 default ``nodefleet-rendered``, where ``scripts/pipeline publish`` puts it), without checking that branch out:
 the same temporary index, seeded from that branch. When the GitOps tool reads the branch the stack files are on,
 one commit holds both.
+
+With ``--push`` both branches go to the remote in one ``git push --atomic``, never forced. Where a branch is on the
+remote is read with ``ls-remote`` (:func:`remote_tips`); a tip there the local branch does not contain (someone
+else pushed to it) is refused with the merge that brings it in (:func:`moved_on_remote`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -33,9 +38,12 @@ __all__ = [
     "TRAILERS",
     "Repo",
     "commit_paths",
+    "fetch_objects",
     "find_commit",
+    "moved_on_remote",
     "open_repo",
     "push",
+    "remote_tips",
     "sync_index",
 ]
 
@@ -255,15 +263,96 @@ def sync_index(repo: Repo, paths: Sequence[str]) -> None:
         repo.git("reset", "-q", "HEAD", "--", *known)
 
 
-def push(repo: Repo, remote: str, branches: Sequence[str], timeout: float) -> str:
-    """Push ``branches`` to the same names on ``remote``; "" when it did, else why not, in git's words (any
-    credentials in them removed). Never asks for a password: a push that would is refused."""
+def _git_says(done: subprocess.CompletedProcess[str]) -> str:
+    """What git said went wrong, in its own words: its ``fatal:``/``error:`` lines (else its last lines), any
+    credentials removed."""
+    lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith(("fatal:", "error:"))] or lines[-2:]
+    return redact(" ".join(said))[:1000]
+
+
+def remote_tips(repo: Repo, remote: str, branches: Sequence[str], timeout: float) -> dict[str, str | None]:
+    """Where each of ``branches`` is on ``remote`` (None: not there yet), read with ``git ls-remote``;
+    :class:`InputError` naming ``--remote`` and git's words when the remote cannot be read."""
+    refs = [f"refs/heads/{b}" for b in branches]
+    try:
+        done = repo.git("ls-remote", "--heads", remote, *refs, check=False, timeout=timeout)
+    except InputError as exc:
+        raise InputError(
+            f"--remote {redact(remote)}: {exc}; check the remote's URL (git remote -v) and that it answers"
+        ) from None
+    if done.returncode != 0:
+        raise InputError(
+            f"--remote {redact(remote)}: cannot be read ({_git_says(done)}); name a remote of {repo.top} (git remote "
+            "-v) that answers, with credentials git finds without asking (a credential helper, an SSH key), or add "
+            "it (git remote add)"
+        )
+    found: dict[str, str | None] = dict.fromkeys(branches)
+    for line in done.stdout.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref in refs:
+            found[ref.removeprefix("refs/heads/")] = sha.strip()
+    return found
+
+
+def moved_on_remote(repo: Repo, remote: str, tips: Mapping[str, str | None]) -> str:
+    """Why the branches cannot be pushed without overwriting what someone else pushed to ``remote`` (a tip there
+    that the local branch does not contain): one message naming each branch and the fix; "" when none moved."""
+    moved = [
+        (branch, sha)
+        for branch, sha in tips.items()
+        if sha is not None
+        and not (repo.rev(sha) is not None and repo.is_ancestor(sha, f"refs/heads/{branch}"))
+    ]
+    if not moved:
+        return ""
+    shown = redact(remote)
+    fixes = []
+    for branch, _ in moved:
+        if branch == repo.branch:
+            fixes.append(f"git pull --no-rebase --no-edit {shown} {branch}")
+        else:
+            # The branch is not checked out here: merged in a worktree of its own, removed after.
+            fixes.append(
+                f"git worktree add ../nodefleet-merge {branch} && git -C ../nodefleet-merge pull --no-rebase "
+                f"--no-edit {shown} {branch} && git worktree remove ../nodefleet-merge"
+            )
+    return (
+        "--push: "
+        + "; ".join(
+            f"{branch} on {shown} is at {sha[:12]}, which the local {branch} does not contain"
+            for branch, sha in moved
+        )
+        + " (someone pushed to it meanwhile); nodefleet never overwrites a branch others push to, and pushed nothing. "
+        f"Merge it into the local branch ({'; '.join(fixes)}), then run the same command again: the upgrade's commits "
+        "stay and are pushed on top"
+    )
+
+
+def fetch_objects(repo: Repo, remote: str, branch: str, timeout: float) -> None:
+    """The commits of ``branch`` on ``remote`` into the repository's objects, moving no ref (not even FETCH_HEAD or a remote-tracking branch):
+    to judge a commit the GitOps tool reports that someone else pushed. A fetch that fails leaves it unknown."""
+    # Out of time, the commit stays unknown, and the wait goes on as for any commit it cannot judge.
+    with contextlib.suppress(InputError):
+        repo.git(
+            "fetch", "-q", "--no-write-fetch-head", "--no-tags", "--refmap=", remote, f"refs/heads/{branch}", check=False,
+            timeout=timeout,
+        )  # fmt: skip
+
+
+def push(repo: Repo, remote: str, branches: Sequence[str], timeout: float) -> tuple[str, bool]:
+    """Push ``branches`` to the same names on ``remote``, all or none (``--atomic``), never forced: ("", False)
+    when it did, else (why not, in git's words with any credentials removed; True when the remote refused
+    because a branch moved there). Never asks for a password: a push that would is refused."""
     refs = [f"refs/heads/{b}:refs/heads/{b}" for b in branches]
     try:
-        done = repo.git("push", "--porcelain", remote, *refs, check=False, timeout=timeout)
+        done = repo.git("push", "--porcelain", "--atomic", remote, *refs, check=False, timeout=timeout)
     except InputError as exc:
-        return str(exc)
+        return str(exc), False
     if done.returncode == 0:
-        return ""
-    said = redact(" ".join((done.stderr or done.stdout).strip().splitlines()[-3:]))[:1000]
-    return f"git push to {remote} exited {done.returncode}: {said}"
+        return "", False
+    rejected = any(
+        line.startswith("!") and ("fetch first" in line or "non-fast-forward" in line)
+        for line in done.stdout.splitlines()
+    )
+    return f"git push to {redact(remote)} exited {done.returncode}: {_git_says(done)}", rejected

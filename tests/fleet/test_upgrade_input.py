@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from cli.fleet import HEALTH_LINE_CHARS, _health_gate
 from nodefleet.fleet import upgrade_state as us
 from tests.conftest import PROJECT, nodefleet
-from tests.fleet.upgrade_repo import NEW, OLD
+from tests.fleet.upgrade_repo import GIT_ENV, GITOPS, NEW, OLD, copy_repo, git, make_repo, upgrade
 
 REGIONAL = PROJECT / "tests" / "fleet" / "regional"
 RESTART = "run the same command with --restart to plan afresh from the stack files as they are, or remove"
@@ -309,3 +310,200 @@ def test_a_release_the_registry_says_a_hyper_shift_operator_does_not_run_is_refu
     registry.write_text(registry.read_text().replace('["4.22", "4.21", "4.20"]', '["5.0", "4.22", "4.21"]'))
     partly = _upgrade(stacks, "--dry-run", "--release", "5.0.0", "--stacks", "canary-east,east-b")
     assert partly.returncode == 0, partly.stdout + partly.stderr
+
+
+# --- --push: the remote and the GitOps cluster, judged before anything is written -----------------------------
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: hub, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: flux, user: {token: not-a-real-token}}]
+contexts: [{name: hub, context: {cluster: hub, user: flux}}]
+current-context: hub
+"""
+
+
+@pytest.fixture(scope="module")
+def fleet_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test fleet, committed and published (tests/fleet/upgrade_repo.py); each test works on a copy."""
+    return make_repo(tmp_path_factory.mktemp("fleet"))
+
+
+def _pushing(fleet_repo: Path, tmp_path: Path, remote: str | None) -> tuple[Path, Path]:
+    """A copy of the fleet with ``remote`` as origin (None: a bare clone of it), and a kubeconfig of a GitOps
+    cluster that does not answer."""
+    repo = copy_repo(fleet_repo, tmp_path)
+    if remote is None:
+        remote = str(tmp_path / "remote.git")
+        subprocess.run(
+            ["git", "clone", "-q", "--bare", str(repo), remote], check=True, env={**os.environ, **GIT_ENV}
+        )
+    if remote:
+        git(repo, "remote", "add", "origin", remote)
+    kubeconfig = tmp_path / "hub.kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    return repo, kubeconfig
+
+
+def _push_upgrade(repo: Path, kubeconfig: Path | str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return upgrade(
+        repo, "--push", "--gitops-tool", "flux", "--gitops-kubeconfig", str(kubeconfig), "--health-command", "true",
+        *extra,
+    )  # fmt: skip
+
+
+def _refuses(repo: Path, message: str, run: Callable[[], subprocess.CompletedProcess[str]]) -> None:
+    """``run`` exits 2 with ``message`` as its one line, on stderr, and writes nothing."""
+    before = git(repo, "log", "--all", "--format=%H %D")
+    refused = run()
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert (refused.stdout, refused.stderr) == ("", f"error: {message}\n")
+    _nothing_written(repo, before)
+
+
+def _nothing_written(repo: Path, before: str) -> None:
+    assert git(repo, "log", "--all", "--format=%H %D") == before
+    assert git(repo, "status", "--porcelain=v1", "--untracked-files=all") == ""
+    assert not (repo / ".git" / "nodefleet-upgrade.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("remote", "says"),
+    [
+        ("", "fatal: 'origin' does not appear to be a git repository"),
+        ("{tmp}/nowhere.git", "fatal: '{tmp}/nowhere.git' does not appear to be a git repository"),
+        (
+            "https://platform:ghp_CANARYTOKEN0123456789abcdef@127.0.0.1:1/fleet.git",
+            "fatal: unable to access 'https://127.0.0.1:1/fleet.git/'",
+        ),
+    ],
+    ids=["no-such-remote", "not-a-repository", "unreachable-with-a-token"],
+)
+def test_a_remote_that_cannot_be_read_is_refused_before_the_first_commit(
+    fleet_repo: Path, tmp_path: Path, remote: str, says: str
+) -> None:
+    repo, kubeconfig = _pushing(fleet_repo, tmp_path, remote.format(tmp=tmp_path))
+    before = git(repo, "log", "--all", "--format=%H %D")
+    refused = _push_upgrade(repo, kubeconfig)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stdout == ""
+    line = refused.stderr
+    assert line.count("\n") == 1 and line.startswith("error: --remote origin: cannot be read (")
+    assert says.format(tmp=tmp_path) in line
+    assert line.rstrip().endswith(
+        "); name a remote of "
+        + str(repo.resolve())
+        + " (git remote -v) that answers, with credentials git finds "
+        "without asking (a credential helper, an SSH key), or add it (git remote add)"
+    )
+    assert "CANARYTOKEN" not in line and "Traceback" not in line
+    _nothing_written(repo, before)
+
+
+def test_a_gitops_kubeconfig_that_does_not_exist_is_refused_before_the_first_commit(
+    fleet_repo: Path, tmp_path: Path
+) -> None:
+    repo, _ = _pushing(fleet_repo, tmp_path, None)
+    _refuses(
+        repo,
+        f"the GitOps cluster (gitops.kubeconfig, --gitops-kubeconfig): kubeconfig {tmp_path}/missing.kubeconfig: no "
+        "such file; check the path of the kubeconfig",
+        lambda: _push_upgrade(repo, tmp_path / "missing.kubeconfig"),
+    )
+
+
+def _push_from_elsewhere(remote: Path, tmp_path: Path) -> str:
+    """Someone else's commit on the remote's GitOps branch; its id."""
+    other = tmp_path / "other"
+    subprocess.run(
+        ["git", "clone", "-q", "-b", GITOPS, str(remote), str(other)],
+        check=True,
+        env={**os.environ, **GIT_ENV},
+    )
+    (other / "NOTES.md").write_text("pushed by the platform team's other pipeline\n")
+    git(other, "add", "NOTES.md")
+    git(other, "commit", "-qm", "Notes")
+    git(other, "push", "-q", "origin", GITOPS)
+    return git(other, "rev-parse", "HEAD").strip()
+
+
+def test_a_gitops_branch_someone_else_pushed_to_is_never_overwritten_and_the_fix_it_prints_works(
+    fleet_repo: Path, tmp_path: Path
+) -> None:
+    repo, kubeconfig = _pushing(fleet_repo, tmp_path, None)
+    remote = tmp_path / "remote.git"
+    theirs = _push_from_elsewhere(remote, tmp_path)
+    before = git(repo, "log", "--all", "--format=%H %D")
+    refused = _push_upgrade(repo, kubeconfig)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    fix = (
+        f"git worktree add ../nodefleet-merge {GITOPS} && git -C ../nodefleet-merge pull --no-rebase --no-edit origin "
+        f"{GITOPS} && git worktree remove ../nodefleet-merge"
+    )
+    assert refused.stderr == (
+        f"error: --push: {GITOPS} on origin is at {theirs[:12]}, which the local {GITOPS} does not contain (someone "
+        "pushed to it meanwhile); nodefleet never overwrites a branch others push to, and pushed nothing. Merge it "
+        f"into the local branch ({fix}), then run the same command again: the upgrade's commits stay and are pushed "
+        "on top\n"
+    )
+    _nothing_written(repo, before)
+    assert git(remote, "rev-parse", GITOPS).strip() == theirs
+    # The fix as printed, run where the user runs it (the repository), then the same command: it commits the first
+    # step on top of their commit and pushes it (ended right after the push: no GitOps cluster answers here).
+    subprocess.run(fix, shell=True, cwd=repo, check=True, env={**os.environ, **GIT_ENV}, capture_output=True)
+    resumed = upgrade(
+        repo, "--push", "--gitops-tool", "flux", "--gitops-kubeconfig", str(kubeconfig), "--health-command", "true",
+        env={"NODEFLEET_TEST_CRASH_AT": "pushed"},
+    )  # fmt: skip
+    assert resumed.returncode in (137, -9), resumed.stdout + resumed.stderr
+    assert "  pushed main, nodefleet-rendered to origin\n" in resumed.stderr
+    pushed = git(remote, "log", "--format=%H %s", GITOPS).splitlines()
+    assert pushed[0].endswith(
+        "Render of the fleet upgrade to 4.22.4: canary wave, control-plane (canary-east)"
+    )
+    assert pushed[1] == f"{theirs} Notes"
+    assert git(remote, "rev-parse", "main") == git(repo, "rev-parse", "main")
+
+
+def test_a_remote_url_with_a_token_is_refused_and_never_echoed_or_recorded(
+    fleet_repo: Path, tmp_path: Path
+) -> None:
+    repo, kubeconfig = _pushing(fleet_repo, tmp_path, None)
+    url = f"https://platform:ghp_CANARYTOKEN0123456789abcdef@{tmp_path.name}.example.com/fleet.git"
+    _refuses(
+        repo,
+        f"--remote https://***@{tmp_path.name}.example.com/fleet.git: the URL carries credentials, which nodefleet "
+        "would print and record in its state file; add the remote without them (git remote add NAME URL, the "
+        "credentials in a credential helper or an SSH key) and give --remote NAME",
+        lambda: _push_upgrade(repo, kubeconfig, "--remote", url),
+    )
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "commit"])
+def test_a_release_nodefleet_does_not_know_is_refused_naming_the_range(
+    fleet_repo: Path, tmp_path: Path, dry_run: bool
+) -> None:
+    repo = copy_repo(fleet_repo, tmp_path)
+    options = ["--dry-run"] if dry_run else ["--commit", "--health-command", "true"]
+    where = ["--stacks-dir", str(repo / "stacks"), "--out", str(repo / "rendered")]
+    _refuses(
+        repo,
+        "--release 4.99.1: OCP 4.99.1 does not exist (the release after 4.22 is 5.0): use a release from 4.7 to 5.1 "
+        "(the payload table in nodefleet/bootimages/versions.py ends at 5.0; 5.1 is judged by 5.0's payload), or "
+        "update nodefleet.",
+        lambda: nodefleet(
+            "fleet", "upgrade", *where, "--release", "4.99.1", *options, env=GIT_ENV, timeout=600
+        ),
+    )
+
+
+def test_a_missing_gitops_branch_is_refused_before_the_first_commit(fleet_repo: Path, tmp_path: Path) -> None:
+    repo = copy_repo(fleet_repo, tmp_path)
+    git(repo, "branch", "-q", "-D", GITOPS)
+    _refuses(
+        repo,
+        f"--commit: the branch {GITOPS}, which the GitOps tool reads the render from, does not exist; publish the "
+        "fleet's render there first (`scripts/pipeline publish`), so that the upgrade's render commits change only the "
+        "stacks they move, or name the branch the wiring reads (--gitops-branch)",
+        lambda: upgrade(repo, "--health-command", "true"),
+    )

@@ -282,17 +282,155 @@ def test_argo_cd_applications_report_each_step_synced_and_healthy(
     assert len(applied) == 2 and all(e["detail"].endswith("reported applied by 1 object") for e in applied)
 
 
-@pytest.mark.parametrize("point", ["pushed:3", "waiting:3", "recorded:3", "committed:3"])
+def _each_step_applied_alone(repo: Path) -> None:
+    """Every step's render commit was, on its own, the remote's tip the GitOps tool applied, and every gate ran
+    after the tool had applied the commit it judged: no step skipped or pushed together with the next."""
+    order = (repo.parent / "order.log").read_text().splitlines()
+    applied = {line.split()[1] for line in order if line.startswith("applied ")}
+    log = git(repo, "log", "--format=%H %s", GITOPS).splitlines()
+    renders = [line.split()[0] for line in log if " Render of the fleet upgrade " in line]
+    assert len(renders) == 7 and set(renders) <= applied, (renders, order)
+    for line in order:
+        if line.startswith("gate "):
+            assert f"applied {line.split()[-1]}" in order[: order.index(line)], line
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "committed:3",  # the stack files committed, the render not, nothing pushed
+        "render-committed:3",  # both committed, not recorded, not pushed
+        "recorded:3",  # recorded, not pushed
+        "pushed:3",  # pushed, not recorded
+        "waiting:1",  # pushed and recorded, the GitOps tool not applying it (no controller runs in this run)
+        "waited:3",  # the GitOps tool reported it applied, not recorded
+        "applied:3",  # recorded as applied, the gate not run
+        "gate:3",  # the gate passed, not recorded
+        "pushed:7",  # the standalone cluster's release (the last push), not recorded
+    ],
+)
 def test_a_pushed_run_killed_at_a_point_resumes_to_the_same_commits_and_remote(
     hub: ApiServer, template: Path, tmp_path: Path, point: str, pushed: dict[str, Any]
 ) -> None:
     repo = copy_repo(template, tmp_path)
     remote = _with_remote(repo)
     _wire(hub, repo, "flux")
-    crashed = _run_with_controllers(hub, repo, remote, "flux", env={"NODEFLEET_TEST_CRASH_AT": point})
+    crash = {"NODEFLEET_TEST_CRASH_AT": point}
+    # While it waits: reached only when a read finds the commit not applied yet, so no controller applies it.
+    crashed = (
+        _push(repo, hub, "flux", env=crash)
+        if point.startswith("waiting")
+        else _run_with_controllers(hub, repo, remote, "flux", env=crash)
+    )
     assert crashed.returncode in (137, -9), crashed.stdout + crashed.stderr
+    assert "Traceback" not in crashed.stderr
     resumed = _run_with_controllers(hub, repo, remote, "flux")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "Traceback" not in resumed.stderr and "error:" not in resumed.stderr
     assert snapshot(repo) == pushed["snapshot"]
     for branch in ("main", GITOPS):
         assert git(remote, "rev-parse", branch) == git(repo, "rev-parse", branch)
+    _each_step_applied_alone(repo)
+
+
+def test_a_gitops_branch_someone_pushed_to_during_the_run_stops_it_and_the_printed_fix_resumes_it(
+    hub: ApiServer, template: Path, tmp_path: Path
+) -> None:
+    """Another pipeline pushes to the GitOps branch while the canary's last gate runs: the next push is refused by
+    the remote (never forced), the run stops there (exit 2) with nothing of the step pushed, and after the merge it
+    prints, the same command pushes each remaining step on top of their commit, once."""
+    repo = copy_repo(template, tmp_path)
+    remote = _with_remote(repo)
+    _wire(hub, repo, "flux")
+    other, marker = tmp_path / "other", tmp_path / "pushed-by-other"
+    subprocess.run(["git", "clone", "-q", "-b", GITOPS, str(remote), str(other)], check=True, env={**GIT_ENV})
+    (other / "NOTES.md").write_text("pushed by the platform team's other pipeline\n")
+    git(other, "add", "NOTES.md")
+    git(other, "commit", "-qm", "Notes")
+    theirs = git(other, "rev-parse", "HEAD").strip()
+    health = (
+        f'if [ "$NODEFLEET_WAVE" = canary ] && [ "$NODEFLEET_UPGRADE_PHASE" = nodes ] && [ ! -e {marker} ]; then '
+        f"touch {marker}; git -C {other} pull -q --no-rebase --no-edit origin {GITOPS} && git -C {other} push -q origin "
+        f"{GITOPS}; fi"
+    )
+    stopped = _run_with_controllers(hub, repo, remote, "flux", "--health-command", health)
+    assert stopped.returncode == 2, stopped.stdout + stopped.stderr
+    assert marker.exists()
+    merged = git(remote, "rev-parse", GITOPS).strip()
+    first = stopped.stdout.splitlines()[0]
+    assert first.startswith(
+        f"nodefleet fleet upgrade to {NEW}: stopped at the push of wave 2/4 early control-plane: --push: {GITOPS} on "
+        f"origin is at {merged[:12]}, which the local {GITOPS} does not contain (someone pushed to it meanwhile); "
+        "nodefleet never overwrites a branch others push to, and pushed nothing. Merge it into the local branch ("
+    ), stopped.stdout
+    assert (
+        git(remote, "log", "--format=%s", "-1", "main").strip().endswith("canary wave, nodes (canary-east)")
+    )
+    assert state(repo)["stopped"]["at"] == "push"
+    fix = first.split("Merge it into the local branch (", 1)[1].split("), then run", 1)[0]
+    subprocess.run(fix, shell=True, cwd=repo, check=True, env={**GIT_ENV}, capture_output=True)
+    resumed = _run_with_controllers(hub, repo, remote, "flux", "--health-command", "true")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    for branch in ("main", GITOPS):
+        assert git(remote, "rev-parse", branch) == git(repo, "rev-parse", branch)
+    assert theirs in git(remote, "log", "--format=%H", GITOPS).split()
+    subjects = git(remote, "log", "--format=%s", GITOPS).splitlines()
+    steps = [s for s in subjects if s.startswith("Render of the fleet upgrade")]
+    assert len(steps) == len(set(steps)) == 7  # each step once, none lost
+    assert "Notes" in subjects
+
+
+class Overtaken(Controllers):
+    """As :class:`Controllers`, but when the early wave's control planes are pushed, another pipeline pushes a
+    commit on top of them before the tool applies anything, so the tool reports that commit, which the
+    repository running the upgrade has never seen."""
+
+    def __init__(self, server: ApiServer, remote: Path, tool: str, log: Path, other: Path) -> None:
+        super().__init__(server, remote, tool, log)
+        self.other, self.theirs = other, ""
+
+    def _applied(self, api: Any, sha: str) -> None:
+        subject = git(self.remote, "log", "-1", "--format=%s", sha)
+        if not self.theirs and "early wave, control-plane" in subject:
+            git(self.other, "pull", "-q", "--no-rebase", "--no-edit", "origin", GITOPS)
+            (self.other / "NOTES.md").write_text("pushed by the platform team's other pipeline\n")
+            git(self.other, "add", "NOTES.md")
+            git(self.other, "commit", "-qm", "Notes")
+            git(self.other, "push", "-q", "origin", GITOPS)
+            self.theirs = sha = git(self.other, "rev-parse", "HEAD").strip()
+            with self.log.open("a") as out:
+                out.write(f"applied {sha}\n")
+        super()._applied(api, sha)
+
+
+def test_a_commit_someone_pushed_on_top_of_a_step_counts_as_applying_it_and_stops_the_next_push(
+    hub: ApiServer, template: Path, tmp_path: Path
+) -> None:
+    """The tool reports a commit the repository does not have: it is fetched and judged (it contains the step, so
+    the step is applied and its gate runs), not waited for until --timeout; the next push is refused (exit 2)."""
+    repo = copy_repo(template, tmp_path)
+    remote = _with_remote(repo)
+    _wire(hub, repo, "flux")
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", "-b", GITOPS, str(remote), str(other)], check=True, env={**GIT_ENV})
+    controllers = Overtaken(hub, remote, "flux", repo.parent / "order.log", other)
+    controllers.start()
+    try:
+        stopped = _push(repo, hub, "flux")
+    finally:
+        controllers.stop()
+    assert stopped.returncode == 2, stopped.stdout + stopped.stderr
+    assert controllers.theirs
+    assert stopped.stdout.startswith(
+        f"nodefleet fleet upgrade to {NEW}: stopped at the push of wave 2/4 early nodes: --push: {GITOPS} on origin is "
+        f"at {controllers.theirs[:12]}, which the local {GITOPS} does not contain"
+    ), stopped.stdout
+    events = [(e["step"], e["event"], e.get("detail", "")) for e in state(repo)["progress"]]
+    early = [e for e in events if e[0] == "early/control-plane"]
+    assert [e[1] for e in early] == ["staged", "pushed", "applied", "gate"], events
+    assert (
+        git(repo, "rev-parse", "-q", "--verify", f"{controllers.theirs}^{{commit}}").strip()
+        == controllers.theirs
+    )
+    # Fetched as objects only: no ref of the repository names their commit.
+    assert controllers.theirs not in git(repo, "for-each-ref", "--format=%(objectname)").split()
