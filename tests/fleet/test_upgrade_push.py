@@ -244,13 +244,15 @@ def test_the_run_stops_when_the_gitops_tool_does_not_report_the_commit_and_resum
     # Pushed, then killed while it waits (no controller runs): the next run has nothing left to do but wait.
     killed = _push(repo, hub, "flux", *stacks, env={"NODEFLEET_TEST_CRASH_AT": "waiting"})
     assert killed.returncode in (137, -9), killed.stdout + killed.stderr
-    stopped = _push(repo, hub, "flux", *stacks, "--timeout", "3")
+    # --timeout bounds the wait that times out here, and also the git calls before it (a local remote):
+    # generous, so that no load makes those take it.
+    stopped = _push(repo, hub, "flux", *stacks, "--timeout", "20")
     assert stopped.returncode == 1, stopped.stdout + stopped.stderr
     sha = git(repo, "rev-parse", GITOPS).strip()
     lines = stopped.stdout.splitlines()
     assert lines[0] == (
         f"nodefleet fleet upgrade to {NEW}: stopped waiting for the GitOps tool to apply wave 1/2 canary "
-        f"control-plane: {GITOPS}@sha1:{sha} is not reported applied by 1 of 1 objects within 3s (--timeout)"
+        f"control-plane: {GITOPS}@sha1:{sha} is not reported applied by 1 of 1 objects within 20s (--timeout)"
     )
     assert lines[1].startswith(
         f"  Kustomization flux-system/nodefleet-canary-east-edge: has not applied {GITOPS}@sha1:{sha} yet "
