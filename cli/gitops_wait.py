@@ -3,7 +3,8 @@
 ``fleet upgrade --push`` calls :func:`wait_applied` after each step's push, before the step's gate: the gate must
 judge the clusters with the step applied, not a second after a commit nothing has read yet. The objects read are
 the step's render folders' own Kustomizations or Applications (:func:`targets`, named as ``nodefleet gitops``
-names them), judged by :mod:`nodefleet.fleet.applied`. It polls until every one reports the commit applied and
+names them), and the ApplicationSet that generated an Application (its RollingSync status), judged by
+:mod:`nodefleet.fleet.applied`. It polls until every one reports the commit applied and
 healthy, or ``timeout`` seconds have gone; then it says, per object, what it reports.
 
 Usable on its own::
@@ -20,7 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from cli.exits import InputError
-from nodefleet.fleet.applied import APPLIED, WAITING, Reading, argocd_application, flux_kustomization
+from nodefleet.fleet.applied import (
+    APPLIED,
+    WAITING,
+    Reading,
+    argocd_application,
+    flux_kustomization,
+    owning_application_set,
+)
 from nodefleet.render.wiring import Folder
 
 __all__ = ["TOOLS", "Target", "Waited", "targets", "wait_applied"]
@@ -73,6 +81,7 @@ def targets(
 _API = {
     "Kustomization": ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations"),
     "Application": ("argoproj.io", "v1alpha1", "applications"),
+    "ApplicationSet": ("argoproj.io", "v1alpha1", "applicationsets"),
 }
 
 
@@ -100,6 +109,7 @@ def read_once(
     api: Any, wanted: Sequence[Target], branch: str, sha: str, contains: Callable[[str], bool] | None
 ) -> list[Reading]:
     out = []
+    appsets: dict[tuple[str, str], dict[str, Any] | str] = {}  # each owner read once per round
     for target in wanted:
         obj = _read(api, target)
         if isinstance(obj, str):
@@ -107,7 +117,15 @@ def read_once(
         elif target.kind == "Kustomization":
             out.append(flux_kustomization(obj, target.what, branch, sha, contains))
         else:
-            out.append(argocd_application(obj, target.what, sha, contains))
+            owner = owning_application_set(obj)
+            appset: dict[str, Any] | str | None = None
+            if owner is not None:
+                key = (target.namespace, owner)
+                if key not in appsets:
+                    found = _read(api, Target("ApplicationSet", target.namespace, owner))
+                    appsets[key] = found if isinstance(found, dict) else f"{target.namespace}/{owner} {found}"
+                appset = appsets[key]
+            out.append(argocd_application(obj, target.what, sha, contains, appset))
     return out
 
 

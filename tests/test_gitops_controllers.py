@@ -104,7 +104,9 @@ def _remove_wiring(ctl: Controllers, tool: str) -> None:
         api = client.resources.get(api_version=api_version, kind=kind)
         for item in client.get(api, namespace=namespace).items:
             name = item.metadata.name
-            client.delete(api, name=name, namespace=namespace)
+            # An Application may be gone already, taken by its ApplicationSet's deletion.
+            with contextlib.suppress(NotFoundError):
+                client.delete(api, name=name, namespace=namespace)
             with contextlib.suppress(NotFoundError):
                 client.patch(api, name=name, namespace=namespace, body={"metadata": {"finalizers": None}},
                              content_type="application/merge-patch+json")  # fmt: skip

@@ -24,7 +24,12 @@ MachineSet (Machine API)               ``status.availableReplicas`` = ``spec.rep
 
 An object whose controller has written no status yet is still rolling out, never healthy. Flux also holds an
 object whose ``status.observedGeneration`` is behind ``metadata.generation`` (kustomize-controller's own rule,
-``fluxcd/pkg/runtime/cel`` ``StatusEvaluator``); the Lua does the same. Argo CD has health checks of its own for
+``fluxcd/pkg/runtime/cel`` ``StatusEvaluator``); the Lua does the same. HyperShift's HostedCluster and NodePool
+have no ``status.observedGeneration``: their controller stamps each condition with the generation it judged
+(``conditions[].observedGeneration``). A condition stamped with an older generation than the object's says
+nothing about the spec as it is now (a HostedCluster whose release was just bumped still reads the
+``Available=True`` of the release before), so it is not read: the object is still rolling out until its
+controller has judged the current spec. Argo CD has health checks of its own for
 Karpenter's ``NodePool`` and ``EC2NodeClass`` (``resource_customizations/karpenter.sh``, ``karpenter.k8s.aws``:
 Ready True healthy, Ready False degraded, else progressing); nodefleet leaves those in place and writes Lua only
 for the kinds Argo CD has none for.
@@ -95,8 +100,15 @@ HEALTH_RULES: tuple[HealthRule, ...] = (
 
 
 def _conditions(obj: dict[str, Any]) -> dict[str, str]:
+    """The object's conditions judged for its current generation (a condition without ``observedGeneration``
+    counts; one stamped with another generation does not)."""
     found = ((obj.get("status") or {}).get("conditions")) or []
-    return {str(c.get("type")): str(c.get("status")) for c in found if isinstance(c, dict)}
+    generation = (obj.get("metadata") or {}).get("generation")
+    return {
+        str(c.get("type")): str(c.get("status"))
+        for c in found
+        if isinstance(c, dict) and (c.get("observedGeneration") in (None, generation) or generation is None)
+    }
 
 
 def health(rule: HealthRule, obj: dict[str, Any]) -> str:
@@ -123,8 +135,17 @@ def health(rule: HealthRule, obj: dict[str, Any]) -> str:
     return "Progressing"
 
 
+#: A condition judged for the object's current generation (CEL): unstamped, or stamped with it.
+_CEL_CURRENT = (
+    "(!has(c.observedGeneration) || !has(metadata.generation) || c.observedGeneration == metadata.generation)"
+)
+
+
 def _cel_any(pairs: tuple[tuple[str, str], ...]) -> str:
-    return " || ".join(f"status.conditions.exists(c, c.type == '{t}' && c.status == '{s}')" for t, s in pairs)
+    return " || ".join(
+        f"status.conditions.exists(c, c.type == '{t}' && c.status == '{s}' && {_CEL_CURRENT})"
+        for t, s in pairs
+    )
 
 
 def flux_health_check_exprs() -> list[dict[str, str]]:
@@ -177,7 +198,11 @@ _LUA_CONDITIONS = """\
 local conditions = {{}}
 if obj.status.conditions ~= nil then
   for _, c in ipairs(obj.status.conditions) do
-    conditions[c.type] = c
+    -- judged for an older generation: says nothing about the spec as it is now
+    if c.observedGeneration == nil or obj.metadata.generation == nil
+        or c.observedGeneration == obj.metadata.generation then
+      conditions[c.type] = c
+    end
   end
 end
 local function holds(list)

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodefleet.fleet.applied import APPLIED, WAITING, argocd_application, flux_kustomization, revision_sha
+from nodefleet.fleet.applied import (
+    APPLIED,
+    WAITING,
+    argocd_application,
+    flux_kustomization,
+    owning_application_set,
+    revision_sha,
+)
 
 SHA = "3f1c9e8a0b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3e"
 OLDER = "0" * 39 + "1"
@@ -93,3 +100,73 @@ def test_an_application_is_applied_at_the_commit_when_synced_and_healthy() -> No
         "status": {"sync": {"status": "Synced", "revisions": [OLDER, SHA]}, "health": {"status": "Healthy"}}
     }
     assert argocd_application(multi, what, SHA).state == APPLIED
+
+
+def _owned(revision: str) -> dict[str, Any]:
+    """An Application the ApplicationSet ``nodefleet`` generated, compared Synced and Healthy at ``revision``."""
+    return {
+        "metadata": {
+            "name": "nodefleet-hosted-prod-east",
+            "ownerReferences": [
+                {"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": "nodefleet"}
+            ],
+        },
+        "status": {
+            "sync": {"status": "Synced", "revision": revision},
+            "health": {"status": "Healthy"},
+            "operationState": {"phase": "Succeeded", "syncResult": {"revision": OLDER}},
+        },
+    }
+
+
+def _appset(status: str, revisions: list[str], strategy: str = "RollingSync") -> dict[str, Any]:
+    return {
+        "metadata": {"name": "nodefleet"},
+        "spec": {"strategy": {"type": strategy}},
+        "status": {
+            "applicationStatus": [
+                {"application": "nodefleet-canary-edge", "status": "Healthy", "step": "1", "targetRevisions": [SHA]},
+                {"application": "nodefleet-hosted-prod-east", "status": status, "step": "2",
+                 "targetRevisions": revisions},
+            ]
+        },
+    }  # fmt: skip
+
+
+def test_an_application_of_a_rolling_sync_step_that_has_not_started_is_not_applied() -> None:
+    # Argo CD compares every Application at the new commit, so one of a later step reads Synced there before its
+    # step has started; only the ApplicationSet's RollingSync status says the step reached it.
+    what = "Application argocd/nodefleet-hosted-prod-east"
+    assert owning_application_set(_owned(SHA)) == "nodefleet"
+    for status in ("Waiting", "Pending", "Progressing"):
+        reading = argocd_application(_owned(SHA), what, SHA, appset=_appset(status, [SHA]))
+        assert reading.state == WAITING, status
+        assert reading.account == (
+            f"compares Synced and Healthy at {SHA[:12]}, but is not applied yet: the ApplicationSet nodefleet "
+            f"reports its RollingSync step 2 {status} at {SHA[:12]}"
+        )
+    older = argocd_application(_owned(SHA), what, SHA, appset=_appset("Healthy", [OLDER]))
+    assert older.state == WAITING and older.account.endswith(f"step 2 Healthy at {OLDER[:12]}")
+    assert argocd_application(_owned(SHA), what, SHA, appset=_appset("Healthy", [SHA])).state == APPLIED
+    newer = argocd_application(
+        _owned(OLDER), what, SHA, contains=lambda other: other == OLDER, appset=_appset("Healthy", [OLDER])
+    )
+    assert newer.state == APPLIED
+    missing = {"metadata": {"name": "nodefleet"}, "spec": {"strategy": {"type": "RollingSync"}}, "status": {}}
+    assert argocd_application(_owned(SHA), what, SHA, appset=missing).account.endswith(
+        "the ApplicationSet nodefleet does not report it in its RollingSync status yet"
+    )
+    unread = argocd_application(_owned(SHA), what, SHA, appset="argocd/nodefleet not found")
+    assert unread.state == WAITING and unread.account.endswith(
+        "its ApplicationSet argocd/nodefleet not found"
+    )
+    # Without RollingSync an ApplicationSet syncs every Application itself: Synced and Healthy is applied.
+    all_at_once = _appset("Waiting", [], strategy="AllAtOnce")
+    assert argocd_application(_owned(SHA), what, SHA, appset=all_at_once).state == APPLIED
+
+
+def test_an_application_with_a_sync_running_is_not_applied() -> None:
+    app = _owned(SHA)
+    app["status"]["operationState"] = {"phase": "Running"}
+    reading = argocd_application(app, "Application argocd/x", SHA)
+    assert reading.state == WAITING and "a sync is still running" in reading.account

@@ -47,6 +47,14 @@ def _obj(rule: HealthRule, conditions: dict[str, str] | None = None, **status: A
     return obj
 
 
+def _stamped(rule: HealthRule, conditions: dict[str, str], observed: int) -> dict[str, Any]:
+    """An object of generation 2 whose conditions were judged for generation ``observed``."""
+    obj = _obj(rule, conditions)
+    for c in obj["status"]["conditions"]:
+        c["observedGeneration"] = observed
+    return obj
+
+
 HC = _rule("HostedCluster", "hypershift.openshift.io")
 NP = _rule("NodePool", "hypershift.openshift.io")
 KNP = _rule("NodePool", "karpenter.sh")
@@ -61,6 +69,14 @@ CASES = [
     (HC, _obj(HC, {"Available": "True", "Progressing": "False", "Degraded": "True"}), "Degraded"),
     (HC, _obj(HC, {"Available": "False", "ValidReleaseImage": "False"}), "Degraded"),
     (HC, _obj(HC, {"Available": "True"}, observedGeneration=1), "Progressing"),  # spec not observed yet
+    # HyperShift stamps each condition with the generation it judged: the Available of the release before a
+    # bump is not the health of the bumped spec; the current generation's is.
+    (HC, _stamped(HC, {"Available": "True", "Progressing": "False"}, 1), "Progressing"),
+    (HC, _stamped(HC, {"Available": "True", "Progressing": "False"}, 2), "Healthy"),
+    (HC, _stamped(HC, {"Available": "True", "Degraded": "True"}, 1), "Progressing"),
+    (NP, _stamped(NP, {"Ready": "True", "UpdatingVersion": "False"}, 1), "Progressing"),
+    (NP, _stamped(NP, {"Ready": "True", "UpdatingVersion": "False"}, 2), "Healthy"),
+    (OCNC, _stamped(OCNC, {"Ready": "True"}, 1), "Progressing"),
     (NP, _obj(NP, {"Ready": "True", "UpdatingVersion": "False"}), "Healthy"),
     (NP, _obj(NP, {"Ready": "True", "UpdatingVersion": "True"}), "Progressing"),
     (NP, _obj(NP, {"Ready": "True", "UpdatingConfig": "True"}), "Progressing"),
