@@ -67,6 +67,8 @@ from nodefleet.fleet.upgrade_plan import (
 )
 
 STATE_FILE = "nodefleet-upgrade.json"
+#: Where --push pushes unless --remote says otherwise.
+DEFAULT_REMOTE = "origin"
 #: The default branch the GitOps tool reads the render from: where ``scripts/pipeline publish`` puts it.
 GITOPS_BRANCH = "nodefleet-rendered"
 #: Tests set it to ``<point>`` or ``<point>:<n>`` to end the process at the n-th time (default the first) the run
@@ -130,9 +132,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--remote",
-        default="origin",
-        help="upgrade --push: the remote, by name or a URL without credentials (default origin); checked before "
-        "anything is written",
+        help="upgrade --push: the remote, by name or a URL without credentials (default origin; a resumed upgrade "
+        "pushes where it began); checked before anything is written",
     )
     p.add_argument(
         "--gitops-kubeconfig",
@@ -574,7 +575,7 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     if args.push and not args.commit:
         raise InputError("--push pushes the commits of --commit: give both (--commit --push)")
     if args.push:
-        _check_remote_option(args.remote)
+        _check_remote_option(args.remote or DEFAULT_REMOTE)
     if args.parallel < 1:
         raise InputError(f"--parallel {args.parallel}: must be at least 1")
     release = str(target)
@@ -665,7 +666,7 @@ def _new_state(
                 "base": repo.head(),
                 "gitopsBranch": gitops,
                 "gitopsBase": repo.rev(f"refs/heads/{gitops}") if gitops else None,
-                "remote": args.remote if args.push else None,
+                "remote": (args.remote or DEFAULT_REMOTE) if args.push else None,
             }
         )
     return us.new_state(
@@ -704,6 +705,13 @@ def _check_git(ctx: Context, *, fresh: bool) -> None:
         raise InputError(
             f"--gitops-branch {ctx.gitops_branch}: this upgrade commits its render to {binding.gitops_branch}; give the "
             "same branch, or run with --restart"
+        )
+    if ctx.args.push and ctx.args.remote and binding.remote and ctx.args.remote != binding.remote:
+        from nodefleet.files import redact
+
+        raise InputError(
+            f"--remote {redact(ctx.args.remote)}: this upgrade pushes to {redact(binding.remote)}, where its earlier "
+            "steps went; give that remote (or leave --remote out), or run with --restart"
         )
     if binding.gitops_branch and binding.gitops_branch != binding.branch:
         elsewhere = repo.checked_out_elsewhere(binding.gitops_branch)
@@ -793,7 +801,7 @@ def _pushed_branches(ctx: Context) -> list[str]:
 
 
 def _remote(ctx: Context) -> str:
-    return str(_binding(ctx).remote or ctx.args.remote)
+    return str(_binding(ctx).remote or ctx.args.remote or DEFAULT_REMOTE)
 
 
 def _remote_tips(ctx: Context) -> dict[str, str | None]:

@@ -507,3 +507,30 @@ def test_a_missing_gitops_branch_is_refused_before_the_first_commit(fleet_repo: 
         "stacks they move, or name the branch the wiring reads (--gitops-branch)",
         lambda: upgrade(repo, "--health-command", "true"),
     )
+
+
+def test_a_resume_pushing_to_another_remote_is_refused(fleet_repo: Path, tmp_path: Path) -> None:
+    """The steps an upgrade pushed went to one remote; a rerun naming another would leave them there and push
+    the rest elsewhere: refused, naming both, nothing written. Without --remote it pushes where it began."""
+    repo, kubeconfig = _pushing(fleet_repo, tmp_path, None)
+    other = tmp_path / "other.git"
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(repo), str(other)], check=True, env={**os.environ, **GIT_ENV}
+    )
+    git(repo, "remote", "add", "mirror", str(other))
+    first = upgrade(
+        repo, "--push", "--gitops-tool", "flux", "--gitops-kubeconfig", str(kubeconfig), "--health-command", "true",
+        env={"NODEFLEET_TEST_CRASH_AT": "pushed"},
+    )  # fmt: skip
+    assert first.returncode in (137, -9), first.stdout + first.stderr
+    state = (repo / ".git" / "nodefleet-upgrade.json").read_bytes()
+    before = git(repo, "log", "--all", "--format=%H %D")
+    refused = _push_upgrade(repo, kubeconfig, "--remote", "mirror")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr == (
+        "error: --remote mirror: this upgrade pushes to origin, where its earlier steps went; give that remote (or "
+        "leave --remote out), or run with --restart\n"
+    )
+    assert git(repo, "log", "--all", "--format=%H %D") == before
+    assert (repo / ".git" / "nodefleet-upgrade.json").read_bytes() == state
+    assert git(other, "rev-parse", GITOPS) != git(repo, "rev-parse", GITOPS)  # nothing pushed to the mirror
