@@ -346,12 +346,7 @@ def _outcome_reading_invalid(
     go_words = _go_error(words)
     if go_words.startswith("no such overload"):
         # A list function given such items refuses them as cel-go's dispatch does.
-        return RuleOutcome(
-            False,
-            message=f"'{go_words}': call arguments did not match a supported operator, function or macro "
-            f"signature for rule: {_named(rule)}",
-            error=words,
-        )
+        return _no_overload(go_words, rule, words)
     messages = _stand_in_messages(data["self"]) + _stand_in_messages(data["__nf_old"])
     reached = next((m for m in messages if m in words), None)
     if reached is not None:
@@ -413,12 +408,7 @@ def evaluate(
         named = _named(rule)
         words = _go_error(error)
         if words.startswith("no such overload"):
-            return RuleOutcome(
-                False,
-                message=f"'{words}': call arguments did not match a supported operator, function or macro "
-                f"signature for rule: {named}",
-                error=error,
-            )
+            return _no_overload(words, rule, error)
         if _NULL_SELECT in error:
             words = _null_select(rule, data) or words
         elif any(marker in error for marker in _RUNTIME_WORDS):
@@ -429,6 +419,16 @@ def evaluate(
     if result.value():
         return RuleOutcome(True)
     return RuleOutcome(False, message=_message(rule, data))
+
+
+def _no_overload(words: str, rule: CompiledRule, error: str) -> RuleOutcome:
+    """A refusal for a call cel-go's dispatch finds no overload for, as the API server words it."""
+    return RuleOutcome(
+        False,
+        message=f"'{words}': call arguments did not match a supported operator, function or macro signature for "
+        f"rule: {_named(rule)}",
+        error=error,
+    )
 
 
 def _error_text(result: Any) -> str:
