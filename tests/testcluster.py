@@ -6,6 +6,8 @@ Both are built from the Go module proxy by the wrapper modules in ``tests/testcl
 v3.6.16), once per machine, into :data:`CACHE` (``~/.cache/nodefleet/testcluster``, or
 ``$NODEFLEET_CACHE/testcluster``), outside the checkout so that a fresh clone on the same machine reuses them.
 The binaries are keyed by the digest of the wrapper modules' files (tests/goref.py), so a changed pin rebuilds.
+``kubectl`` (``k8s.io/kubectl`` v0.36.3) is built the same way, on first use (:func:`kubectl`), for the tests that
+run the scripts users run.
 
 :class:`TestClusters` starts one etcd on a free loopback port and, on demand, one API server per Karpenter CRD
 set (:meth:`TestClusters.cluster`), each with its own etcd prefix: a NodePool CRD exists once per cluster, and
@@ -70,6 +72,12 @@ def missing() -> str | None:
     if shutil.which("openssl") is None:
         return "`openssl` is not on PATH (it makes the API server's service-account signing key)"
     return None
+
+
+def kubectl() -> Path:
+    """``kubectl`` (``k8s.io/kubectl`` v0.36.3, the command ``k8s.io/kubernetes`` v1.36.3 builds), built on first
+    use on this machine: the GitOps tests run the scripts ``gitops`` writes with it, as users do."""
+    return goref.build(MODULES / "kubectl", into=CACHE)
 
 
 def binaries() -> tuple[Path, Path, Path]:
@@ -337,14 +345,18 @@ class TestClusters:
         shutil.rmtree(server.folder, ignore_errors=True)
 
     def _start_controllers(self, server: ApiServer) -> subprocess.Popen[bytes]:
-        """kube-controller-manager with the garbage collector and the namespace controller only: the
-        Kubernetes provider deletes in the foreground, which only the garbage collector completes, and a
-        deleted namespace is emptied by the namespace controller."""
+        """kube-controller-manager with the garbage collector and the namespace controller: the Kubernetes
+        provider deletes in the foreground, which only the garbage collector completes, and a deleted namespace
+        is emptied by the namespace controller. With the API server's service-account key it also runs the
+        token controller, as every cluster does (it starts whatever ``--controllers`` says): it fills a
+        ``kubernetes.io/service-account-token`` Secret, which ``argocd cluster add`` creates and waits for."""
         return start_process(
             [
                 str(self.controller_manager_binary),
                 f"--kubeconfig={server.kubeconfig}",
                 "--controllers=garbage-collector-controller,namespace-controller",
+                f"--service-account-private-key-file={server.folder / 'sa.key'}",
+                f"--root-ca-file={server.folder / 'certs' / 'apiserver.crt'}",
                 "--leader-elect=false",
                 "--secure-port=0",
                 "--v=1",
