@@ -573,12 +573,24 @@ def secrets_script(
             continue
         namespace = hosted_namespaces[(f.stack, f.cluster)]
         file = f"$work/{f.argocd_cluster}"
+        secret = f"{namespace}/{f.cluster}-admin-kubeconfig"
+        # Before HyperShift has brought the control plane up, the Secret (or its namespace) is not there yet:
+        # say which one and what to do, not only kubectl's NotFound.
+        missing = (
+            f"secrets.sh: HyperShift has not written {secret} (key {HOSTED_KUBECONFIG_KEY}) on management cluster "
+            f"{f.management_cluster} yet; run this script again once hosted cluster {f.cluster}'s control plane is up"
+        )
         lines += [
             "",
             f"# hosted cluster {f.cluster} (stack {f.stack}): HyperShift's admin kubeconfig, from management cluster "
             f"{f.management_cluster}",
-            f'kubectl --kubeconfig "$work/{f.management_cluster}" -n {q(namespace)} get secret '
-            f"{q(f.cluster + '-admin-kubeconfig')} -o jsonpath='{{.data.{HOSTED_KUBECONFIG_KEY}}}' | base64 -d > \"{file}\"",
+            f'if ! kubectl --kubeconfig "$work/{f.management_cluster}" -n {q(namespace)} get secret '
+            f"{q(f.cluster + '-admin-kubeconfig')} -o jsonpath='{{.data.{HOSTED_KUBECONFIG_KEY}}}' > \"{file}.b64\" "
+            f'|| [ ! -s "{file}.b64" ]; then',
+            f"  echo {q(missing)} >&2",
+            "  exit 1",
+            "fi",
+            f'base64 -d < "{file}.b64" > "{file}"',
         ]
         if flux:
             lines += flux_secret(f.flux_secret, f.flux_secret_key, file)
