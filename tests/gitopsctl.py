@@ -462,6 +462,7 @@ class Controllers:
         }
         redis_address = f"127.0.0.1:{redis_port}"
         repo_server = f"127.0.0.1:{repo_port}"
+        self._argocd_run = (tools, env, kubeconfig, redis_address, repo_server)
         health_urls = {
             "argocd-repo-server": f"http://127.0.0.1:{free_port()}/healthz",
             "argocd-application-controller": f"http://127.0.0.1:{free_port()}/metrics",
@@ -519,6 +520,38 @@ class Controllers:
             env=env,
         )
         return health_urls
+
+    def argocd_server(self) -> str:
+        """Argo CD's API server, ``argocd-server``, as an install runs it (plaintext on a loopback port: TLS is
+        the install's ingress's business), for the ``argocd`` CLI; started on first use, Argo CD's controllers
+        with it. Its address (``argocd login <address> --plaintext``). On its first start it writes the admin's
+        initial password into ``argocd-initial-admin-secret``, as in a cluster."""
+        self.started("argocd")
+        if "argocd-server" not in self.processes:
+            tools, env, kubeconfig, redis_address, repo_server = self._argocd_run
+            port = free_port()
+            (self.folder / "argocd-static").mkdir(exist_ok=True)
+            self._start(
+                "argocd-server",
+                [
+                    str(tools / "argocd-server"),
+                    f"--kubeconfig={kubeconfig}",
+                    f"--namespace={ARGOCD_NAMESPACE}",
+                    f"--redis={redis_address}",
+                    f"--repo-server={repo_server}",
+                    "--repo-server-plaintext",
+                    "--insecure",
+                    "--address=127.0.0.1",
+                    f"--port={port}",
+                    f"--metrics-port={free_port()}",
+                    f"--staticassets={self.folder / 'argocd-static'}",
+                    "--loglevel=info",
+                ],
+                env=env,
+            )
+            self.argocd_server_address = f"127.0.0.1:{port}"
+            self._wait_healthy({"argocd-server": f"http://{self.argocd_server_address}/healthz"})
+        return self.argocd_server_address
 
     def _argocd_settings(self) -> None:
         """The objects Argo CD reads its settings from (its install manifests create them in a cluster):
@@ -616,7 +649,8 @@ class Controllers:
 
 
 #: The programs of Argo CD's multi-call binary the fixture runs (each a link named after it).
-ARGOCD_PROGRAMS = ("argocd-repo-server", "argocd-application-controller", "argocd-applicationset-controller")
+ARGOCD_PROGRAMS = ("argocd-repo-server", "argocd-application-controller", "argocd-applicationset-controller",
+                   "argocd-server")  # fmt: skip
 #: ``argocd-cm``: what the fixture sets in it (everything else at Argo CD's defaults).
 ARGOCD_CM: dict[str, str] = {}
 

@@ -199,6 +199,24 @@ def argocd_summary(ctl: Controllers) -> str:
     return "\n".join(lines)
 
 
+def applied_at(ctl: Controllers, tool: str, commit: str) -> dict[str, bool]:
+    """Per wiring object (Kustomization or Application), whether it reports ``commit`` applied and healthy
+    (Flux ``lastAppliedRevision`` and ``Ready``; Argo CD sync revision, ``Synced`` and ``Healthy``)."""
+    out: dict[str, bool] = {}
+    if tool == "flux":
+        for name, k in kustomizations(ctl).items():
+            status = k.get("status") or {}
+            ok = condition(k, "Ready").get("status") == "True"
+            out[name] = status.get("lastAppliedRevision", "").endswith(commit) and ok
+    else:
+        for name, a in applications(ctl).items():
+            status = a.get("status") or {}
+            sync, health = status.get("sync") or {}, status.get("health") or {}
+            out[name] = (sync.get("status") == "Synced" and sync.get("revision") == commit
+                         and health.get("status") == "Healthy")  # fmt: skip
+    return out
+
+
 def wait_for(
     what: str,
     check: Callable[[], Any],

@@ -27,6 +27,7 @@ from tests.gitopsfleet import (
     Repo,
     annotate,
     applications,
+    applied_at,
     compare,
     condition,
     get,
@@ -169,23 +170,6 @@ def _waiting(ctl: Controllers, tool: str, name: str) -> bool:
     return _rollout(ctl).get(name) in ("Waiting", "Pending")
 
 
-def _applied(ctl: Controllers, shipped: Shipped, commit: str) -> dict[str, Any]:
-    """Per wiring object (Kustomization or Application), the commit it reports applied and healthy, or None."""
-    out: dict[str, Any] = {}
-    if shipped.tool == "flux":
-        for name, k in kustomizations(ctl).items():
-            status = k.get("status") or {}
-            ok = condition(k, "Ready").get("status") == "True"
-            out[name] = status.get("lastAppliedRevision", "").endswith(commit) and ok
-    else:
-        for name, a in applications(ctl).items():
-            status = a.get("status") or {}
-            sync, health = status.get("sync") or {}, status.get("health") or {}
-            out[name] = (sync.get("status") == "Synced" and sync.get("revision") == commit
-                         and health.get("status") == "Healthy")  # fmt: skip
-    return out
-
-
 def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before(
     gitops_controllers: Controllers, shipped: Shipped
 ) -> None:
@@ -256,7 +240,7 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
         f"every folder applied at {commit[:12]} and healthy",
         lambda: (
             (play_controllers(*shipped.servers.values()) or True)
-            and (a := _applied(ctl, shipped, commit))
+            and (a := applied_at(ctl, shipped.tool, commit))
             and all(a.get(n) for n in names)
             and a
         ),
@@ -287,7 +271,7 @@ def _first_sync(ctl: Controllers, shipped: Shipped) -> None:
         "the first sync",
         lambda: (
             (play_controllers(*shipped.servers.values()) or True)
-            and (a := _applied(ctl, shipped, commit))
+            and (a := applied_at(ctl, shipped.tool, commit))
             and all(a.values())
         ),
         ctl,
@@ -420,7 +404,7 @@ def test_renaming_or_removing_a_stack_deletes_none_of_its_clusters_or_capacity(
         "the renamed stack's folders applied and healthy, the old names gone",
         lambda: (
             (play_controllers(*shipped.servers.values()) or True)
-            and (a := _applied(ctl, shipped, commit))
+            and (a := applied_at(ctl, shipped.tool, commit))
             and set(a) == names
             and all(a.values())
         ),
@@ -434,7 +418,7 @@ def test_renaming_or_removing_a_stack_deletes_none_of_its_clusters_or_capacity(
     commit, names = _rewire(ctl, shipped)
     wait_for(
         "only the dev stack's wiring left, applied",
-        lambda: (a := _applied(ctl, shipped, commit)) and set(a) == names and all(a.values()),
+        lambda: (a := applied_at(ctl, shipped.tool, commit)) and set(a) == names and all(a.values()),
         ctl,
         tool,
     )
