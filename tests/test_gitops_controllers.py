@@ -11,6 +11,7 @@ management cluster ``management`` and the hosted cluster's own ``prod-east-hoste
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 from kubernetes.dynamic.exceptions import NotFoundError
 
+from nodefleet.render_layout import manifest_path
 from tests.applymode import HOSTED_KARPENTER, MCO_CONTROLLER, prepare
 from tests.gitopsctl import ARGOCD_NAMESPACE, FLUX_NAMESPACE, Controllers
 from tests.gitopsfleet import (
@@ -267,12 +269,24 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
     # What landed is the render after the API server's defaulting, on the API server of its folder, applied
     # by the tool's own field manager.
     problems = []
+    apps = applications(ctl) if tool == "argocd" else {}
     for folder, objects in repo.rendered(commit).items():
         server = shipped.servers[shipped.destinations[folder]]
+        app = apps.get(f"nodefleet-{folder.split('/')[1]}-{folder.split('/')[2]}", {})
+        exclude = app.get("spec", {}).get("source", {}).get("directory", {}).get("exclude")
         for manifest in objects:
             meta = manifest["metadata"]
             live = get(server, manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace"))
             where = f"{folder}: {manifest['kind']} {meta.get('namespace', '')}/{meta['name']}"
+            if exclude and fnmatch.fnmatchcase(manifest_path(manifest), exclude):
+                # Applied by no Application: the one of its folder created it (its destination namespace).
+                assert manifest["kind"] == "Namespace", where
+                assert app["spec"]["destination"]["namespace"] == meta["name"], where
+                if live is None or "argocd.argoproj.io/tracking-id" in (
+                    live["metadata"].get("annotations") or {}
+                ):
+                    problems.append(f"{where}: not created untracked by its Application ({live})")
+                continue
             shared = manifest["kind"] == "MachineConfiguration"  # the MCO's singleton, there before
             problems += [f"{where}: {p}" for p in compare(manifest, live, tool, shared)]
             if live is not None and TOOL_MANAGER[tool] not in managers(live):
