@@ -415,7 +415,9 @@ def _delete_wiring(ctl: Controllers, tool: str, docs: list[dict[str, Any]]) -> N
     wait_for(
         f"the wiring {sorted(gone)} deleted",
         lambda: (
-            not gone & set(kustomizations(ctl) if tool == "flux" else _appsets(ctl))
+            not gone & set(kustomizations(ctl))
+            if tool == "flux"
+            else not gone & _appsets(ctl)
             and not [a for a in applications(ctl).values() if _owner(a) in owned]
         ),
         ctl,
