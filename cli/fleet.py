@@ -581,11 +581,17 @@ def run_bounded(command: str, *, env: dict[str, str], cwd: Path, timeout: float)
 
 
 def _health_gate(
-    command: str, wave: str, stacks: list[str], timeout: float = 1800, extra: dict[str, str] | None = None
+    command: str,
+    wave: str,
+    stacks: list[str],
+    timeout: float = 1800,
+    extra: dict[str, str] | None = None,
+    *,
+    name_wave: bool = True,
 ) -> str:
     """Run the user's health command after a wave, within ``timeout`` seconds (``--timeout``), with ``extra`` in
     its environment too (``fleet upgrade``'s ``NODEFLEET_UPGRADE_PHASE``); the reason to stop, or "" when it
-    passed."""
+    passed. ``name_wave``: the reason says after which wave (``fleet upgrade`` says it in its own words)."""
     env = {**os.environ, "NODEFLEET_WAVE": wave, "NODEFLEET_WAVE_STACKS": ",".join(stacks), **(extra or {})}
     try:
         done = run_bounded(command, env=env, cwd=PROJECT, timeout=timeout)
@@ -593,10 +599,11 @@ def _health_gate(
         return f"--health-command could not start ({e.strerror})"
     if done.code == 0:
         return ""
+    after = f" after wave {label_value(wave)}" if name_wave else ""
     if done.code is None:
-        reason = f"--health-command did not finish within {timeout:.0f}s (--timeout) after wave {label_value(wave)}"
+        reason = f"--health-command did not finish within {timeout:.0f}s (--timeout){after}"
     else:
-        reason = f"--health-command exited {done.code} after wave {label_value(wave)}"
+        reason = f"--health-command exited {done.code}{after}"
     return reason + (f": {done.tail}" if done.tail else "")
 
 

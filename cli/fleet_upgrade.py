@@ -1220,7 +1220,12 @@ def _gate(ctx: Context, step: Step) -> Verdict:
     release = ctx.plan.release
     if args.health_command:
         reason = _health_gate(
-            args.health_command, wave.wave, stacks, args.timeout, {"NODEFLEET_UPGRADE_PHASE": step.phase}
+            args.health_command,
+            wave.wave,
+            stacks,
+            args.timeout,
+            {"NODEFLEET_UPGRADE_PHASE": step.phase},
+            name_wave=False,  # the stop line names the wave and phase
         )
         return Verdict(
             reason,

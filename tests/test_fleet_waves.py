@@ -74,8 +74,9 @@ def test_a_bad_wave_is_refused_with_file_field_and_fix(tmp_path: Path) -> None:
 def test_render_labels_every_folder_with_the_stacks_wave(tmp_path: Path) -> None:
     assert nodefleet("render", "--stack", "hosted", "--out", str(tmp_path)).returncode == 0
     for folder, side, destination in (
-        ("prod-east", "management", "management"),
-        ("prod-east-hosted", "hosted", "prod-east-hosted"),
+        # The management side's Application creates the Namespace the folder renders (Argo CD applies none).
+        ("prod-east", "management", {"name": "management", "namespace": "clusters"}),
+        ("prod-east-hosted", "hosted", {"name": "prod-east-hosted"}),
     ):
         params = yaml.safe_load((tmp_path / folder / "argocd-ignore-differences").read_text())
         assert params["labels"] == {
@@ -84,7 +85,7 @@ def test_render_labels_every_folder_with_the_stacks_wave(tmp_path: Path) -> None
             "nodefleet.io/side": side,
             "nodefleet.io/management-cluster": "management",
         }
-        assert params["destination"] == {"name": destination}
+        assert params["destination"] == destination
         assert params["application"] == f"nodefleet-hosted-{folder}"
 
 

@@ -11,6 +11,7 @@ management cluster ``management`` and the hosted cluster's own ``prod-east-hoste
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -18,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
 
+from nodefleet.render_layout import manifest_path
 from tests.applymode import HOSTED_KARPENTER, MCO_CONTROLLER, prepare
 from tests.gitopsctl import ARGOCD_NAMESPACE, FLUX_NAMESPACE, Controllers
 from tests.gitopsfleet import (
@@ -33,6 +36,7 @@ from tests.gitopsfleet import (
     get,
     git,
     kustomizations,
+    listed,
     managers,
     play_controllers,
     refresh_argocd,
@@ -251,12 +255,24 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
     # What landed is the render after the API server's defaulting, on the API server of its folder, applied
     # by the tool's own field manager.
     problems = []
+    apps = applications(ctl) if tool == "argocd" else {}
     for folder, objects in repo.rendered(commit).items():
         server = shipped.servers[shipped.destinations[folder]]
+        app = apps.get(f"nodefleet-{folder.split('/')[1]}-{folder.split('/')[2]}", {})
+        exclude = app.get("spec", {}).get("source", {}).get("directory", {}).get("exclude")
         for manifest in objects:
             meta = manifest["metadata"]
             live = get(server, manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace"))
             where = f"{folder}: {manifest['kind']} {meta.get('namespace', '')}/{meta['name']}"
+            if exclude and fnmatch.fnmatchcase(manifest_path(manifest), exclude):
+                # Applied by no Application: the one of its folder created it (its destination namespace).
+                assert manifest["kind"] == "Namespace", where
+                assert app["spec"]["destination"]["namespace"] == meta["name"], where
+                if live is None or "argocd.argoproj.io/tracking-id" in (
+                    live["metadata"].get("annotations") or {}
+                ):
+                    problems.append(f"{where}: not created untracked by its Application ({live})")
+                continue
             shared = manifest["kind"] == "MachineConfiguration"  # the MCO's singleton, there before
             problems += [f"{where}: {p}" for p in compare(manifest, live, tool, shared)]
             if live is not None and TOOL_MANAGER[tool] not in managers(live):
@@ -264,8 +280,8 @@ def test_first_sync_applies_every_folder_to_its_api_server_after_the_wave_before
     assert not problems, "\n".join(problems)
 
 
-def _first_sync(ctl: Controllers, shipped: Shipped) -> None:
-    """The stacks published and every folder applied and healthy (the first test's end state)."""
+def _first_sync(ctl: Controllers, shipped: Shipped) -> str:
+    """The stacks published and every folder applied and healthy (the first test's end state); the commit."""
     commit = shipped.repo.publish()
     wait_for(
         "the first sync",
@@ -277,6 +293,7 @@ def _first_sync(ctl: Controllers, shipped: Shipped) -> None:
         ctl,
         shipped.tool,
     )
+    return commit
 
 
 def _sync_now(ctl: Controllers, tool: str, name: str) -> str:
@@ -366,6 +383,91 @@ def _uids(shipped: Shipped) -> dict[str, str | None]:
         live = get(shipped.servers[server], api_version, kind, name, namespace)
         out[f"{kind} {namespace or ''}/{name} on {server}"] = live["metadata"]["uid"] if live else None
     return out
+
+
+def _delete_wiring(ctl: Controllers, tool: str, docs: list[dict[str, Any]]) -> None:
+    """``kubectl delete -f`` of a wiring file: its ApplicationSet, or its GitRepository and Kustomizations, deleted
+    as a user deletes them (the tools' own finalizers and deletion policies decide what that takes with it), and
+    waited for until gone, with what they generated (the ApplicationSet's Applications, garbage-collected)."""
+    client = ctl.hub_client
+    for doc in docs:
+        api = client.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+        with contextlib.suppress(NotFoundError):
+            client.delete(api, name=doc["metadata"]["name"], namespace=doc["metadata"]["namespace"])
+    gone = {d["metadata"]["name"] for d in docs if d["kind"] in ("Kustomization", "ApplicationSet")}
+    owned = [d["metadata"]["name"] for d in docs if d["kind"] == "ApplicationSet"]
+    wait_for(
+        f"the wiring {sorted(gone)} deleted",
+        lambda: (
+            not gone & set(kustomizations(ctl))
+            if tool == "flux"
+            else not gone & _appsets(ctl)
+            and not [a for a in applications(ctl).values() if _owner(a) in owned]
+        ),
+        ctl,
+        tool,
+    )
+
+
+def _appsets(ctl: Controllers) -> set[str]:
+    return {a["metadata"]["name"] for a in listed(ctl.hub_client, "argoproj.io/v1alpha1", "ApplicationSet",
+                                                   ARGOCD_NAMESPACE)}  # fmt: skip
+
+
+def _owner(app: dict[str, Any]) -> str:
+    return next((o["name"] for o in app["metadata"].get("ownerReferences") or []
+                 if o["kind"] == "ApplicationSet"), "")  # fmt: skip
+
+
+def _wiring_file(shipped: Shipped, name: str) -> list[dict[str, Any]]:
+    """The documents of the wiring file ``gitops --name <name>`` wrote for the shipped repository's tool."""
+    suffix = "" if name == "nodefleet" else f"-{name}"
+    rel = (
+        f"argocd/applicationset{suffix}.yaml"
+        if shipped.tool == "argocd"
+        else f"flux/kustomizations{suffix}.yaml"
+    )
+    return [d for d in yaml.safe_load_all((shipped.repo.path / "gitops" / rel).read_text()) if d]
+
+
+def test_wiring_only_part_of_the_fleet_deletes_nothing_of_the_rest(
+    gitops_controllers: Controllers, shipped: Shipped
+) -> None:
+    ctl, tool, repo = gitops_controllers, shipped.tool, shipped.repo
+    commit = _first_sync(ctl, shipped)
+    before = _uids(shipped)
+    assert all(before.values()), before
+    fleet = _wiring_file(shipped, "nodefleet")
+    # The fleet's wiring replaced by one of the canary stack alone, under a name of its own (docs/gitops.md,
+    # "Wiring part of the fleet"): the fleet's deleted with kubectl, the partial one applied.
+    result = repo.nodefleet("gitops", "--repo-url", repo.url, "--out", "gitops", "--tool", tool,
+                            "--stacks", "dev", "--name", "nodefleet-canary")  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    partial = _wiring_file(shipped, "nodefleet-canary")
+    _delete_wiring(ctl, tool, fleet)
+    ctl.apply(partial)
+    if tool == "flux":
+        refresh_flux(ctl, "nodefleet-canary-rendered")
+    else:
+        refresh_argocd(ctl, "nodefleet-canary")
+    wait_for(
+        "the canary's folder applied by the partial wiring alone",
+        lambda: (
+            (play_controllers(*shipped.servers.values()) or True)
+            and (a := _applied(ctl, shipped, commit))
+            and set(a) == {"nodefleet-dev-dev"}
+            and all(a.values())
+        ),
+        ctl,
+        tool,
+    )
+    assert _uids(shipped) == before, "an object of a stack the partial wiring leaves out was deleted"
+    # Back to the fleet's wiring: the partial one deleted, the fleet's applied again; nothing goes either way.
+    _delete_wiring(ctl, tool, partial)
+    ctl.apply(fleet)
+    (refresh_flux if tool == "flux" else refresh_argocd)(ctl)
+    _first_sync(ctl, shipped)
+    assert _uids(shipped) == before, "an object was deleted when the fleet's wiring came back"
 
 
 def _rewire(ctl: Controllers, shipped: Shipped) -> tuple[str, set[str]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import fnmatch
 import gzip
-import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
@@ -37,6 +36,7 @@ from nodefleet.render.hosted import LEGACY_CONTROLLER_OWNED
 from nodefleet.render.objects import load_fleet
 from nodefleet.render.wiring import folder_fields
 from nodefleet.stackfile.waves import DEFAULT_WAVE, WAVE_LABEL, WAVES, label_value, normalize_wave
+from tests.argocd_template import render_template
 from tests.conftest import PROJECT, stack_fleet
 from tests.crdschema import _strip
 from tests.shipped import SHIPPED_STACKS
@@ -228,40 +228,13 @@ def _generated_params(root: Path) -> list[dict[str, Any]]:
     return out
 
 
-_ACTION = re.compile(r"\{\{(.*?)\}\}")
-
-
-def _render(text: str, params: Mapping[str, Any]) -> str:
-    """The go-template actions the example uses, evaluated; any other action fails the test."""
-
-    def action(m: re.Match[str]) -> str:
-        expr = m[1].strip()
-        if expr == "toJson .ignoreDifferences":
-            return json.dumps(params["ignoreDifferences"], sort_keys=True, separators=(",", ":"))
-        if expr == "index .path.segments 1":
-            return str(params["path"]["segments"][1])
-        if expr == ".path.path":
-            return str(params["path"]["path"])
-        if expr == ".path.basename":
-            return str(params["path"]["basename"])
-        if (label := re.fullmatch(r'index \.labels "([^"]+)"', expr)) is not None:
-            return str(params["labels"][label[1]])  # missingkey=error: a folder without it fails
-        if expr == ".application":
-            return str(params["application"])
-        if expr == ".destination.name":
-            return str(params["destination"]["name"])
-        raise AssertionError(f"the example uses a template action this test does not evaluate: {expr}")
-
-    return _ACTION.sub(action, text)
-
-
 def _applications(root: Path) -> dict[str, dict[str, Any]]:
     """The Applications the ApplicationSet generates, by folder: template, then templatePatch merged in."""
     appset = _appset()
     out = {}
     for params in _generated_params(root):
-        template = yaml.safe_load(_render(yaml.safe_dump(appset["spec"]["template"]), params))
-        patch = yaml.safe_load(_render(appset["spec"]["templatePatch"], params))
+        template = yaml.safe_load(render_template(yaml.safe_dump(appset["spec"]["template"]), params))
+        patch = yaml.safe_load(render_template(appset["spec"]["templatePatch"], params))
         app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", **template}
         # A strategic merge patch of maps; ignoreDifferences is a list the template does not have.
         app["spec"] = {**app["spec"], **patch["spec"]}
@@ -284,6 +257,30 @@ def test_the_applicationset_makes_one_application_per_render_folder(published_ro
         assert app["metadata"]["name"] == f"nodefleet-{folder.split('/')[1]}-{basename}"
         assert app["spec"]["source"]["directory"]["recurse"] is True
         assert "RespectIgnoreDifferences=true" in app["spec"]["syncPolicy"]["syncOptions"]
+
+
+def test_no_application_applies_a_namespace_it_creates_the_one_its_folder_renders(
+    published_root: Path,
+) -> None:
+    """Argo CD tracks an object for one Application: a Namespace several stacks' folders carry is applied by
+    none (``directory.exclude``, argo-cd ``util/glob``: ``*`` also matches ``/``) and created by each folder's
+    Application that renders it (destination namespace, ``CreateNamespace=true``), untracked."""
+    apps = _applications(published_root)
+    rendered_namespaces = 0
+    for folder, app in apps.items():
+        exclude = app["spec"]["source"]["directory"]["exclude"]
+        files = sorted(p.relative_to(published_root / folder).as_posix()
+                       for p in (published_root / folder).rglob("*.yaml"))  # fmt: skip
+        kinds = {f: yaml.safe_load((published_root / folder / f).read_text())["kind"] for f in files}
+        excluded = {f for f in files if fnmatch.fnmatchcase(f, exclude)}
+        assert excluded == {f for f, kind in kinds.items() if kind == "Namespace"}, folder
+        names = [
+            yaml.safe_load((published_root / folder / f).read_text())["metadata"]["name"] for f in excluded
+        ]
+        rendered_namespaces += len(names)
+        assert app["spec"]["destination"].get("namespace", "") == (names[0] if names else ""), folder
+        assert "CreateNamespace=true" in app["spec"]["syncPolicy"]["syncOptions"]
+    assert rendered_namespaces, "no example folder renders a Namespace: the test proves nothing"
 
 
 def test_argo_cd_never_reads_the_file_as_a_manifest(published_root: Path) -> None:

@@ -35,6 +35,7 @@ from tests.gitopsfleet import (
     GIT_ENV,
     Repo,
     _current,
+    applications,
     get,
     git,
     kustomizations,
@@ -52,8 +53,8 @@ OLD, NEW = "4.22.3", "4.22.4"
 BRANCH = "nodefleet-rendered"
 #: The objects whose release moves, in the order the upgrade must reach them: (name in the test, kind, name).
 MOVES = (
-    ("canary control plane", "HostedCluster", "clusters-canary/edge"),
-    ("canary nodes", "NodePool", "clusters-canary/edge-infra"),
+    ("canary control plane", "HostedCluster", "clusters/edge"),
+    ("canary nodes", "NodePool", "clusters/edge-infra"),
     ("main control plane", "HostedCluster", "clusters/prod-east"),
     ("main nodes", "NodePool", "clusters/prod-east-infra"),
 )
@@ -66,11 +67,8 @@ WIRING = ("nodefleet-canary-edge", "nodefleet-hosted-prod-east", "nodefleet-host
 def canary_stack() -> str:
     """The shipped ``hosted`` stack as a canary of its own: the cluster ``edge``, wave canary, no AutoNode."""
     text = (PROJECT / "stacks" / "Pulumi.hosted.yaml").read_text()
+    # In HyperShift's namespace `clusters`, as the main stack's cluster: both stacks' folders render it.
     text = text.replace("wave: main", "wave: canary").replace("prod-east", "edge").replace("4kq8z", "9tq2m")
-    # A namespace of its own: with the Namespace `clusters` in two Applications, Argo CD v3.6.1 leaves one of them
-    # OutOfSync for good (SharedResourceWarning: the live Namespace carries the other's tracking id), and the
-    # ApplicationSet's rollout of the next commit waits on it (docs/gitops.md, "A namespace several stacks share").
-    text = text.replace("namespace: clusters", "namespace: clusters-canary")
     start = text.index("        autoNode:")
     end = text.index("\n        nodePools:\n          - name: infra") + 1
     return text[:start] + text[end:]
@@ -221,6 +219,8 @@ def test_fleet_upgrade_push_moves_each_wave_after_the_one_before_is_applied_and_
     gitops_controllers: Controllers, fleet: Fleet
 ) -> None:
     ctl, repo = gitops_controllers, fleet.repo
+    namespace = get(fleet.servers["management"], "v1", "Namespace", "clusters")
+    assert namespace is not None
     start = {what: state for what, state in _read(fleet).items()}
     assert start == {what: (OLD, "done") for what, _, _ in MOVES}, start
     main_before = git(repo.path, "rev-parse", "main")
@@ -279,3 +279,24 @@ def test_fleet_upgrade_push_moves_each_wave_after_the_one_before_is_applied_and_
         ctl,
         fleet.tool,
     )
+    # The Namespace both stacks render is the one of the first sync, and no tool's object is stuck on it: on Argo
+    # CD no Application applies it (each creates it when missing), so none reports it shared and each is Synced.
+    live = get(fleet.servers["management"], "v1", "Namespace", "clusters")
+    assert live["metadata"]["uid"] == namespace["metadata"]["uid"]
+    if fleet.tool == "argocd":
+        wait_for(
+            "every Application Synced, none sharing an object with another",
+            lambda: (
+                (apps := applications(ctl)).keys() >= set(WIRING)
+                and all(_synced_alone(apps[n]) for n in WIRING)
+            ),
+            ctl,
+            fleet.tool,
+        )
+        assert "argocd.argoproj.io/tracking-id" not in (live["metadata"].get("annotations") or {}), live
+
+
+def _synced_alone(app: dict[str, Any]) -> bool:
+    status = app.get("status") or {}
+    shared = [c for c in status.get("conditions") or [] if c.get("type") == "SharedResourceWarning"]
+    return not shared and (status.get("sync") or {}).get("status") == "Synced"

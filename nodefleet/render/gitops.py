@@ -58,9 +58,10 @@ _FILE_HEADER = (
     "# Fields of the objects in this folder that a controller owns: nodefleet's Pulumi program leaves them\n"
     "# alone after creation (ignore_changes), and Argo CD must too (ignoreDifferences with the sync option\n"
     "# RespectIgnoreDifferences=true). labels: the folder's rollout wave (the stack's `wave`), stack and side,\n"
-    "# put on its Application for progressive syncs; application and destination: its Application's name and\n"
-    "# the Argo CD cluster the folder is applied to. Written by `nodefleet render`; read by the ApplicationSet\n"
-    "# in examples/argocd and the one `nodefleet gitops` writes. Not a manifest.\n"
+    "# put on its Application for progressive syncs; application and destination: its Application's name,\n"
+    "# the Argo CD cluster the folder is applied to and the Namespace the Application creates (Argo CD applies\n"
+    "# no Namespace file). Written by `nodefleet render`; read by the ApplicationSet in examples/argocd and the\n"
+    "# one `nodefleet gitops` writes. Not a manifest.\n"
 )
 
 

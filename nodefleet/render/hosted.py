@@ -331,7 +331,9 @@ def render_namespace(hc: HostedCluster, gitops: bool = False) -> dict[str, Any]:
     ``clusters``), and each stack's folder renders it, so several Argo CD Applications or Flux Kustomizations
     carry it; deleting any one of them with pruning would delete the namespace and every HostedCluster in it.
     Apply mode never deletes it (a ``NamespacePatch``); in render mode the Namespace carries the annotations
-    that keep Argo CD and Flux from ever deleting or pruning it, so the GitOps tools treat it alike.
+    that keep Argo CD and Flux from ever deleting or pruning it. The Argo CD wiring applies it from no folder
+    (:data:`nodefleet.render.wiring.ARGOCD_EXCLUDE`: Argo CD tracks an object for one Application), its
+    Applications create it; the annotation covers an Application of the user's own that applies the folder.
     """
     metadata: dict[str, Any] = {"name": hc.namespace}
     if gitops:

@@ -396,9 +396,10 @@ def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
 
 def shared_namespaces(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
     """The Namespaces more than one stack of a tree declares on one management cluster, one line each naming
-    the stacks: each stack's folder renders it, so several Argo CD Applications (or Flux Kustomizations)
-    carry it. nodefleet renders it so that neither tool ever deletes or prunes it
-    (:func:`nodefleet.render.hosted.render_namespace`), as apply mode never deletes it."""
+    the stacks: each stack's folder renders it, so several Flux Kustomizations apply it, never pruning it
+    (:func:`nodefleet.render.hosted.render_namespace`), and the Argo CD Applications create it instead of
+    applying it (:data:`nodefleet.render.wiring.ARGOCD_EXCLUDE`); neither tool deletes it, as apply mode never
+    does."""
     by_key: dict[ObjectKey, list[str]] = {}
     for fleet, _ in fleets:
         for o in fleet_plan(fleet).emitted:
@@ -409,9 +410,9 @@ def shared_namespaces(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
         if len(stacks) > 1:
             lines.append(
                 f"Namespace {key.name} on {key.destination} is rendered by stacks {', '.join(sorted(stacks))}: "
-                "each of their GitOps applications carries it, and none deletes or prunes it (it is annotated "
-                "argocd.argoproj.io/sync-options: Delete=false,Prune=false and kustomize.toolkit.fluxcd.io/prune: "
-                "disabled), so removing one stack leaves it and the other stacks' HostedClusters in place"
+                "each of their Flux Kustomizations applies it and none prunes it (kustomize.toolkit.fluxcd.io/prune: "
+                "disabled); no Argo CD Application applies it, each creates it when missing (CreateNamespace=true), "
+                "untracked; so removing one stack leaves it and the other stacks' HostedClusters in place"
             )
     return lines
 

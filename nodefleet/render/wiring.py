@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nodefleet.render.health import argocd_health_customizations, flux_health_check_exprs
-from nodefleet.render_layout import render_targets
+from nodefleet.render_layout import manifest_path, render_targets
 from nodefleet.stackfile.hosted import DEFAULT_MANAGEMENT_CLUSTER
 from nodefleet.stackfile.model import Fleet, ResolvedCluster
 from nodefleet.stackfile.names import dns_label, label_value
@@ -43,6 +43,7 @@ from nodefleet.stackfile.waves import WAVE_LABEL, WAVES
 from nodefleet.stackfile.waves import label_value as wave_label
 
 __all__ = [
+    "ARGOCD_EXCLUDE",
     "DEFAULT_WIRING_NAME",
     "FLUX_RETRY_INTERVAL",
     "HOSTED_KUBECONFIG_KEY",
@@ -173,6 +174,8 @@ class Folder:
     render_directory: str = ""
     #: The key of :attr:`flux_secret` holding the kubeconfig.
     flux_secret_key: str = STANDALONE_KUBECONFIG_KEY
+    #: The Namespace the folder renders (a management side whose cluster has ``createNamespace``; else "").
+    namespace: str = ""
 
     @property
     def application(self) -> str:
@@ -212,7 +215,8 @@ def folders(fleet: Fleet, management: ManagementClusters | None = None) -> list[
         management_target, hosted = render_targets(name, hosted=True)
         out.append(
             Folder(fleet.stack, management_target, "management", name, wave, mc.argocd_cluster,
-                   mc.flux_secret_name, hc.management_cluster, fleet.render_directory, mc.flux_secret_key)
+                   mc.flux_secret_name, hc.management_cluster, fleet.render_directory, mc.flux_secret_key,
+                   hc.namespace if hc.create_namespace else "")
         )  # fmt: skip
         if hc.auto_node is None:
             continue  # nothing lives inside the hosted cluster: the provider writes no folder for it
@@ -226,11 +230,13 @@ def folders(fleet: Fleet, management: ManagementClusters | None = None) -> list[
 
 def folder_fields(fleet: Fleet, management: ManagementClusters | None = None) -> dict[str, dict[str, Any]]:
     """Per render folder, what ``nodefleet render`` writes beside ``ignoreDifferences`` in its Argo CD file:
-    the Application's name, its destination and its labels (wave, stack, side, management cluster)."""
+    the Application's name, its destination (the Argo CD cluster, and the Namespace the folder renders, which
+    the Application creates instead of applying: :data:`ARGOCD_EXCLUDE`) and its labels (wave, stack, side,
+    management cluster)."""
     return {
         f.target: {
             "application": f.application,
-            "destination": {"name": f.argocd_cluster},
+            "destination": {"name": f.argocd_cluster, **({"namespace": f.namespace} if f.namespace else {})},
             "labels": f.labels(),
         }
         for f in folders(fleet, management)
@@ -287,6 +293,18 @@ def rolling_steps(all_folders: Sequence[Folder]) -> list[dict[str, Any]]:
     return steps
 
 
+#: The render files no Argo CD Application applies: every Namespace (:func:`nodefleet.render_layout.manifest_path`,
+#: a glob in Argo CD's ``directory.exclude``, whose ``*`` also matches ``/``). Several stacks' management folders
+#: carry the Namespace their hosted clusters share (HyperShift's ``clusters``), so that each applies on its own,
+#: and Argo CD tracks an object for one Application only (its ``argocd.argoproj.io/tracking-id``): every other
+#: Application carrying it reports ``SharedResourceWarning`` and stays ``OutOfSync``, which holds a RollingSync
+#: rollout. Instead the Application of a folder that renders a Namespace names it as its destination namespace
+#: with ``CreateNamespace=true``: created when missing, before anything else of the sync, never tracked and so
+#: never deleted (argo-cd v3.6 ``controller/sync_namespace.go``; gitops-engine ``autoCreateNamespace``). Flux
+#: applies the Namespace from every folder: kustomize-controller has no owner to conflict with.
+ARGOCD_EXCLUDE = manifest_path({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "*"}})
+
+
 def argocd_application_set(
     all_folders: Sequence[Folder],
     *,
@@ -302,7 +320,8 @@ def argocd_application_set(
 
     The git files generator names each folder's ``argocd-ignore-differences`` file exactly (``paths``:
     (stack, folder) -> the folder's path in the repository), so a folder is wired only when the fleet says
-    so; the file gives the Application its name, destination, labels and ignoreDifferences. RollingSync runs
+    so; the file gives the Application its name, destination (the Argo CD cluster, and the Namespace it creates:
+    :data:`ARGOCD_EXCLUDE`), labels and ignoreDifferences. RollingSync runs
     a step per wave and side the fleet has (:func:`rolling_steps`), each when the one before is Healthy.
 
     Nothing is deleted as a side effect: ``syncPolicy.preserveResourcesOnDeletion`` keeps the ApplicationSet
@@ -334,14 +353,18 @@ def argocd_application_set(
                         "repoURL": repo_url,
                         "targetRevision": revision,
                         "path": "{{ .path.path }}",
-                        "directory": {"recurse": True},
+                        "directory": {"recurse": True, "exclude": ARGOCD_EXCLUDE},
                     },
-                    "destination": {"name": "{{ .destination.name }}"},
+                    # A folder without a Namespace of its own has none: nothing to create.
+                    "destination": {
+                        "name": "{{ .destination.name }}",
+                        "namespace": '{{ dig "namespace" "" .destination }}',
+                    },
                     "syncPolicy": {
                         "automated": {"selfHeal": True, "prune": False},
                         "syncOptions": [
                             "ServerSideApply=true",
-                            "CreateNamespace=false",
+                            "CreateNamespace=true",
                             "RespectIgnoreDifferences=true",
                         ],
                     },
