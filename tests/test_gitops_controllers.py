@@ -454,7 +454,7 @@ def test_wiring_only_part_of_the_fleet_deletes_nothing_of_the_rest(
         "the canary's folder applied by the partial wiring alone",
         lambda: (
             (play_controllers(*shipped.servers.values()) or True)
-            and (a := _applied(ctl, shipped, commit))
+            and (a := applied_at(ctl, shipped.tool, commit))
             and set(a) == {"nodefleet-dev-dev"}
             and all(a.values())
         ),
