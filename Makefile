@@ -1,8 +1,11 @@
 # Entry points. STACK defaults to the local `dev` stack.
 STACK ?= dev
+# Workers of `make test` (tests/parallel.py): more than the cores, since many tests wait on API servers and
+# controllers rather than compute (docs/testing.md has the measurements behind the default).
+JOBS ?= 4
 PY := venv/bin/python
 
-.PHONY: help setup demo test lint check render preview up clean
+.PHONY: help setup parts demo test lint check render preview up clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -18,8 +21,12 @@ demo: setup ## the main job on STACK: preview with the policy pack, then `up` in
 	  $(PY) -m nodefleet check --stack $(STACK) && $(PY) -m nodefleet render --stack $(STACK); \
 	fi
 
-test: setup ## every test; engine tests that need parts missing here are listed, not run (see the banner)
-	$(PY) -m pytest
+parts: ## start building the test tiers' parts this machine lacks (API server, controllers, Go references), in the background
+	@engine/bootstrap --venv-only
+	@$(PY) -m tests.parts start
+
+test: parts setup ## every test, on JOBS parallel workers; engine tests that need parts missing here are listed, not run (see the banner)
+	$(PY) -m pytest -n $(JOBS)
 
 lint: setup ## ruff and mypy (strict on the domain package)
 	$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(PY) -m mypy

@@ -166,6 +166,11 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def is_built(recipe: Recipe, into: Path = CACHE) -> bool:
+    """Whether :func:`build` would return at once."""
+    return (into / f"{recipe.name}-{recipe.digest()}" / "SOURCES").exists()
+
+
 def build(recipe: Recipe, into: Path = CACHE) -> Built:
     """``recipe``'s binary, built on first use on this machine into ``into/<name>-<digest>/``."""
     out = into / f"{recipe.name}-{recipe.digest()}"
