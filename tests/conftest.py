@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +17,7 @@ import pytest
 
 from cli.tree import TREE_JUDGED_ENV
 from mockruntime.run import stack_fleet
+from tests import parallel, suite_times
 
 if TYPE_CHECKING:
     from tests.gitopsctl import Controllers
@@ -126,6 +130,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     _deselect_go_references(config, items)
     _deselect_apiserver_tests(config, items)
     _deselect_gitops_tests(config, items)
+    parallel.start_builds(config, items)
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the closing lines are printed by the controlling process
+        workeroutput[_RELAYED] = {k: config.stash.get(v, None) for k, v in _TIER_REPORTS.items()}
 
 
 def _engine_banner(terminalreporter: Any, config: pytest.Config) -> None:
@@ -250,6 +258,60 @@ def test_clusters() -> Iterator[TestClusters]:
         clusters.close()
 
 
+# --- Parallel runs ---------------------------------------------------------------------------------------
+# `make test` runs the suite on xdist workers (tests/parallel.py). Each worker collects and deselects the
+# same tests; the closing lines are printed by the controlling process, from what the first worker to
+# finish relayed.
+
+_RELAYED = "nodefleet_tier_reports"
+_TIER_REPORTS = {
+    "engine": _ENGINE_REPORT,
+    "apiserver": _APISERVER_REPORT,
+    "goref": _GOREF_REPORT,
+    "gitops": _GITOPS_REPORT,
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    relayed = getattr(node, "workeroutput", {}).get(_RELAYED)
+    if not relayed:
+        return
+    for name, key in _TIER_REPORTS.items():
+        if relayed.get(name) is not None and key not in node.config.stash:
+            node.config.stash[key] = relayed[name]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    parallel.stop_builds(session.config)
+
+
+def _parts_line(terminalreporter: Any) -> None:
+    """The parts this run built (a new machine's log says what each took), from tests/parts.py's record."""
+    from tests.parts import BUILD_TIMES
+
+    started = _SESSION_START.get("at")
+    if started is None:
+        return
+    built = []
+    try:
+        lines = BUILD_TIMES.read_text().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        with contextlib.suppress(ValueError, KeyError):
+            row = json.loads(line)
+            if row["at"] >= started:
+                built.append(
+                    f"{row['part']} {row['seconds']:.0f} s" + (" (failed)" if "error" in row else "")
+                )
+    if built:
+        terminalreporter.write_sep("=", "parts built by this run: " + ", ".join(built))
+
+
+_SESSION_START: dict[str, str] = {}
+
+
 def _real_parts_line(terminalreporter: Any, config: pytest.Config) -> None:
     """One line with how many tests of each tier ran on the real part, so a run's log shows it, not only
     what did not run."""
@@ -271,6 +333,7 @@ def _real_parts_line(terminalreporter: Any, config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    _parts_line(terminalreporter)
     _real_parts_line(terminalreporter, config)
     _engine_banner(terminalreporter, config)
     _deselected_banner(
@@ -305,3 +368,6 @@ def pytest_configure(config: pytest.Config) -> None:
     from nodefleet.apiserver.rule_log import ENV
 
     os.environ.setdefault(ENV, str(RULE_LOG))
+    _SESSION_START.setdefault("at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    config.pluginmanager.register(parallel, "nodefleet-parallel")
+    config.pluginmanager.register(suite_times, "nodefleet-suite-times")

@@ -247,7 +247,7 @@ def _stack_with_catalog(directory: Path, catalog: Path) -> Path:
 @pytest.mark.parametrize(
     ("name", "content", "fragment"),
     [
-        ("rhcos.json.gz", gzip.compress(b'{"stream": "rhcos-4.16"}'), "is gzip-compressed"),
+        ("rhcos.json.gz", gzip.compress(b'{"stream": "rhcos-4.16"}', mtime=0), "is gzip-compressed"),
         ("rhcos.img", bytes(range(256)), "is not text nodefleet reads (line 1, column 1: a NUL byte"),
         ("empty.yaml", b"", "is empty"),
         (
