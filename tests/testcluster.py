@@ -61,7 +61,8 @@ CACHE = (
 RUN_PREFIX = "nodefleet-apiserver-"
 #: The field manager the tests install CRDs and the cluster's own objects with.
 INSTALLER = "nodefleet-testcluster"
-STARTUP_TIMEOUT = 60.0
+#: A bound on a start, not a wait: four workers on two busy cores start API servers at once.
+STARTUP_TIMEOUT = 180.0
 
 
 def missing() -> str | None:
@@ -90,9 +91,24 @@ def binaries() -> tuple[Path, Path, Path]:
 
 
 def free_port() -> int:
+    """A loopback port the kernel has just chosen as free. Between this and the server's own bind another
+    process (another worker of the suite) may take it: the starts below try again with new ports when the
+    server says so (:class:`PortTaken`)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+#: How many times a server is started on new ports when the one chosen was taken meanwhile.
+PORT_ATTEMPTS = 3
+
+
+class PortTaken(RuntimeError):
+    """A server could not bind the port :func:`free_port` chose: another process took it meanwhile."""
+
+
+def port_taken(log: Path) -> bool:
+    return "address already in use" in log_tail(log, 200).lower()
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -225,6 +241,16 @@ class TestClusters:
 
     # -- etcd ---------------------------------------------------------------------------------------------
     def _start_etcd(self) -> None:
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                return self._start_etcd_once()
+            except PortTaken:
+                stop_process(self.etcd)
+                shutil.rmtree(self.folder / "etcd", ignore_errors=True)
+                if attempt == PORT_ATTEMPTS - 1:
+                    raise
+
+    def _start_etcd_once(self) -> None:
         client, peer = free_port(), free_port()
         self.etcd_url = f"http://127.0.0.1:{client}"
         log = self.folder / "etcd.log"
@@ -246,6 +272,8 @@ class TestClusters:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while time.monotonic() < deadline:
             if self.etcd.poll() is not None:
+                if port_taken(log):
+                    raise PortTaken(client)
                 raise RuntimeError(f"etcd exited with {self.etcd.returncode}:\n{log_tail(log)}")
             try:
                 with urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2) as r:
@@ -263,7 +291,13 @@ class TestClusters:
         cluster-scoped objects (the MCO's ``MachineConfiguration`` singleton) use clusters of their own."""
         chosen = karpenter_set or load_index().default_karpenter or ""
         if name not in self.clusters:
-            self.clusters[name] = self._start_apiserver(name, chosen)
+            for attempt in range(PORT_ATTEMPTS):
+                try:
+                    self.clusters[name] = self._start_apiserver(name, chosen)
+                    break
+                except PortTaken:
+                    if attempt == PORT_ATTEMPTS - 1:
+                        raise
         server = self.clusters[name]
         if server.karpenter_set != chosen:
             raise ValueError(
@@ -316,6 +350,16 @@ class TestClusters:
         self.clusters[f"starting-{index}"] = server  # stopped by close() even if the start fails
         try:
             self._wait_ready(server, log)
+        except RuntimeError:
+            if not port_taken(log):
+                del self.clusters[f"starting-{index}"]
+                self.clusters[name] = server
+                raise
+            del self.clusters[f"starting-{index}"]
+            stop_process(proc)
+            shutil.rmtree(folder, ignore_errors=True)
+            raise PortTaken(port) from None
+        try:
             server.started_in = time.monotonic() - t0
             server.kubeconfig.write_text(_kubeconfig(server))
             server.controllers = self._start_controllers(server)
