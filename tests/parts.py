@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -39,9 +40,10 @@ CACHE = Path(
     or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nodefleet"
 )
 BUILD_TIMES = CACHE / "build-times.jsonl"
-#: The background build's output and process id (one background build per machine at a time).
+#: The background build's output, and its lock: one build of the parts per machine at a time (a second one,
+#: started by another run or checkout, leaves at once; its tests wait for each part's own lock).
 BUILD_LOG = CACHE / "parts-build.log"
-BUILD_PID = CACHE / "parts-build.pid"
+BUILD_LOCK = CACHE / "parts-build.lock"
 
 
 @dataclass(frozen=True)
@@ -129,57 +131,70 @@ def _record(name: str, seconds: float, error: str | None) -> None:
 
 def build(names: Iterable[str] = ()) -> int:
     """Build the parts named (every part when none is), one after another; 1 when one failed (the test that
-    needs it builds it again and fails with the build's error)."""
+    needs it builds it again and fails with the build's error). Another build running on this machine
+    builds them already: then this one leaves at once."""
     chosen = set(names)
-    status = 0
-    for part in parts():
-        if (chosen and part.name not in chosen) or part.built():
-            continue
-        t0 = time.monotonic()
-        error = None
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with BUILD_LOCK.open("w") as lock:
         try:
-            part.build()
-        except Exception as e:  # the test that needs the part reports it; the others go on
-            error = f"{type(e).__name__}: {e}"
-            status = 1
-        seconds = time.monotonic() - t0
-        _record(part.name, seconds, error)
-        print(f"{part.name}: {'FAILED' if error else 'built'} in {seconds:.0f}s", flush=True)
-        if error:
-            print(error, flush=True)
-    return status
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(
+                "another build of the test parts is running on this machine; nothing to do here", flush=True
+            )
+            return 0
+        status = 0
+        for part in parts():
+            if (chosen and part.name not in chosen) or part.built():
+                continue
+            t0 = time.monotonic()
+            error = None
+            try:
+                part.build()
+            except Exception as e:  # the test that needs the part reports it; the others go on
+                error = f"{type(e).__name__}: {e}"
+                status = 1
+            seconds = time.monotonic() - t0
+            _record(part.name, seconds, error)
+            print(f"{part.name}: {'FAILED' if error else 'built'} in {seconds:.0f}s", flush=True)
+            if error:
+                print(error, flush=True)
+        return status
 
 
-def background_build() -> int | None:
-    """The process id of a background build running on this machine, if one is."""
-    try:
-        pid = int(BUILD_PID.read_text())
-        os.kill(pid, 0)
-    except (OSError, ValueError):
-        return None
-    return pid
+def building() -> bool:
+    """Whether a build of the parts is running on this machine."""
+    if not BUILD_LOCK.exists():
+        return False
+    with BUILD_LOCK.open("r") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    return False
 
 
 def start(names: list[str], *, detached: bool = False) -> subprocess.Popen[bytes] | None:
-    """Build ``names`` in a process of its own, its output in :data:`BUILD_LOG`; None when there is nothing
-    to build or a background build is already running (the tests wait for it through the builds' locks). The
+    """Build ``names`` in a process of its own, its output appended to :data:`BUILD_LOG`; None when there is
+    nothing to build or a build is running already (the tests wait for it through the parts' locks). The
     process dies with the caller, unless ``detached`` (``make test`` starts it and goes on to the engine)."""
-    if not names or background_build() is not None:
+    if not names or building():
         return None
-    CACHE.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "tests.parts", "build", *names]
-    if detached:
-        with BUILD_LOG.open("ab") as log:
-            proc = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=PROJECT,
-                start_new_session=True,
-            )  # fmt: skip
-    else:
-        from tests.testcluster import start_process
+    from tests.testcluster import _die_with_parent
 
-        proc = start_process(argv, BUILD_LOG, env=os.environ, cwd=PROJECT)
-    BUILD_PID.write_text(str(proc.pid))
-    return proc
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with BUILD_LOG.open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.parts", "build", *names],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=PROJECT,
+            # its own process group either way, so that stopping it stops its `go` processes too
+            start_new_session=detached,
+            preexec_fn=None if detached else _die_with_parent,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,15 +211,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "start":
         missing = [p.name for p in parts() if not p.built()]
-        proc = start(missing, detached=True)
-        if proc is not None:
+        if not missing:
+            return 0
+        if start(missing, detached=True) is not None:
             print(
                 f"building {len(missing)} test parts in the background ({', '.join(missing)}); log: {BUILD_LOG}"
             )
-        elif missing:
-            print(
-                f"the test parts are being built in the background (process {background_build()}); log: {BUILD_LOG}"
-            )
+        else:
+            print(f"the test parts are being built in the background already; log: {BUILD_LOG}")
         return 0
     known = {p.name for p in parts()}
     unknown = sorted(set(args.names) - known)

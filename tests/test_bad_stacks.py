@@ -180,7 +180,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
         cwd=project,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,  # a bound on a hang: one process runs the whole corpus, ~30 s idle
         env={k: v for k, v in os.environ.items() if not k.startswith("NODEFLEET_")},
     )
     assert result.returncode == 0, result.stderr[-3000:]
