@@ -69,6 +69,7 @@ __all__ = [
     "VersionError",
     "crd_refusals",
     "default_refusals",
+    "defaulted",
     "escape_property",
     "kubernetes_version",
     "rejects_field",
@@ -569,6 +570,17 @@ def _default(value: Any, schema: Mapping[str, Any]) -> None:
                     value[i] = item = _copy(items["default"])
                 if type(item) is dict or type(item) is list:
                     _default(item, items)
+
+
+def defaulted(obj: Mapping[str, Any], crd: CrdVersion) -> dict[str, Any]:
+    """``obj`` as the API server stores it on a create or an apply: numbers as a client's JSON carries them,
+    non-nullable nulls pruned, the CRD's defaults filled in (``status`` dropped: a CRD with a status
+    subresource ignores it on the main resource). What ``import`` compares a live object and its render by."""
+    body: dict[str, Any] = _copy(obj)
+    if crd.status_subresource:
+        body.pop("status", None)
+    _default(body, crd.schema)
+    return body
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -388,7 +388,7 @@ def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -
                 "instanceType": np.instance_type,
                 "instanceProfile": np.instance_profile or default_instance_profile(hc),
                 "subnet": {"id": np.subnet or hc.subnet},
-                "rootVolume": {"size": np.root_volume_gib, "type": np.root_volume_type, "encrypted": True},
+                "rootVolume": _node_pool_root_volume(np),
             },
         },
     }
@@ -406,6 +406,13 @@ def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -
         },
         "spec": spec,
     }
+
+
+def _node_pool_root_volume(np: HyperShiftNodePoolSpec) -> dict[str, Any]:
+    volume: dict[str, Any] = {"size": np.root_volume_gib, "type": np.root_volume_type}
+    if np.root_volume_encrypted is not None:
+        volume["encrypted"] = np.root_volume_encrypted
+    return volume
 
 
 def _selector_terms(
