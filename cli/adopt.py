@@ -1,0 +1,247 @@
+"""``import``: the stack file that declares clusters a team already runs, from their live objects.
+
+Thin: reading the sources and writing the stack file are here; what the objects mean, the stack they make and
+whether its render reproduces them are :mod:`nodefleet.adopt`. The stack file is written whole or not at all
+(a temporary file renamed over it), never over an existing one without ``--force``, and then judged by the
+same ``check`` a user runs: a live cluster that breaks a policy is imported and its violations reported (exit
+1), never fixed by the import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cli.exits import EXIT_INVALID, InputError
+
+DESCRIPTION = """\
+Write the stack file that declares clusters a team already runs, from their live objects.
+
+Sources (--from-file, repeatable, '-' for standard input) are YAML: `oc get ... -o yaml` output (List objects
+too), `hypershift create cluster aws --render` output, or a GitOps repository's manifests. A hosted cluster is
+its HostedCluster, its AWS NodePools and, with AutoNode, the OpenshiftEC2NodeClasses and karpenter.sh
+NodePools of its hosted cluster; a standalone cluster is its MachineSets (openshift-machine-api), custom
+MachineConfigPools, the MachineConfiguration `cluster` and its ClusterVersion.
+
+The stack is written only when nodefleet's own render of it reproduces every adopted object field by field
+(spec, labels, annotations; not status, not what controllers write, not the fields nodefleet leaves to
+controllers). Any other difference refuses the import (exit 2) naming the object, the field and what runs,
+and nothing is written. Fields nodefleet would add that the live objects lack are refused too, unless
+--adopt-defaults accepts them (they are listed). Secrets are referenced by name, never copied.
+
+After writing, the stack is checked as `python -m nodefleet check` checks it: a live cluster that violates a
+policy is imported and its violations reported (exit 1), never fixed.
+"""
+
+EPILOG = """\
+examples:
+  oc get hostedcluster,nodepools -n clusters -o yaml > mgmt.yaml
+  oc --kubeconfig prod-east.kubeconfig get openshiftec2nodeclasses,nodepools.karpenter.sh -o yaml > inside.yaml
+  python -m nodefleet import --stack prod-east --from-file mgmt.yaml --from-file inside.yaml
+  hypershift create cluster aws --render ... | python -m nodefleet import --stack dev --from-file -
+  oc get machinesets -n openshift-machine-api -o yaml > ms.yaml
+  oc get machineconfigpools,machineconfiguration,clusterversion,infrastructure -o yaml > cluster.yaml
+  python -m nodefleet import --stack shop --from-file ms.yaml --from-file cluster.yaml \\
+      --catalog catalogs/coreos-bootimages-4.16.yaml"""
+
+
+def add_parser(sub: Any) -> None:
+    from cli.roots import add_roots
+
+    s = sub.add_parser(
+        "import",
+        help="write the stack file that declares clusters a team already runs, from their live objects",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+    )
+    s.add_argument("--stack", required=True, help="the stack to write: <stacks-dir>/Pulumi.<stack>.yaml")
+    s.add_argument(
+        "--stacks-dir",
+        type=Path,
+        metavar="DIR",
+        help="the folder of the stack files (default: the project's stacks/); other stacks there are read to "
+        "refuse a cluster one of them already declares",
+    )
+    s.add_argument(
+        "--from-file",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="a YAML source of live objects; repeatable; '-' reads standard input",
+    )
+    s.add_argument(
+        "--release",
+        metavar="X.Y.Z",
+        help="the release, where no source holds it (a standalone cluster without its ClusterVersion, a release "
+        "image pinned by digest)",
+    )
+    s.add_argument(
+        "--management-cluster",
+        metavar="NAME",
+        help="the registry name (nodefleet-fleet.yaml) of the management cluster the hosted clusters live on "
+        "(default: the fleet's only one, 'management')",
+    )
+    s.add_argument(
+        "--catalog",
+        metavar="FILE",
+        help="a standalone cluster's boot image catalog, inside the project (its coreos-bootimages ConfigMap "
+        "saved as a file)",
+    )
+    s.add_argument(
+        "--adopt-defaults",
+        action="store_true",
+        help="accept the fields nodefleet's render adds that the live objects lack (listed), instead of refusing",
+    )
+    s.add_argument("--force", action="store_true", help="overwrite an existing stack file of that name")
+    add_roots(s)
+    s.set_defaults(run=run)
+
+
+def _read(name: str) -> str:
+    from nodefleet.files import FileProblem, decode_text, read_text
+
+    try:
+        if name == "-":
+            return decode_text(sys.stdin.buffer.read(), "standard input", what="source")
+        return read_text(name, what="source")
+    except FileProblem as e:
+        raise InputError(str(e)) from None
+    except OSError as e:
+        raise InputError(f"{name}: cannot be read ({e.strerror or e}); give an existing YAML file") from None
+
+
+def _other_stacks(stacks_dir: Path, mine: Path) -> dict[str, Any]:
+    from mockruntime.run import read_stack_config
+    from nodefleet.stackfile.model import CONFIG_KEY
+    from nodefleet.stackfile.yamlfile import YAMLFileError
+
+    found: dict[str, Any] = {}
+    for path in sorted(stacks_dir.glob("Pulumi.*.yaml")):
+        if path.name == mine.name:
+            continue
+        try:
+            config = read_stack_config(path)
+        except (YAMLFileError, OSError) as e:
+            print(f"  note     {path}: not read to look for the same cluster ({e})", file=sys.stderr)
+            continue
+        found[path.name.removeprefix("Pulumi.").removesuffix(".yaml")] = config.get(CONFIG_KEY)
+    return found
+
+
+def _write(path: Path, text: str) -> None:
+    """The whole file or nothing: written beside it, then renamed over it."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    from cli import check
+    from mockruntime.run import PROJECT_DIR
+    from nodefleet.adopt.documents import AdoptError, read_documents
+    from nodefleet.adopt.importer import ImportOptions, adopt, already_declared, stack_text
+    from nodefleet.stackfile.paths import PathError, check_stack_name
+
+    try:
+        check_stack_name(args.stack)
+    except PathError as e:
+        raise InputError(f"--stack: {e}") from None
+    stacks_dir: Path = args.stacks_dir if args.stacks_dir is not None else PROJECT_DIR / "stacks"
+    if not stacks_dir.is_dir():
+        raise InputError(f"--stacks-dir {stacks_dir}: not a folder; give the folder of the stack files")
+    target = stacks_dir / f"Pulumi.{args.stack}.yaml"
+    if target.exists() and not args.force:
+        raise InputError(
+            f"{target}: a stack file of that name exists; import never overwrites one: choose another --stack, or "
+            "pass --force to replace it"
+        )
+    if args.from_file.count("-") > 1:
+        raise InputError("--from-file -: standard input can be read once; give it once")
+    objects = []
+    try:
+        for name in args.from_file:
+            shown = "standard input" if name == "-" else name
+            objects += read_documents(_read(name), shown)
+        options = ImportOptions(
+            stack=args.stack,
+            project_dir=PROJECT_DIR,
+            release=args.release,
+            management_cluster=args.management_cluster,
+            catalog=args.catalog,
+            adopt_defaults=args.adopt_defaults,
+        )
+        adoption = adopt(objects, options)
+    except AdoptError as e:
+        raise InputError(f"{e}\nnothing was written") from None
+    except ValueError as e:  # nodefleet.files.FileProblem: the YAML of a source
+        raise InputError(f"{e}\nnothing was written") from None
+    clash = already_declared(adoption, _other_stacks(stacks_dir, target))
+    if clash:
+        raise InputError(f"{clash}\nnothing was written")
+    print(f"nodefleet import: stack '{args.stack}' from {', '.join(args.from_file)}")
+    for line in adoption.report.lines():
+        print(line)
+    fidelity = adoption.fidelity
+    if fidelity.bookkeeping:
+        keys = sorted({key for line in fidelity.bookkeeping for key in line.rpartition(": ")[2].split(", ")})
+        print(
+            f"  nodefleet adds its own annotations to {len(fidelity.bookkeeping)} object(s), which change no "
+            f"behaviour: {', '.join(keys)}"
+        )
+    if adoption.refused:
+        for d in fidelity.changes:
+            print(f"error: {d.describe()}", file=sys.stderr)
+        additions = fidelity.additions
+        if additions and not args.adopt_defaults:
+            for d in additions:
+                print(f"error: {d.describe()}", file=sys.stderr)
+        parts = []
+        if fidelity.changes:
+            parts.append(
+                f"{len(fidelity.changes)} field(s) nodefleet would change or remove: the stack cannot express them "
+                "yet; make the live objects expressible (or leave those objects out of the sources)"
+            )
+        if additions and not args.adopt_defaults:
+            parts.append(
+                f"{len(additions)} field(s) nodefleet would add: pass --adopt-defaults to accept them"
+            )
+        print(f"error: refused, nothing written: {'; '.join(parts)}", file=sys.stderr)
+        return EXIT_INVALID
+    if fidelity.additions:
+        print("  accepted (--adopt-defaults): nodefleet will add")
+        for d in fidelity.additions:
+            print(f"    {d.describe()}")
+    previous = target.read_bytes() if target.exists() else None
+    _write(
+        target, stack_text(adoption, ["standard input" if f == "-" else Path(f).name for f in args.from_file])
+    )
+    print(f"  wrote {target}: {len(adoption.clusters)} cluster(s); review it, then commit it")
+    check_args = argparse.Namespace(
+        stack=None,
+        config_file=target,
+        json=False,
+        policy_config=None,
+        max_providers=None,
+        root=[],
+        catalog_root=[],
+        debug=False,
+    )
+    try:
+        return check.run(check_args)
+    except InputError:
+        # The check refused the stack (a registry that lacks its management cluster): nothing half-written.
+        if previous is None:
+            target.unlink(missing_ok=True)
+        else:
+            _write(target, previous.decode("utf-8"))
+        print(f"  removed {target} again: the check below refused it", file=sys.stderr)
+        raise
