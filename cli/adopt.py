@@ -132,6 +132,14 @@ def _other_stacks(stacks_dir: Path, mine: Path) -> dict[str, Any]:
     return found
 
 
+def _shown(path: Path) -> Path:
+    """``path`` relative to the working directory when it is below it (as a user would type it)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
 def _write(path: Path, text: str) -> None:
     """The whole file or nothing: written beside it, then renamed over it."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -158,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     stacks_dir: Path = args.stacks_dir if args.stacks_dir is not None else PROJECT_DIR / "stacks"
     if not stacks_dir.is_dir():
         raise InputError(f"--stacks-dir {stacks_dir}: not a folder; give the folder of the stack files")
-    target = stacks_dir / f"Pulumi.{args.stack}.yaml"
+    target = _shown(stacks_dir / f"Pulumi.{args.stack}.yaml")
     if target.exists() and not args.force:
         raise InputError(
             f"{target}: a stack file of that name exists; import never overwrites one: choose another --stack, or "
@@ -225,9 +233,10 @@ def run(args: argparse.Namespace) -> int:
         target, stack_text(adoption, ["standard input" if f == "-" else Path(f).name for f in args.from_file])
     )
     print(f"  wrote {target}: {len(adoption.clusters)} cluster(s); review it, then commit it")
+    in_project = stacks_dir.resolve() == (PROJECT_DIR / "stacks").resolve()
     check_args = argparse.Namespace(
-        stack=None,
-        config_file=target,
+        stack=args.stack if in_project else None,
+        config_file=None if in_project else target,
         json=False,
         policy_config=None,
         max_providers=None,

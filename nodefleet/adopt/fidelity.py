@@ -8,7 +8,8 @@ controllers by design, the ones its ``ignore_changes`` and GitOps ignore rules n
 MachineSet's AMI, a legacy EC2NodeClass's ``userData`` and ``amiSelectorTerms``); on the
 ``MachineConfiguration`` singleton, which nodefleet patches, every field it does not declare. A key present on
 one side only with Go's zero value (``{}``, ``[]``, ``""``, ``0``, ``false``, null) on the other means the same to
-every controller reading it and is not a difference.
+every controller reading it and is not a difference; nor is an object holding nothing but the CRD's defaults
+for an empty one (``autoscaling: {scaling: ScaleUpAndScaleDown}``, stored for a client's ``autoscaling: {}``).
 
 nodefleet's own record (``nodefleet.io/*`` annotations) and, in render mode, Argo CD's and Flux's no-deletion
 annotations are metadata the tool adds: listed (:attr:`Fidelity.bookkeeping`), not differences. Every other
@@ -26,7 +27,7 @@ from typing import Any
 
 from nodefleet import kinds as k
 from nodefleet.adopt.documents import LiveObject
-from nodefleet.apiserver.schema import defaulted
+from nodefleet.apiserver.schema import defaulted, without_bare_defaults
 from nodefleet.apiserver.store import load_index
 from nodefleet.render.gitops import (
     ANNOTATION_ARGOCD_SYNC_OPTIONS,
@@ -219,9 +220,13 @@ def _pruned(value: Any) -> Any:
     return value
 
 
-def normalized(manifest: Mapping[str, Any], karpenter: str | None = None) -> dict[str, Any]:
+def normalized(
+    manifest: Mapping[str, Any], karpenter: str | None = None, *, bare_defaults: bool = True
+) -> dict[str, Any]:
     """``manifest`` as the API server would store it (Go's empty values pruned, the shipped CRD's defaults
-    filled in); an object of a kind nodefleet ships no CRD for only pruned."""
+    filled in); an object of a kind nodefleet ships no CRD for only pruned. Without ``bare_defaults``, objects
+    holding nothing but their defaults are dropped too, as the comparison sees them; an import reads the
+    object with them, so that what the API server filled in is stated in the stack."""
     pruned: dict[str, Any] = _pruned(manifest)
     crd = load_index().for_object(
         str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")), karpenter
@@ -229,7 +234,9 @@ def normalized(manifest: Mapping[str, Any], karpenter: str | None = None) -> dic
     if crd is None:
         return pruned
     meta = pruned.get("metadata")
-    body = defaulted(pruned, crd)
+    body: dict[str, Any] = defaulted(pruned, crd)
+    if not bare_defaults:
+        body = without_bare_defaults(body, crd.schema)
     if isinstance(meta, Mapping):
         body["metadata"] = copy.deepcopy(dict(meta))
     return body
@@ -237,7 +244,7 @@ def normalized(manifest: Mapping[str, Any], karpenter: str | None = None) -> dic
 
 def _declared(manifest: Mapping[str, Any], karpenter: str | None) -> dict[str, Any]:
     """The declaring side of an object: spec, labels and annotations, as the API server would store them."""
-    body = normalized(manifest, karpenter)
+    body = normalized(manifest, karpenter, bare_defaults=False)
     meta = body.get("metadata") or {}
     out: dict[str, Any] = {
         "metadata": {

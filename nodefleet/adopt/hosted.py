@@ -405,14 +405,12 @@ def _auto_node(src: HostedSources, role: str, infra_id: str, base: str, report: 
             f"{hc.shown()}: the sources hold Karpenter objects of its hosted cluster but the HostedCluster has no "
             "spec.autoNode (AutoNode is off); import the HostedCluster alone, or turn AutoNode on first"
         )
-    if not classes or not pools:
-        what = "node classes" if not classes else "Karpenter NodePools"
+    if not pools:
         raise AdoptError(
-            f"{hc.shown()}: runs AutoNode (spec.autoNode), but the sources hold none of its {what} other than "
-            "HyperShift's `default`; nodefleet declares an AutoNode cluster's own classes and pools, which live in "
-            "the hosted cluster: add `oc --kubeconfig <hosted cluster> get openshiftec2nodeclasses,"
-            "nodepools.karpenter.sh -o yaml` to the sources (pools on HyperShift's `default` class cannot be "
-            "declared by nodefleet yet)"
+            f"{hc.shown()}: runs AutoNode (spec.autoNode), but the sources hold none of its Karpenter NodePools; "
+            "nodefleet declares an AutoNode cluster's classes and pools, which live in the hosted cluster: add "
+            "`oc --kubeconfig <hosted cluster> get openshiftec2nodeclasses,nodepools.karpenter.sh -o yaml` to the "
+            "sources"
         )
     node_pools = []
     for j, o in enumerate(pools):
@@ -428,6 +426,7 @@ def _auto_node(src: HostedSources, role: str, infra_id: str, base: str, report: 
     auto: dict[str, Any] = {"roleArn": role}
     if mode == "legacy":
         auto["mode"] = "legacy"
-    auto["nodeClasses"] = classes
+    if classes:
+        auto["nodeClasses"] = classes
     auto["nodePools"] = node_pools
     return auto

@@ -114,8 +114,9 @@ def adopt(objects: Sequence[LiveObject], options: ImportOptions) -> Adoption:
         )
     if machine_sets or (standalone_kinds and not hosted):
         clusters.append(_standalone(live, options, report, used, index=len(clusters)))
+    said = {a.obj for a in report.left_alone}
     for o in live:
-        if o.identity not in used:
+        if o.identity not in used and o.shown() not in said:
             report.left_alone.append(LeftAlone(o.shown(), _why_left(o)))
     document = {"config": {CONFIG_KEY: {"clusters": clusters}}}
     try:
@@ -194,7 +195,13 @@ def _hosted(
             )
         )
         used.update(o.identity for o in [hc, *by_cluster[key], *mine])
-        used.update(o.identity for o in inside_of[key] if o.name != "default")
+        used.update(
+            o.identity
+            for o in inside_of[key]
+            if not (
+                o.name == "default" and o.kind in (k.OPENSHIFT_EC2_NODE_CLASS.kind, k.EC2_NODE_CLASS.kind)
+            )
+        )
         if src.namespace is not None:
             used.add(src.namespace.identity)
     return entries

@@ -23,6 +23,20 @@ CATEGORY = "karpenter.k8s.aws/instance-category"
 FAMILY = "karpenter.k8s.aws/instance-family"
 
 
+#: NodePool annotations nobody declares (Karpenter's hash, kubectl's and Argo CD's records) or that nodefleet
+#: writes itself in render mode (the GitOps tools' no-deletion annotations).
+_NOT_DECLARED = frozenset(
+    {
+        "karpenter.sh/nodepool-hash",
+        "karpenter.sh/nodepool-hash-version",
+        "kubectl.kubernetes.io/last-applied-configuration",
+        "argocd.argoproj.io/tracking-id",
+        "argocd.argoproj.io/sync-options",
+        "kustomize.toolkit.fluxcd.io/prune",
+    }
+)
+
+
 def _get(value: Any, *path: str) -> Any:
     for key in path:
         if not isinstance(value, Mapping):
@@ -52,19 +66,23 @@ def _is_in(req: Any, key: str) -> bool:
 
 def _requirements(live: list[Any]) -> dict[str, Any]:
     """The keys that render ``live`` in its order: the renderer writes architectures, capacity types,
-    instance categories and families first, in that order, then every other requirement as written."""
+    instance categories and families first, in that order, each only when its list is not empty, then every
+    other requirement as written. A list whose requirement is not where the renderer puts it is left empty
+    and the requirement is kept, in place, among the others."""
     rest = [r for r in live if isinstance(r, Mapping)]
     entry: dict[str, Any] = {}
-    if rest and _is_in(rest[0], ARCH):
-        entry["architectures"] = list(rest.pop(0)["values"])
-    if rest and _is_in(rest[0], CAPACITY):
-        entry["capacityTypes"] = list(rest.pop(0)["values"])
-    if rest and _is_in(rest[0], CATEGORY):
-        entry["instanceCategories"] = [str(v) for v in rest.pop(0)["values"]]
-    else:
-        entry["instanceCategories"] = []
-    if rest and _is_in(rest[0], FAMILY):
-        entry["instanceFamilies"] = [str(v) for v in rest.pop(0)["values"]]
+    for key, label in (
+        ("architectures", ARCH),
+        ("capacityTypes", CAPACITY),
+        ("instanceCategories", CATEGORY),
+        ("instanceFamilies", FAMILY),
+    ):
+        if rest and _is_in(rest[0], label):
+            entry[key] = [str(v) for v in rest.pop(0)["values"]]
+        else:
+            entry[key] = []
+    if not entry["instanceFamilies"]:
+        del entry["instanceFamilies"]
     if rest:
         entry["requirements"] = [_requirement(r) for r in rest]
     return entry
@@ -78,6 +96,7 @@ def _disruption(live: Mapping[str, Any], static: bool) -> dict[str, Any]:
                 entry[key] = str(live[key])
     budgets: dict[str, str] = {}
     windows: list[dict[str, Any]] = []
+    every: str | None = None
     for budget in live.get("budgets") or []:
         if not isinstance(budget, Mapping):
             continue
@@ -92,11 +111,13 @@ def _disruption(live: Mapping[str, Any], static: bool) -> dict[str, Any]:
             if reasons is not None:
                 window["reasons"] = list(reasons)
             windows.append(window)
+        elif reasons is None and every is None:
+            every = nodes  # Karpenter's own shape: one budget for every reason
         else:
-            # A budget naming no reason limits every reason; the model states its limit per reason, and the
-            # fidelity check names the difference between the two spellings.
-            for reason in reasons or REASON_ORDER[:3]:
+            for reason in reasons or REASON_ORDER:
                 budgets.setdefault(str(reason), nodes)
+    if every is not None:
+        entry["allReasonsBudget"] = every
     if budgets:
         entry["budgets"] = budgets
     if windows:
@@ -110,6 +131,13 @@ def node_pool_entry(obj: LiveObject) -> dict[str, Any]:
     template = spec.get("template") if isinstance(spec.get("template"), Mapping) else {}
     tspec = _get(template, "spec") or {}
     entry: dict[str, Any] = {"name": obj.name, "nodeClass": _get(tspec, "nodeClassRef", "name")}
+    notes = {
+        str(key): str(value)
+        for key, value in obj.annotations.items()
+        if key not in _NOT_DECLARED and not str(key).startswith("nodefleet.io/")
+    }
+    if notes:
+        entry["annotations"] = notes
     entry |= _requirements(list(tspec.get("requirements") or []))
     labels = _get(template, "metadata", "labels")
     if labels:

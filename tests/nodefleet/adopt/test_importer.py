@@ -174,3 +174,32 @@ def _singletons(cluster: dict[str, object]) -> dict[str, object]:
         "metadata": {"name": "version"},
         "status": {"desired": {"version": cluster["release"]}},
     }
+
+
+def test_an_export_of_a_running_hosted_cluster_round_trips() -> None:
+    """`oc get -o yaml` of a live management cluster: status, managedFields, finalizers and the values the API
+    server filled in (``autoscaling: {scaling: ScaleUpAndScaleDown}`` for the CLI's ``autoscaling: {}``)."""
+    from nodefleet.adopt.documents import read_documents
+
+    text = (PROJECT / "examples" / "import" / "prod-west.yaml").read_text(encoding="utf-8")
+    adoption = assert_round_trip(read_documents(text, "prod-west.yaml"))
+    (cluster,) = adoption.clusters
+    assert cluster["releaseImage"] == "quay.io/openshift-release-dev/ocp-release:4.21.4-x86_64"
+    assert cluster["createNamespace"] is False
+    assert [p["name"] for p in cluster["nodePools"]] == ["us-west-2a", "infra"]
+    assert cluster["nodePools"][1]["autoScaling"] == {"min": 2, "max": 6}
+
+
+def test_legacy_ec2_node_classes_round_trip_whatever_hypershift_wrote_into_them() -> None:
+    """Older HyperShift: EC2NodeClasses nodefleet declares once and HyperShift rewrites (userData, AMI)."""
+    raw = yaml.safe_load((PROJECT / "stacks" / "Pulumi.hosted.yaml").read_text(encoding="utf-8"))
+    fleet_raw = raw["config"][CONFIG_KEY]
+    fleet_raw["clusters"][0]["autoNode"]["mode"] = "legacy"
+    fleet = load_fleet(fleet_raw, "hosted", PROJECT)
+    manifests = [o.manifest for o in fleet_plan(fleet).emitted]
+    for m in manifests:
+        if m["kind"] == "EC2NodeClass":
+            m["spec"]["userData"] = "ignition stub with a rotating token"
+            m["spec"]["amiSelectorTerms"] = [{"id": "ami-0fedcba9876543210"}]
+    adoption = assert_round_trip(objects(manifests, source="hosted"))
+    assert adoption.clusters[0]["autoNode"]["mode"] == "legacy"

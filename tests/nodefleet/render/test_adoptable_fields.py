@@ -66,3 +66,76 @@ def test_node_pool_encryption_left_to_the_account() -> None:
         for (kind, _), p in defaults.items()
         if kind == "NodePool" and "platform" in p["spec"]
     )
+
+
+def _autonode_pool(edit: Any) -> dict[str, Any]:
+    def change(cluster: dict[str, Any]) -> None:
+        edit(cluster["autoNode"])
+
+    objects = _rendered("hosted", change)
+    pool: dict[str, Any] = objects[("NodePool", "on-demand")]
+    return pool
+
+
+def test_a_karpenter_pool_without_nodefleets_leading_requirements() -> None:
+    def edit(auto: dict[str, Any]) -> None:
+        pool = auto["nodePools"][0]
+        pool |= {
+            "architectures": [],
+            "capacityTypes": [],
+            "instanceCategories": [],
+            "requirements": [
+                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]},
+            ],
+        }
+
+    pool = _autonode_pool(edit)
+    assert pool["spec"]["template"]["spec"]["requirements"] == [
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]},
+    ]
+
+
+def test_a_budget_naming_no_reason_and_pool_annotations() -> None:
+    def edit(auto: dict[str, Any]) -> None:
+        pool = auto["nodePools"][0]
+        pool["disruption"] = {"allReasonsBudget": "10%", "budgets": {"Drifted": "1"}}
+        pool["annotations"] = {"kubernetes.io/description": "General purpose"}
+
+    pool = _autonode_pool(edit)
+    assert pool["spec"]["disruption"]["budgets"] == [
+        {"nodes": "10%"},
+        {"nodes": "1", "reasons": ["Drifted"]},
+    ]
+    assert pool["metadata"]["annotations"]["kubernetes.io/description"] == "General purpose"
+
+
+def test_pools_may_use_hypershifts_default_class_without_declaring_it() -> None:
+    def edit(auto: dict[str, Any]) -> None:
+        auto.pop("nodeClasses")
+        for pool in auto["nodePools"]:
+            pool["nodeClass"] = "default"
+
+    objects = _rendered("hosted", lambda c: edit(c["autoNode"]))
+    assert not [key for key in objects if key[0] == "OpenshiftEC2NodeClass"]
+    assert objects[("NodePool", "spot")]["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "default"
+
+
+def test_nodefleets_own_annotations_and_a_legacy_default_class_are_refused() -> None:
+    import pytest
+
+    from nodefleet.stackfile.model import ConfigError
+
+    def own(auto: dict[str, Any]) -> None:
+        auto["nodePools"][0]["annotations"] = {"nodefleet.io/karpenter": "aws/1.15"}
+
+    with pytest.raises(ConfigError, match="nodefleet's own record"):
+        _autonode_pool(own)
+
+    def legacy(auto: dict[str, Any]) -> None:
+        auto["mode"] = "legacy"
+        auto["nodePools"][0]["nodeClass"] = "default"
+
+    with pytest.raises(ConfigError, match="'default' is not a declared node class"):
+        _autonode_pool(legacy)
