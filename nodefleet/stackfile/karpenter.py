@@ -494,6 +494,17 @@ class AutoNode(ConfigModel):
     )
     node_pools: list[NodePoolSpec] = Field(min_length=1)
 
+    @field_validator("node_classes")
+    @classmethod
+    def _named_when_given(cls, v: list[AutoNodeClass]) -> list[AutoNodeClass]:
+        # Left out, the pools use HyperShift's `default`; written empty, something meant was left out.
+        if not v:
+            raise ValueError(
+                "an empty list declares no class; add the classes the pools use, or leave nodeClasses out when "
+                "every pool uses HyperShift's own `default` class"
+            )
+        return v
+
     @model_validator(mode="after")
     def _refs(self) -> AutoNode:
         own = [HYPERSHIFT_DEFAULT_CLASS] if self.mode == "autonode" else []
