@@ -69,9 +69,28 @@ def add_parser(sub: Any) -> None:
     s.add_argument(
         "--from-file",
         action="append",
-        required=True,
+        default=[],
         metavar="FILE",
         help="a YAML source of live objects; repeatable; '-' reads standard input",
+    )
+    live = s.add_argument_group(
+        "a live API server (read only: list and get, never a Secret)",
+        "Give any of these to read a cluster: a management cluster's HostedClusters and NodePools, or, where it "
+        "serves none and no --namespace/--cluster is given, a standalone cluster's MachineSets, pools and "
+        "singletons.",
+    )
+    live.add_argument(
+        "--kubeconfig", metavar="FILE", help="its kubeconfig (default: $KUBECONFIG, ~/.kube/config)"
+    )
+    live.add_argument("--context", help="the kubeconfig's context to use (default: its current context)")
+    live.add_argument(
+        "--namespace", help="only the HostedClusters of this namespace (default: every namespace)"
+    )
+    live.add_argument("--cluster", metavar="NAME", help="only this HostedCluster and its NodePools")
+    live.add_argument(
+        "--hosted-kubeconfig",
+        metavar="FILE",
+        help="the hosted cluster's kubeconfig, to read its AutoNode classes and Karpenter NodePools too",
     )
     s.add_argument(
         "--release",
@@ -112,6 +131,29 @@ def _read(name: str) -> str:
         raise InputError(str(e)) from None
     except OSError as e:
         raise InputError(f"{name}: cannot be read ({e.strerror or e}); give an existing YAML file") from None
+
+
+def _live_objects(args: argparse.Namespace) -> list[Any]:
+    from cli.adopt_live import LiveSource, read_live
+    from cli.kube import api_client, kubeconfig_shown
+    from nodefleet.adopt.documents import LiveObject
+
+    shown = f"kubeconfig {kubeconfig_shown(args.kubeconfig)}" + (
+        f", context {args.context}" if args.context else ""
+    )
+    source = LiveSource(api_client(args.kubeconfig, shown, args.context), shown)
+    hosted = None
+    if args.hosted_kubeconfig is not None:
+        inside = f"hosted cluster kubeconfig {kubeconfig_shown(args.hosted_kubeconfig)}"
+        hosted = LiveSource(api_client(args.hosted_kubeconfig, inside), inside)
+    found = read_live(source, namespace=args.namespace, cluster=args.cluster, hosted=hosted)
+    return [LiveObject(manifest, _live_name(manifest)) for manifest in found]
+
+
+def _live_name(manifest: dict[str, Any]) -> str:
+    api = str(manifest.get("apiVersion", ""))
+    group = api.rpartition("/")[0] or "core"
+    return f"live {str(manifest.get('kind', '')).lower()}s.{group}"
 
 
 def _other_stacks(stacks_dir: Path, mine: Path) -> dict[str, Any]:
@@ -174,8 +216,19 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.from_file.count("-") > 1:
         raise InputError("--from-file -: standard input can be read once; give it once")
+    live = any(getattr(args, a) is not None for a in ("kubeconfig", "context", "namespace", "cluster"))
+    if not args.from_file and not live:
+        raise InputError(
+            "no source: give --from-file FILE (repeatable, '-' for standard input) or a live API server "
+            "(--kubeconfig, --context, --namespace, --cluster)"
+        )
     objects = []
+    sources = ["standard input" if f == "-" else f for f in args.from_file]
+    if live:
+        sources.insert(0, "the API server")
     try:
+        if live:
+            objects += _live_objects(args)
         for name in args.from_file:
             shown = "standard input" if name == "-" else name
             objects += read_documents(_read(name), shown)
@@ -195,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     clash = already_declared(adoption, _other_stacks(stacks_dir, target))
     if clash:
         raise InputError(f"{clash}\nnothing was written")
-    print(f"nodefleet import: stack '{args.stack}' from {', '.join(args.from_file)}")
+    print(f"nodefleet import: stack '{args.stack}' from {', '.join(sources)}")
     for line in adoption.report.lines():
         print(line)
     fidelity = adoption.fidelity
@@ -229,9 +282,9 @@ def run(args: argparse.Namespace) -> int:
         for d in fidelity.additions:
             print(f"    {d.describe()}")
     previous = target.read_bytes() if target.exists() else None
-    _write(
-        target, stack_text(adoption, ["standard input" if f == "-" else Path(f).name for f in args.from_file])
-    )
+    named = ["an API server"] if live else []
+    named += ["standard input" if f == "-" else Path(f).name for f in args.from_file]
+    _write(target, stack_text(adoption, named))
     print(f"  wrote {target}: {len(adoption.clusters)} cluster(s); review it, then commit it")
     in_project = stacks_dir.resolve() == (PROJECT_DIR / "stacks").resolve()
     check_args = argparse.Namespace(

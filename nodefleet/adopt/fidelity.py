@@ -83,8 +83,9 @@ CONTROLLER_WRITTEN: dict[tuple[str, str] | str, tuple[str, ...]] = {
         'metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash"]',
         'metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"]',
     ),
-    # The namespace controller and OpenShift's pod-security label syncer and SCC allocator.
+    # The API server (the namespace's finalizer), OpenShift's pod-security label syncer and SCC allocator.
     ("", "Namespace"): (
+        "spec.finalizers",
         'metadata.labels["kubernetes.io/metadata.name"]',
         'metadata.labels["pod-security.kubernetes.io/audit"]',
         'metadata.labels["pod-security.kubernetes.io/audit-version"]',
