@@ -128,6 +128,18 @@ def test_objects_as_the_api_server_stores_them_round_trip(test_clusters: Any) ->
         assert sorted(c["name"] for c in adoption.clusters) == ["cesar", "prod-west"]
 
 
+def _service_account_token(server: Any, name: str) -> str:
+    """A token of a ServiceAccount no role is bound to: authenticated, allowed nothing (TokenRequest API)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(server.api_client())
+    core.create_namespaced_service_account("default", {"metadata": {"name": name}})
+    request = core.create_namespaced_service_account_token(
+        name, "default", {"spec": {"expirationSeconds": 600}}
+    )
+    return str(request.status.token)
+
+
 def _kubeconfig(server: Any, path: Path, *, token: str | None = None, port: int | None = None) -> Path:
     document = yaml.safe_load(server.kubeconfig.read_text())
     if token is not None:
@@ -146,7 +158,13 @@ def test_a_server_that_refuses_or_cannot_be_reached_is_one_message(
     stacks = tmp_path / "stacks"
     stacks.mkdir()
     server = test_clusters.cluster()
+    stranger = _service_account_token(server, "adopt-stranger")
     for config, message in (
+        (
+            _kubeconfig(server, tmp_path / "no-rights", token=stranger),
+            "forbidden to list hostedclusters.hypershift.openshift.io (HTTP 403); import needs `list` on "
+            "`hostedclusters.hypershift.openshift.io`",
+        ),
         (
             _kubeconfig(server, tmp_path / "bad-token", token="not-a-token"),
             "not authenticated to list hostedclusters.",
@@ -157,7 +175,7 @@ def test_a_server_that_refuses_or_cannot_be_reached_is_one_message(
         assert result.returncode == 2, result.stdout
         assert message in result.stderr
         assert "Traceback" not in result.stderr
-        assert "not-a-token" not in result.stderr
+        assert "not-a-token" not in result.stderr and stranger not in result.stderr
         assert list(stacks.iterdir()) == []
 
 
