@@ -288,7 +288,13 @@ def stack_text(adoption: Adoption, sources: Sequence[str]) -> str:
         "# Written by `nodefleet import` from "
         + ", ".join(sources)
         + ".\n# Its render reproduces the live objects field by field (docs/operations.md, 'Adopting existing"
-        " clusters').\n"
+        " clusters')"
     )
+    additions = adoption.fidelity.additions
+    if additions:
+        header += ", except what --adopt-defaults accepted; applying it adds:\n"
+        header += "".join(f"#   {d.describe()}\n" for d in additions)
+    else:
+        header += ".\n"
     body = yaml.safe_dump(adoption.document, sort_keys=False, default_flow_style=False, width=120)
     return header + body

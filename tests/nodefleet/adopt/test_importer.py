@@ -203,3 +203,12 @@ def test_legacy_ec2_node_classes_round_trip_whatever_hypershift_wrote_into_them(
             m["spec"]["amiSelectorTerms"] = [{"id": "ami-0fedcba9876543210"}]
     adoption = assert_round_trip(objects(manifests, source="hosted"))
     assert adoption.clusters[0]["autoNode"]["mode"] == "legacy"
+
+
+def test_the_stack_file_lists_what_adopt_defaults_accepted() -> None:
+    adoption = imported(
+        data_objects("standalone-4.16.yaml"), catalog="catalogs/rhcos-4.16.json", adopt_defaults=True
+    )
+    header = [line for line in stack_text(adoption, ["s.yaml"]).splitlines() if line.startswith("#")]
+    assert header[1].endswith("except what --adopt-defaults accepted; applying it adds:")
+    assert header[2:] == [f"#   {line}" for line in INSTALLER_ACCEPTED]
