@@ -10,6 +10,7 @@ machine sways less) are reported.
 
     venv/bin/python -m bench.adopt                  # 10 and 100 clusters
     venv/bin/python -m bench.adopt --sizes 100 --json
+    venv/bin/python -m bench.adopt --per-cluster    # one stack per cluster (--stack {cluster}), `fleet check`
 """
 
 from __future__ import annotations
@@ -110,17 +111,9 @@ def _in_process(paths: list[Path]) -> dict[str, Any]:
     }
 
 
-def _command(paths: list[Path], stacks: Path) -> dict[str, Any]:
-    args = [
-        sys.executable,
-        "-m",
-        "nodefleet",
-        "import",
-        "--stack",
-        "bench-fleet",
-        "--stacks-dir",
-        str(stacks),
-    ]
+def _command(paths: list[Path], stacks: Path, per_cluster: bool) -> dict[str, Any]:
+    stack = "{cluster}" if per_cluster else "bench-fleet"
+    args = [sys.executable, "-m", "nodefleet", "import", "--stack", stack, "--stacks-dir", str(stacks)]
     for path in paths:
         args += ["--from-file", str(path)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -135,7 +128,12 @@ def _command(paths: list[Path], stacks: Path) -> dict[str, Any]:
         "wall_s": round(wall, 2),
         "cpu_s": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 2),
         "check": next(
-            (line for line in result.stdout.splitlines() if line.startswith("nodefleet check")), ""
+            (
+                line
+                for line in result.stdout.splitlines()
+                if line.startswith("nodefleet check") or " stacks in " in line
+            ),
+            "",
         ),
     }
 
@@ -146,6 +144,11 @@ def main() -> None:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--per-cluster",
+        action="store_true",
+        help="one stack per cluster (--stack {cluster}), checked by fleet check",
+    )
     args = parser.parse_args()
     rows = []
     for n in args.sizes:
@@ -154,7 +157,7 @@ def main() -> None:
             (folder / "stacks").mkdir()
             paths = _fleet(n, folder)
             row = {"clusters": n, "nodePools": 3 * n, "in_process": _in_process(paths)}
-            row["command"] = _command(paths, folder / "stacks")
+            row["command"] = _command(paths, folder / "stacks", args.per_cluster)
             rows.append(row)
     load = os.getloadavg()[0]
     if args.json:

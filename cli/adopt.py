@@ -58,7 +58,12 @@ def add_parser(sub: Any) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    s.add_argument("--stack", required=True, help="the stack to write: <stacks-dir>/Pulumi.<stack>.yaml")
+    s.add_argument(
+        "--stack",
+        required=True,
+        help="the stack to write: <stacks-dir>/Pulumi.<stack>.yaml; with {cluster} in it, one stack per cluster, "
+        "named by it (--stack {cluster}, --stack payments-{cluster})",
+    )
     s.add_argument(
         "--stacks-dir",
         type=Path,
@@ -156,15 +161,13 @@ def _live_name(manifest: dict[str, Any]) -> str:
     return f"live {str(manifest.get('kind', '')).lower()}s.{group}"
 
 
-def _other_stacks(stacks_dir: Path, mine: Path) -> dict[str, Any]:
+def _other_stacks(stacks_dir: Path) -> dict[str, Any]:
     from mockruntime.run import read_stack_config
     from nodefleet.stackfile.model import CONFIG_KEY
     from nodefleet.stackfile.yamlfile import YAMLFileError
 
     found: dict[str, Any] = {}
     for path in sorted(stacks_dir.glob("Pulumi.*.yaml")):
-        if path.name == mine.name:
-            continue
         try:
             config = read_stack_config(path)
         except (YAMLFileError, OSError) as e:
@@ -194,26 +197,40 @@ def _write(path: Path, text: str) -> None:
         raise
 
 
-def run(args: argparse.Namespace) -> int:
-    from cli import check
-    from mockruntime.run import PROJECT_DIR
-    from nodefleet.adopt.documents import AdoptError, read_documents
-    from nodefleet.adopt.importer import ImportOptions, adopt, already_declared, stack_text
+def _target(stacks_dir: Path, stack: str, force: bool) -> Path:
     from nodefleet.stackfile.paths import PathError, check_stack_name
 
     try:
-        check_stack_name(args.stack)
+        check_stack_name(stack)
     except PathError as e:
         raise InputError(f"--stack: {e}") from None
-    stacks_dir: Path = args.stacks_dir if args.stacks_dir is not None else PROJECT_DIR / "stacks"
-    if not stacks_dir.is_dir():
-        raise InputError(f"--stacks-dir {stacks_dir}: not a folder; give the folder of the stack files")
-    target = _shown(stacks_dir / f"Pulumi.{args.stack}.yaml")
-    if target.exists() and not args.force:
+    target = _shown(stacks_dir / f"Pulumi.{stack}.yaml")
+    if target.exists() and not force:
         raise InputError(
             f"{target}: a stack file of that name exists; import never overwrites one: choose another --stack, or "
             "pass --force to replace it"
         )
+    return target
+
+
+def run(args: argparse.Namespace) -> int:
+    from mockruntime.run import PROJECT_DIR
+    from nodefleet.adopt.documents import AdoptError, read_documents
+    from nodefleet.adopt.importer import (
+        CLUSTER_PLACEHOLDER,
+        ImportOptions,
+        adopt,
+        already_declared,
+        per_cluster,
+    )
+
+    stacks_dir: Path = args.stacks_dir if args.stacks_dir is not None else PROJECT_DIR / "stacks"
+    if not stacks_dir.is_dir():
+        raise InputError(f"--stacks-dir {stacks_dir}: not a folder; give the folder of the stack files")
+    grouped = CLUSTER_PLACEHOLDER in args.stack
+    _target(stacks_dir, args.stack.replace(CLUSTER_PLACEHOLDER, "x"), True)  # the name's form, before reading
+    if not grouped:
+        _target(stacks_dir, args.stack, args.force)
     if args.from_file.count("-") > 1:
         raise InputError("--from-file -: standard input can be read once; give it once")
     live = any(getattr(args, a) is not None for a in ("kubeconfig", "context", "namespace", "cluster"))
@@ -233,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
             shown = "standard input" if name == "-" else name
             objects += read_documents(_read(name), shown)
         options = ImportOptions(
-            stack=args.stack,
+            stack=args.stack.replace(CLUSTER_PLACEHOLDER, "cluster"),
             project_dir=PROJECT_DIR,
             release=args.release,
             management_cluster=args.management_cluster,
@@ -245,10 +262,25 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{e}\nnothing was written") from None
     except ValueError as e:  # nodefleet.files.FileProblem: the YAML of a source
         raise InputError(f"{e}\nnothing was written") from None
-    clash = already_declared(adoption, _other_stacks(stacks_dir, target))
-    if clash:
-        raise InputError(f"{clash}\nnothing was written")
-    print(f"nodefleet import: stack '{args.stack}' from {', '.join(sources)}")
+    stacks = per_cluster(adoption, args.stack) if grouped else [(args.stack, adoption)]
+    targets = {name: _target(stacks_dir, name, args.force) for name, _ in stacks}
+    if len(targets) < len(stacks):
+        raise InputError(f"--stack {args.stack}: two clusters would get one stack name; nothing was written")
+    others = {k: v for k, v in _other_stacks(stacks_dir).items() if k not in targets}
+    for _, part in stacks:
+        clash = already_declared(part, others)
+        if clash:
+            raise InputError(f"{clash}\nnothing was written")
+    print(f"nodefleet import: stack{'s' if grouped else ''} '{args.stack}' from {', '.join(sources)}")
+    if not _report(adoption, args.adopt_defaults):
+        return EXIT_INVALID
+    named = ["an API server"] if live else []
+    named += ["standard input" if f == "-" else Path(f).name for f in args.from_file]
+    return _write_and_check(args, stacks_dir, stacks, targets, named)
+
+
+def _report(adoption: Any, adopt_defaults: bool) -> bool:
+    """Print what the import found; False (and the refusal on standard error) when it is refused."""
     for line in adoption.report.lines():
         print(line)
     fidelity = adoption.fidelity
@@ -262,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
         for d in fidelity.changes:
             print(f"error: {d.describe()}", file=sys.stderr)
         additions = fidelity.additions
-        if additions and not args.adopt_defaults:
+        if additions and not adopt_defaults:
             for d in additions:
                 print(f"error: {d.describe()}", file=sys.stderr)
         parts = []
@@ -271,25 +303,60 @@ def run(args: argparse.Namespace) -> int:
                 f"{len(fidelity.changes)} field(s) nodefleet would change or remove: the stack cannot express them "
                 "yet; make the live objects expressible (or leave those objects out of the sources)"
             )
-        if additions and not args.adopt_defaults:
+        if additions and not adopt_defaults:
             parts.append(
                 f"{len(additions)} field(s) nodefleet would add: pass --adopt-defaults to accept them"
             )
         print(f"error: refused, nothing written: {'; '.join(parts)}", file=sys.stderr)
-        return EXIT_INVALID
+        return False
     if fidelity.additions:
         print("  accepted (--adopt-defaults): nodefleet will add")
         for d in fidelity.additions:
             print(f"    {d.describe()}")
-    previous = target.read_bytes() if target.exists() else None
-    named = ["an API server"] if live else []
-    named += ["standard input" if f == "-" else Path(f).name for f in args.from_file]
-    _write(target, stack_text(adoption, named))
-    print(f"  wrote {target}: {len(adoption.clusters)} cluster(s); review it, then commit it")
+    return True
+
+
+def _write_and_check(
+    args: argparse.Namespace,
+    stacks_dir: Path,
+    stacks: list[tuple[str, Any]],
+    targets: dict[str, Path],
+    named: list[str],
+) -> int:
+    """Write every stack, then check them as `check` (one stack) or `fleet check` (several) does; a check that
+    refuses them (exit 2 or 3) takes the written files back."""
+    from cli import check
+    from mockruntime.run import PROJECT_DIR
+    from nodefleet.adopt.importer import stack_text
+
+    previous = {name: (t.read_bytes() if t.exists() else None) for name, t in targets.items()}
+    for name, part in stacks:
+        _write(targets[name], stack_text(part, named))
+        print(f"  wrote {targets[name]}: {len(part.clusters)} cluster(s); review it, then commit it")
+
+    def take_back() -> None:
+        for name, target in targets.items():
+            before = previous[name]
+            if before is None:
+                target.unlink(missing_ok=True)
+            else:
+                _write(target, before.decode("utf-8"))
+            print(f"  removed {target} again: the check refused it", file=sys.stderr)
+
+    if len(stacks) > 1:
+        from cli.main import main as nodefleet
+
+        fleet = ["fleet", "check", "--stacks", ",".join(targets), "--stacks-dir", str(stacks_dir)]
+        code = nodefleet(fleet)
+        if code >= EXIT_INVALID:
+            take_back()
+            return EXIT_INVALID
+        return code
+    (name,) = targets
     in_project = stacks_dir.resolve() == (PROJECT_DIR / "stacks").resolve()
     check_args = argparse.Namespace(
-        stack=args.stack if in_project else None,
-        config_file=None if in_project else target,
+        stack=name if in_project else None,
+        config_file=None if in_project else targets[name],
         json=False,
         policy_config=None,
         max_providers=None,
@@ -300,10 +367,5 @@ def run(args: argparse.Namespace) -> int:
     try:
         return check.run(check_args)
     except InputError:
-        # The check refused the stack (a registry that lacks its management cluster): nothing half-written.
-        if previous is None:
-            target.unlink(missing_ok=True)
-        else:
-            _write(target, previous.decode("utf-8"))
-        print(f"  removed {target} again: the check below refused it", file=sys.stderr)
+        take_back()  # the check refused the stack (a registry that lacks its management cluster)
         raise

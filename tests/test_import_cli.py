@@ -182,3 +182,24 @@ def test_a_binary_file_is_refused(tmp_path: Path, stacks: Path) -> None:
     result = _import(stacks, "--stack", "x", "--from-file", str(blob))
     assert result.returncode == 2
     assert "gzip-compressed" in result.stderr
+
+
+def test_one_stack_per_cluster(tmp_path: Path, stacks: Path) -> None:
+    from tests.conftest import PROJECT
+
+    example = str(PROJECT / "examples" / "import" / "prod-west.yaml")
+    result = _import(
+        stacks, "--stack", "team-{cluster}", "--from-file", str(_hosted(tmp_path)), "--from-file", example
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(p.name for p in stacks.iterdir()) == [
+        "Pulumi.team-cesar.yaml",
+        "Pulumi.team-prod-west.yaml",
+    ]
+    for name in ("cesar", "prod-west"):
+        written = yaml.safe_load((stacks / f"Pulumi.team-{name}.yaml").read_text())
+        assert [c["name"] for c in written["config"]["nodefleet:fleet"]["clusters"]] == [name]
+    assert "2 stacks in" in result.stdout and "fleet exit 0" in result.stdout
+    again = _import(stacks, "--stack", "team-{cluster}", "--from-file", example)
+    assert again.returncode == 2
+    assert "Pulumi.team-prod-west.yaml: a stack file of that name exists" in again.stderr

@@ -19,13 +19,24 @@ from nodefleet import kinds as k
 from nodefleet.adopt.documents import ADOPTED_KINDS, AdoptError, LiveObject, check_objects
 from nodefleet.adopt.fidelity import Fidelity, compare, normalized
 from nodefleet.adopt.hosted import HostedSources, hosted_entry
-from nodefleet.adopt.report import LeftAlone, Report
+from nodefleet.adopt.report import Adopted, Inferred, LeftAlone, Report
 from nodefleet.adopt.standalone import StandaloneSources, standalone_entry
 from nodefleet.render.objects import fleet_plan, load_fleet
 from nodefleet.stackfile.hosted import DEFAULT_MANAGEMENT_CLUSTER
 from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
 
-__all__ = ["Adoption", "ImportOptions", "adopt", "already_declared", "stack_text"]
+__all__ = [
+    "CLUSTER_PLACEHOLDER",
+    "Adoption",
+    "ImportOptions",
+    "adopt",
+    "already_declared",
+    "per_cluster",
+    "stack_text",
+]
+
+#: In ``--stack``: one stack per cluster, named by it (``--stack {cluster}``, ``--stack team-a-{cluster}``).
+CLUSTER_PLACEHOLDER = "{cluster}"
 
 _BUILT_IN_POOLS = frozenset({"master", "worker", "arbiter"})
 
@@ -252,6 +263,32 @@ def _standalone(
             used.add(o.identity)
     used.update(o.identity for o in configs)
     return entry
+
+
+def per_cluster(adoption: Adoption, template: str) -> list[tuple[str, Adoption]]:
+    """The adoption as one stack per cluster, each named by ``template`` with :data:`CLUSTER_PLACEHOLDER`
+    replaced by the cluster's name; each keeps the differences and report lines of its own objects."""
+    places = {a.obj: a.place for a in adoption.report.adopted}
+    out = []
+    for i, cluster in enumerate(adoption.clusters):
+        prefix = f"{CONFIG_KEY}.clusters[{i}]"
+
+        def mine(place: str, prefix: str = prefix) -> bool:
+            return place == prefix or place.startswith((f"{prefix}.", f"{prefix}["))
+
+        fidelity = Fidelity(
+            [d for d in adoption.fidelity.differences if mine(places.get(d.obj, ""))],
+            [b for b in adoption.fidelity.bookkeeping if mine(places.get(b.rpartition(": ")[0], ""))],
+        )
+        report = Report(
+            [Adopted(a.obj, a.place) for a in adoption.report.adopted if mine(a.place)],
+            [],
+            [Inferred(n.place, n.value, n.why) for n in adoption.report.inferred if mine(n.place)],
+        )
+        document = {"config": {CONFIG_KEY: {"clusters": [cluster]}}}
+        name = template.replace(CLUSTER_PLACEHOLDER, str(cluster["name"]))
+        out.append((name, Adoption(document, report, fidelity, adoption.adopt_defaults)))
+    return out
 
 
 def already_declared(adoption: Adoption, others: Mapping[str, Any]) -> str | None:
