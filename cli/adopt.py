@@ -344,10 +344,13 @@ def _write_and_check(
             print(f"  removed {target} again: the check refused it", file=sys.stderr)
 
     if len(stacks) > 1:
-        from cli.main import main as nodefleet
+        import subprocess
 
-        fleet = ["fleet", "check", "--stacks", ",".join(targets), "--stacks-dir", str(stacks_dir)]
-        code = nodefleet(fleet)
+        fleet = ["fleet", "check", "--stacks", ",".join(targets), "--stacks-dir", str(stacks_dir.resolve())]
+        sys.stdout.flush()
+        code = subprocess.run(
+            [sys.executable, "-m", "nodefleet", *fleet], cwd=PROJECT_DIR, check=False
+        ).returncode
         if code >= EXIT_INVALID:
             take_back()
             return EXIT_INVALID
