@@ -112,12 +112,16 @@ class Difference:
 
     @property
     def addition(self) -> bool:
-        """The render adds a field the live object does not have (a default nodefleet would add)."""
-        return self.live is ABSENT
+        """The render adds a field the live object does not have (a default nodefleet would add). An object
+        the sources do not hold at all is not one: it may exist unseen, and declaring it would take it over."""
+        return self.live is ABSENT and self.path != ""
 
     def describe(self) -> str:
         if self.path == "":
-            return f"{self.obj}: nodefleet would create it (the sources hold no such object)"
+            return (
+                f"{self.obj}: nodefleet would declare it and the sources hold no such object; add it to the "
+                "sources if it exists, or create it first"
+            )
         if self.addition:
             return f"{self.obj}: {self.path}: nodefleet would add {_shown(self.rendered)}"
         if self.rendered is ABSENT:
@@ -307,7 +311,7 @@ def _key(group: str, kind: str, namespace: str, name: str) -> tuple[str, str, st
 
 def compare(live: Sequence[LiveObject], rendered: Sequence[StackObject]) -> Fidelity:
     """Every rendered object against the live object of its identity; a rendered object the sources do not
-    hold is a difference too (nodefleet would create it)."""
+    hold is a difference too, never an addition (it may exist unseen)."""
     by_key = {o.identity: o for o in live}
     result = Fidelity()
     for o in rendered:

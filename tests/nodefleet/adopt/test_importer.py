@@ -212,3 +212,13 @@ def test_the_stack_file_lists_what_adopt_defaults_accepted() -> None:
     header = [line for line in stack_text(adoption, ["s.yaml"]).splitlines() if line.startswith("#")]
     assert header[1].endswith("except what --adopt-defaults accepted; applying it adds:")
     assert header[2:] == [f"#   {line}" for line in INSTALLER_ACCEPTED]
+
+
+def test_an_object_the_sources_do_not_hold_is_never_accepted_as_a_default() -> None:
+    live = [o for o in data_objects("standalone-4.16.yaml") if o.kind != "MachineConfigPool"]
+    adoption = imported(live, catalog="catalogs/rhcos-4.16.json", adopt_defaults=True)
+    assert adoption.refused
+    assert [d.describe() for d in adoption.fidelity.changes] == [
+        "MachineConfigPool infra (machineconfiguration.openshift.io) on cluster shop: nodefleet would declare it and the sources hold no such object; "
+        "add it to the sources if it exists, or create it first"
+    ]
