@@ -158,7 +158,8 @@ def _live_objects(args: argparse.Namespace) -> list[Any]:
 def _live_name(manifest: dict[str, Any]) -> str:
     api = str(manifest.get("apiVersion", ""))
     group = api.rpartition("/")[0] or "core"
-    return f"live {str(manifest.get('kind', '')).lower()}s.{group}"
+    kind = str(manifest.get("kind", "")).lower()
+    return f"live {kind}{'es' if kind.endswith('s') else 's'}.{group}"
 
 
 def _other_stacks(stacks_dir: Path) -> dict[str, Any]:

@@ -203,3 +203,33 @@ def test_one_stack_per_cluster(tmp_path: Path, stacks: Path) -> None:
     again = _import(stacks, "--stack", "team-{cluster}", "--from-file", example)
     assert again.returncode == 2
     assert "Pulumi.team-prod-west.yaml: a stack file of that name exists" in again.stderr
+
+
+def test_an_autonode_cluster_with_pools_on_hypershifts_default_class_is_written_and_checked(
+    tmp_path: Path, stacks: Path
+) -> None:
+    def autonode(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for d in docs:
+            if d["kind"] == "HostedCluster":
+                d["spec"]["autoNode"] = {
+                    "provisionerConfig": {
+                        "name": "Karpenter",
+                        "karpenter": {
+                            "platform": "AWS",
+                            "aws": {"roleARN": "arn:aws:iam::123456789012:role/k"},
+                        },
+                    }
+                }
+                d["metadata"]["annotations"][
+                    "hypershift.openshift.io/aws-karpenter-default-instance-profile"
+                ] = "example-4kq8z-worker"
+        return docs
+
+    inside = str(DATA / "karpenter-upstream-nodepools.yaml")
+    result = _import(
+        stacks, "--stack", "cesar", "--from-file", str(_hosted(tmp_path, autonode)), "--from-file", inside
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "nodefleet check: stack 'cesar'" in result.stdout
+    written = yaml.safe_load((stacks / "Pulumi.cesar.yaml").read_text())["config"]["nodefleet:fleet"]
+    assert {p["nodeClass"] for p in written["clusters"][0]["autoNode"]["nodePools"]} == {"default"}

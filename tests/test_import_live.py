@@ -49,6 +49,38 @@ def _without_bookkeeping(notes: dict[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in (notes or {}).items() if not k.startswith(BOOKKEEPING)}
 
 
+def _applies_as_no_change(raw: dict[str, Any], stack: str, client_for: Any) -> int:
+    """Server-side apply, as a dry run with nodefleet's field manager and without forcing, every object the stack
+    renders over the live object of its name: no conflict, no change of spec or generation, labels or annotations
+    beyond nodefleet's own. ``client_for(destination)`` is the dynamic client of an object's API server."""
+    fleet = load_fleet(raw, stack, PROJECT, "written stack")
+    applied = 0
+    for o in fleet_plan(fleet).emitted:
+        dyn = client_for(o.key.destination)
+        manifest = o.manifest
+        meta = manifest["metadata"]
+        api = dyn.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+        before = dyn.get(api, name=meta["name"], namespace=meta.get("namespace")).to_dict()
+        after = dyn.server_side_apply(
+            api,
+            body=manifest,
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+            field_manager="nodefleet",
+            force_conflicts=False,
+            dry_run="All",
+        ).to_dict()
+        shown = f"{manifest['kind']} {meta['name']}"
+        assert after.get("spec") == before.get("spec"), shown
+        assert after["metadata"].get("generation") == before["metadata"].get("generation"), shown
+        assert (after["metadata"].get("labels") or {}) == (before["metadata"].get("labels") or {}), shown
+        assert _without_bookkeeping(after["metadata"].get("annotations")) == _without_bookkeeping(
+            before["metadata"].get("annotations")
+        ), shown
+        applied += 1
+    return applied
+
+
 def test_import_from_the_api_server_and_its_render_applies_as_no_change(
     test_clusters: Any, tmp_path: Path
 ) -> None:
@@ -77,30 +109,7 @@ def test_import_from_the_api_server_and_its_render_applies_as_no_change(
         assert "adopted  Namespace clusters (live namespaces.core)" in result.stdout
         assert "cesar" not in result.stdout  # --cluster: the other HostedCluster is not read
         raw = yaml.safe_load((stacks / "Pulumi.prod-west.yaml").read_text())["config"][CONFIG_KEY]
-        fleet = load_fleet(raw, "prod-west", PROJECT, "written stack")
-        applied = 0
-        for o in fleet_plan(fleet).emitted:
-            manifest = o.manifest
-            meta = manifest["metadata"]
-            api = dyn.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
-            before = dyn.get(api, name=meta["name"], namespace=meta.get("namespace")).to_dict()
-            after = dyn.server_side_apply(
-                api,
-                body=manifest,
-                name=meta["name"],
-                namespace=meta.get("namespace"),
-                field_manager="nodefleet",
-                force_conflicts=False,
-                dry_run="All",
-            ).to_dict()
-            shown = f"{manifest['kind']} {meta['name']}"
-            assert after.get("spec") == before.get("spec"), shown
-            assert after["metadata"].get("generation") == before["metadata"].get("generation"), shown
-            assert (after["metadata"].get("labels") or {}) == (before["metadata"].get("labels") or {}), shown
-            assert _without_bookkeeping(after["metadata"].get("annotations")) == _without_bookkeeping(
-                before["metadata"].get("annotations")
-            ), shown
-            applied += 1
+        applied = _applies_as_no_change(raw, "prod-west", lambda destination: dyn)
         assert applied == 4  # the Namespace, the HostedCluster, its two NodePools
 
 
@@ -217,3 +226,66 @@ def test_a_standalone_cluster_from_the_api_server(test_clusters: Any, tmp_path: 
             in result.stdout
         )
         assert "MANDATORY custom-pool-labeling  shop-4kq8z-infra-us-east-1a" in result.stdout
+
+
+def test_an_autonode_cluster_read_from_its_management_and_hosted_api_servers(
+    test_clusters: Any, tmp_path: Path
+) -> None:
+    """The HostedCluster on the management cluster, Karpenter's upstream example NodePools and a node class
+    inside the hosted cluster (which serves HyperShift's Karpenter CRDs): imported from both servers, and the
+    render applies over each side as no change."""
+    from tests.nodefleet.adopt.roundtrip import DATA
+
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    cesar = hypershift_fixture("default_creation_flags_for_cesar")
+    for d in cesar:
+        if d["kind"] == "HostedCluster":
+            d["spec"]["autoNode"] = {
+                "provisionerConfig": {
+                    "name": "Karpenter",
+                    "karpenter": {
+                        "platform": "AWS",
+                        "aws": {"roleARN": "arn:aws:iam::123456789012:role/cesar-karpenter"},
+                    },
+                }
+            }
+            d["metadata"]["annotations"]["hypershift.openshift.io/aws-karpenter-default-instance-profile"] = (
+                "example-4kq8z-worker"
+            )
+    inside = [d for d in yaml.safe_load_all((DATA / "karpenter-upstream-nodepools.yaml").read_text()) if d]
+    inside += [
+        d
+        for d in yaml.safe_load_all((DATA / "autonode-classes.yaml").read_text())
+        if d and d["metadata"]["name"] == "batch"
+    ]
+    with (
+        test_clusters.fresh("adopt-management") as management,
+        test_clusters.fresh("adopt-hosted", karpenter_set="hypershift/1.13") as hosted,
+    ):
+        mgmt, guest = management.dynamic(), hosted.dynamic()
+        for manifest in cesar:
+            if manifest["kind"] != "Secret":
+                _create(mgmt, manifest)
+        for manifest in inside:
+            _create(guest, manifest)
+        result = nodefleet(
+            "import",
+            "--stack",
+            "cesar",
+            "--stacks-dir",
+            str(stacks),
+            "--kubeconfig",
+            str(management.kubeconfig),
+            "--cluster",
+            "cesar",
+            "--hosted-kubeconfig",
+            str(hosted.kubeconfig),
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "adopted  NodePool.karpenter.sh general-purpose (live nodepools.karpenter.sh)" in result.stdout
+        raw = yaml.safe_load((stacks / "Pulumi.cesar.yaml").read_text())["config"][CONFIG_KEY]
+        applied = _applies_as_no_change(
+            raw, "cesar", lambda destination: mgmt if destination.startswith("management") else guest
+        )
+        assert applied == 7  # Namespace, HostedCluster, NodePool; a node class and three Karpenter NodePools
