@@ -289,3 +289,31 @@ def test_an_autonode_cluster_read_from_its_management_and_hosted_api_servers(
             raw, "cesar", lambda destination: mgmt if destination.startswith("management") else guest
         )
         assert applied == 7  # Namespace, HostedCluster, NodePool; a node class and three Karpenter NodePools
+
+
+def test_hypershift_render_fixtures_created_on_the_api_server_round_trip(test_clusters: Any) -> None:
+    """HyperShift's four `--render` fixtures, each in a namespace of its own (three share the name `example`),
+    created on the API server, read back one namespace at a time, imported and compared field by field."""
+    from cli.adopt_live import LiveSource, read_live
+    from nodefleet.adopt.documents import LiveObject
+    from tests.nodefleet.adopt.roundtrip import HYPERSHIFT_CASES
+
+    image = "quay.io/openshift-release-dev/ocp-release:4.22.3-multi"
+    with test_clusters.fresh("adopt-fixtures") as server:
+        dyn = server.dynamic()
+        for i, case in enumerate(HYPERSHIFT_CASES):
+            namespace = f"fixture-{i}"
+            for manifest in hypershift_fixture(case, release_image=image):
+                if manifest["kind"] == "Secret":
+                    continue
+                if manifest["kind"] == "Namespace":
+                    manifest["metadata"]["name"] = namespace
+                else:
+                    manifest["metadata"]["namespace"] = namespace
+                _create(dyn, manifest)
+        source = LiveSource(server.api_client(), "test cluster")
+        for i, case in enumerate(HYPERSHIFT_CASES):
+            stored = read_live(source, namespace=f"fixture-{i}", cluster=None)
+            assert sorted(o["kind"] for o in stored) == ["HostedCluster", "Namespace", "NodePool"], case
+            adoption = assert_round_trip([LiveObject(o, case) for o in stored])
+            assert adoption.clusters[0]["namespace"] == f"fixture-{i}"
