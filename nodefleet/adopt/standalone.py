@@ -208,6 +208,8 @@ def _machine_set(
         "pool": pool,
         "architecture": _architecture(ms, instance_type, f"{place}.architecture", report),
     }
+    if value.get("apiVersion") not in (None, "machine.openshift.io/v1beta1"):
+        entry["providerApiVersion"] = value["apiVersion"]
     stream = ms.labels.get(k.LABEL_OS_STREAM)
     if stream:
         entry["stream"] = stream

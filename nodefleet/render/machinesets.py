@@ -95,7 +95,7 @@ def _aws_provider_spec(cluster: StandaloneCluster, ms: ResolvedMachineSet) -> di
     infra = cluster.infra_id
     spec = ms.spec
     return {
-        "apiVersion": "machine.openshift.io/v1beta1",
+        "apiVersion": spec.provider_api_version,
         "kind": "AWSMachineProviderConfig",
         "ami": {"id": ms.boot_image.ami},
         "instanceType": spec.instance_type,

@@ -246,6 +246,14 @@ class MachineSetSpec(ConfigModel):
         description="The security groups, by id or tags; default: the installer's `<infraId>-node` and "
         "`<infraId>-lb` (tag Name).",
     )
+    provider_api_version: Literal[
+        "machine.openshift.io/v1beta1", "awsproviderconfig.openshift.io/v1beta1"
+    ] = Field(
+        "machine.openshift.io/v1beta1",
+        description="The providerSpec's apiVersion. MachineSets the installer wrote before OpenShift 4.5 (and "
+        "OpenShift's documentation of that time) say awsproviderconfig.openshift.io/v1beta1; the machine-api "
+        "reads both, and `import` keeps what runs.",
+    )
     user_data_secret: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] | None = Field(
         None,
         description="The Ignition stub Secret its machines boot from; default: the pool's, `worker-user-data` "

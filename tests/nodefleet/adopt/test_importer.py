@@ -222,3 +222,21 @@ def test_an_object_the_sources_do_not_hold_is_never_accepted_as_a_default() -> N
         "MachineConfigPool infra (machineconfiguration.openshift.io) on cluster shop: nodefleet would declare it and the sources hold no such object; "
         "add it to the sources if it exists, or create it first"
     ]
+
+
+def test_a_machine_set_as_the_documentation_showed_it_before_4_5_round_trips() -> None:
+    """The older providerSpec apiVersion, gp2, one security group; enrolled in boot image management (mode All),
+    so its AMI, which no current catalog holds, is the MCO's to move."""
+    adoption = assert_round_trip(
+        data_objects("machineset-docs-4.4.yaml"),
+        catalog="catalogs/rhcos-4.16.json",
+        accept=[
+            "MachineSet openshift-machine-api/shop-4kq8z-worker-us-east-1a (machineset-docs-4.4.yaml, document 1): "
+            'metadata.annotations["capacity.cluster-autoscaler.kubernetes.io/labels"]: nodefleet would add '
+            "'kubernetes.io/arch=amd64'"
+        ],
+    )
+    (ms,) = adoption.clusters[0]["machineSets"]
+    assert ms["providerApiVersion"] == "awsproviderconfig.openshift.io/v1beta1"
+    assert ms["bootImage"] == "managed" and ms["labels"] == {"node-role.kubernetes.io/worker": ""}
+    assert adoption.clusters[0]["skewEnforcement"] == {"mode": "Automatic"}
