@@ -8,7 +8,7 @@ writes the document only when :attr:`Adoption.refused` is false: nothing is half
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,8 @@ from nodefleet.adopt.fidelity import Fidelity, compare, normalized
 from nodefleet.adopt.hosted import HostedSources, hosted_entry
 from nodefleet.adopt.report import Adopted, Inferred, LeftAlone, Report
 from nodefleet.adopt.standalone import StandaloneSources, standalone_entry
+from nodefleet.apiserver.schema import validate_object
+from nodefleet.apiserver.store import load_index
 from nodefleet.render.objects import fleet_plan, load_fleet
 from nodefleet.stackfile.hosted import DEFAULT_MANAGEMENT_CLUSTER
 from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
@@ -82,9 +84,12 @@ def _is(obj: LiveObject, kind: k.Kind) -> bool:
 def adopt(objects: Sequence[LiveObject], options: ImportOptions) -> Adoption:
     """The stack that declares ``objects``, and how its render compares with them. :class:`AdoptError` for
     sources that cannot make a stack at all (the message names the object and what to do)."""
+    checked = check_objects(objects)
+    for o in checked:
+        _refuse_malformed(o)
     live = [
         LiveObject(normalized(o.manifest), o.source) if (o.group, o.kind) in ADOPTED_KINDS else o
-        for o in check_objects(objects)
+        for o in checked
     ]
     if not live:
         raise AdoptError(
@@ -148,6 +153,40 @@ def adopt(objects: Sequence[LiveObject], options: ImportOptions) -> Adoption:
     return Adoption(document, report, fidelity, options.adopt_defaults)
 
 
+#: What the API server says of a value of the wrong type: such an object cannot have come from it.
+_TYPE_ERRORS = ("must be of type", "cannot be handled as", "cannot unmarshal")
+
+
+def _refuse_malformed(o: LiveObject) -> None:
+    """Refuse an object whose fields have types its CRD does not allow (a hand-edited dump, a template not
+    filled in): the API server would refuse it, so it is not what runs. Only types are judged here; the CRD's
+    rules may differ between the version nodefleet ships and the cluster's."""
+    crd = load_index().for_object(o.api_version, o.kind) if (o.group, o.kind) in ADOPTED_KINDS else None
+    if crd is None:
+        return
+    wrong = [
+        f
+        for f in validate_object(o.manifest, crd)
+        if f.blocking and f.rule is None and any(t in f.message for t in _TYPE_ERRORS)
+    ]
+    if wrong:
+        raise AdoptError(
+            f"{o.shown()}: the API server would refuse it ({'; '.join(str(f) for f in wrong[:3])}), so it is not "
+            "what runs; export it again from the cluster (`oc get ... -o yaml`)"
+        )
+
+
+def _shape_guarded(o: LiveObject, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``build()``, with a field of a shape no schema checks (a MachineSet's providerSpec) named as such."""
+    try:
+        return build()
+    except (AttributeError, TypeError, KeyError, IndexError) as e:
+        raise AdoptError(
+            f"{o.shown()} (or an object that goes with it): a field holds a value of a shape nodefleet does not "
+            f"expect ({type(e).__name__}); compare it with the object the API server returns (`oc get ... -o yaml`)"
+        ) from None
+
+
 def _why_left(o: LiveObject) -> str:
     if o.kind == "Secret" and o.group == "":
         return "a Secret: nodefleet references Secrets by name and never copies their data"
@@ -189,22 +228,19 @@ def _hosted(
     namespaces = {o.name: o for o in live if o.kind == "Namespace" and o.group == ""}
     secrets = [o for o in live if o.kind == "Secret" and o.group == ""]
     entries = []
+    management = (
+        options.management_cluster if options.management_cluster != DEFAULT_MANAGEMENT_CLUSTER else None
+    )
     for i, hc in enumerate(sorted(hosted, key=lambda h: (h.namespace, h.name))):
         key = (hc.namespace, hc.name)
         names = _secret_names(hc)
         mine = [s for s in secrets if s.namespace == hc.namespace and s.name in names]
         src = HostedSources(hc, by_cluster[key], inside_of[key], namespaces.get(hc.namespace), mine)
-        entries.append(
-            hosted_entry(
-                src,
-                i,
-                report,
-                release=options.release,
-                management_cluster=options.management_cluster
-                if options.management_cluster != DEFAULT_MANAGEMENT_CLUSTER
-                else None,
-            )
-        )
+
+        def build(src: HostedSources = src, i: int = i) -> dict[str, Any]:
+            return hosted_entry(src, i, report, release=options.release, management_cluster=management)
+
+        entries.append(_shape_guarded(hc, build))
         used.update(o.identity for o in [hc, *by_cluster[key], *mine])
         used.update(
             o.identity
@@ -254,7 +290,11 @@ def _standalone(
             "openshift-machine-config-operator get configmap coreos-bootimages -o yaml > catalogs/<name>.yaml`)"
         )
     src = StandaloneSources(machine_sets, pools, configs, configuration, version, infrastructure)
-    entry = standalone_entry(src, index, report, catalog=options.catalog, release=options.release)
+    catalog = options.catalog
+    entry = _shape_guarded(
+        machine_sets[0] if machine_sets else (configuration or live[0]),
+        lambda: standalone_entry(src, index, report, catalog=catalog, release=options.release),
+    )
     used.update(o.identity for o in [*machine_sets, *pools])
     if configuration is not None:
         used.add(configuration.identity)
