@@ -54,8 +54,9 @@ def _document(path: Path, shown: str, what: str) -> dict[str, Any]:
     return document
 
 
-def api_client(kubeconfig: str | None, what: str) -> Any:
-    """A ``kubernetes.client.ApiClient`` for ``kubeconfig`` (None: ``$KUBECONFIG`` or ``~/.kube/config``).
+def api_client(kubeconfig: str | None, what: str, context: str | None = None) -> Any:
+    """A ``kubernetes.client.ApiClient`` for ``kubeconfig`` (None: ``$KUBECONFIG`` or ``~/.kube/config``), through
+    its ``context`` (None: its current context).
 
     ``what`` says what the client is for (``management cluster mgmt-use1-a``), and starts every message.
     :class:`InputError` when it cannot be loaded, naming the file (never its content) and the fix.
@@ -73,7 +74,7 @@ def api_client(kubeconfig: str | None, what: str) -> Any:
     if len(paths) > 1:
         # $KUBECONFIG with several files: the client merges them as kubectl does.
         try:
-            return config.new_client_from_config(config_file=None, persist_config=False)  # type: ignore[no-untyped-call]
+            return config.new_client_from_config(config_file=None, context=context, persist_config=False)  # type: ignore[no-untyped-call]
         except (ConfigException, OSError, ValueError, TypeError, AttributeError) as exc:
             raise InputError(
                 f"{what}: the kubeconfig files of $KUBECONFIG cannot be loaded ({type(exc).__name__}); check them with "
@@ -81,8 +82,15 @@ def api_client(kubeconfig: str | None, what: str) -> Any:
             ) from None
     document = _document(paths[0], str(paths[0]) if kubeconfig is None else shown, what)
     try:
-        return config.new_client_from_config_dict(document, persist_config=False)  # type: ignore[no-untyped-call]
+        return config.new_client_from_config_dict(document, context=context, persist_config=False)  # type: ignore[no-untyped-call]
     except (ConfigException, OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+        if context is not None and context not in {
+            str(c.get("name")) for c in document.get("contexts") or [] if isinstance(c, dict)
+        }:
+            raise InputError(
+                f"{what}: kubeconfig {shown} has no context '{context}'; list its contexts with `kubectl --kubeconfig "
+                "<file> config get-contexts`"
+            ) from None
         raise InputError(
             f"{what}: kubeconfig {shown}: not a usable kubeconfig ({type(exc).__name__}: no current context, user or "
             "cluster it names, or a field of the wrong kind); check it with `kubectl --kubeconfig <file> config view`"

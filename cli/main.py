@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from cli import check, crds, gitops, ops, render
+from cli import adopt, check, crds, gitops, ops, render
 from cli.exits import CONTRACT, EXIT_INTERNAL, EXIT_INVALID, InputError, seconds
 from cli.roots import add_roots, allowed_roots
 from cli.stacks import add_source
@@ -42,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m nodefleet render --stack hosted --out /tmp/manifests\n"
             "  NODEFLEET_RENDER_ROOT=../gitops python -m nodefleet render --config-file prod/Pulumi.prod.yaml\n"
             "  python -m nodefleet forecast --stack hosted\n"
+            "  python -m nodefleet import --stack prod-east --from-file mgmt.yaml --from-file inside.yaml\n"
             "  python -m nodefleet report --base origin/main --out report.md\n"
             "  python -m nodefleet fleet check --parallel 2\n"
             "  python -m nodefleet gitops --repo-url https://git.example.com/platform/fleet.git --out gitops/\n"
@@ -53,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--debug", action="store_true", help="on an internal error, print the full traceback")
     p.formatter_class = _HelpFormatter
-    commands = ",".join(("check", "render", "gitops", "crds", *ops.OPERATIONS))
+    commands = ",".join(("check", "render", "import", "gitops", "crds", *ops.OPERATIONS))
     sub = p.add_subparsers(dest="command", required=True, metavar="{" + commands + "}")
 
     s = sub.add_parser("check", help="run the program under the mock runtime and evaluate the policy pack")
@@ -92,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
         help="wait this long for another render of the same directory to finish (default: 60)",
     )
     s.set_defaults(run=render.run)
+    adopt.add_parser(sub)
     gitops.add_parser(sub)
     ops.register(sub)
 
@@ -118,6 +120,9 @@ EXIT_CODES = {
     "upgrade": "0 step staged (or nothing to do), 1 the control plane has not completed the release yet (the "
     "nodes stay held), 2 invalid input, 3 internal error",
     "crds": "0 done, 2 invalid input (nothing changed), 3 internal error",
+    "import": "0 stack written, 1 stack written and its policy violations reported, 2 refused (a source that "
+    "cannot be adopted, a field the render would not reproduce, an existing stack file; nothing written), 3 "
+    "internal error",
     "gitops": "0 wiring written, 2 invalid input (an invalid stack, colliding stacks, a folder outside "
     "--repo-root; nothing written), 3 internal error",
 }

@@ -124,11 +124,13 @@ class HostedClusterNodes(pulumi.ComponentResource):
                 )
         owner = autonode_pool_annotations(hc)
         for pool in auto.node_pools:
+            # A pool on HyperShift's own `default` class waits for nothing nodefleet declares.
+            after: list[pulumi.Resource] = [classes[pool.node_class]] if pool.node_class in classes else []
             self.karpenter_pools.append(
                 custom_resource(
                     f"{name}-karpenter-{pool.name}",
                     render_karpenter_node_pool(pool, annotations=owner),
-                    pulumi.ResourceOptions.merge(hosted, node_pool_options([classes[pool.node_class]])),
+                    pulumi.ResourceOptions.merge(hosted, node_pool_options(after)),
                 )
             )
         self.node_classes = list(classes.values())

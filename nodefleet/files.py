@@ -61,6 +61,7 @@ __all__ = [
     "decode_text",
     "load_json",
     "load_yaml",
+    "load_yaml_documents",
     "looks_like_file_content",
     "read_bytes",
     "read_regular_file",
@@ -465,6 +466,59 @@ def load_yaml(text: str, source: str, *, loader: type[Any] = BoundedLoader) -> A
         raise FileProblem(
             source, f"not valid YAML ({type(exc).__name__})", "check the file", syntax=True
         ) from None
+
+
+def load_yaml_documents(text: str, source: str, *, loader: type[Any] = FastBoundedLoader) -> list[Any]:
+    """Every document of a multi-document YAML stream (``---`` separated; empty documents left out), each
+    bounded as :func:`load_yaml` bounds one. Kubernetes dumps and ``--render`` output are such streams. Syntax
+    errors are worded by :class:`BoundedLoader` (libyaml's parser, the default, words them its own way)."""
+    try:
+        instance = loader(text)
+    except yaml.reader.ReaderError as exc:
+        raise _unreadable(text, source, exc) from None
+    documents: list[Any] = []
+    try:
+        while instance.check_node():
+            try:
+                node = instance.get_node()
+            except _TooDeep as exc:
+                raise _too_deep(source, f"{_position(exc.mark)}: ", "") from None
+            except RecursionError:
+                raise _too_deep(source, "", "") from None
+            if node is None:
+                continue
+            _check_expansion(node, source)
+            value = instance.construct_document(node)
+            if value is not None:  # an empty document between two `---`
+                documents.append(value)
+    except yaml.reader.ReaderError as exc:
+        raise _unreadable(text, source, exc) from None
+    except yaml.MarkedYAMLError as exc:
+        if loader is not BoundedLoader:
+            return load_yaml_documents(text, source, loader=BoundedLoader)
+        mark = exc.problem_mark or exc.context_mark
+        problem = (exc.problem or exc.context or "not valid YAML").strip()
+        raise FileProblem(
+            source,
+            f"{_position(mark)}: {problem}",
+            "fix the YAML syntax there (indentation, a missing ':' or an unclosed quote or bracket)",
+            syntax=True,
+        ) from None
+    except yaml.YAMLError as exc:
+        if loader is not BoundedLoader:
+            return load_yaml_documents(text, source, loader=BoundedLoader)
+        raise FileProblem(
+            source, f"not valid YAML ({type(exc).__name__})", "check the file", syntax=True
+        ) from None
+    except ValueError as exc:
+        if isinstance(exc, FileProblem):
+            raise
+        raise FileProblem(
+            source, f"a value YAML cannot build: {str(exc).split(';')[0]}", "check the numbers in it"
+        ) from None
+    finally:
+        instance.dispose()
+    return documents
 
 
 def compose_bounded(text: str, source: str, loader: type[Any] = BoundedLoader) -> tuple[Any, Any]:

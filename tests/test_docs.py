@@ -401,6 +401,7 @@ def walkthrough(tmp_path_factory: pytest.TempPathFactory) -> list[Step]:
     with ``venv/bin/python`` standing for the interpreter running the tests."""
     project = copy_project(tmp_path_factory.mktemp("walkthrough") / "project")
     shutil.copytree(PROJECT / "stacks", project / "stacks")
+    shutil.copytree(PROJECT / "examples", project / "examples")
     for args in (
         ["init", "-q"],
         ["add", "."],
@@ -436,7 +437,13 @@ def test_the_walkthrough_shows_check_render_forecast_report_on_a_shipped_stack(
     walkthrough: list[Step],
 ) -> None:
     shown = [c for s in walkthrough for c in s.commands if _nodefleet_args(_words(c)) is not None]
-    assert [_nodefleet_args(_words(c))[0] for c in shown] == ["check", "render", "forecast", "report"]  # type: ignore[index]
+    assert [_nodefleet_args(_words(c))[0] for c in shown] == [  # type: ignore[index]
+        "check",
+        "render",
+        "forecast",
+        "report",
+        "import",
+    ]
     # As a user runs them: the stack by name, no path flags.
     assert all("--rendered" not in c and "--state" not in c and "--out " not in c for c in shown)
 
@@ -446,7 +453,9 @@ def test_every_walkthrough_command_succeeds(walkthrough: list[Step]) -> None:
     assert failed == []
 
 
-@pytest.mark.parametrize("command", ["check --stack dev", "render --stack dev", "report --base HEAD"])
+@pytest.mark.parametrize(
+    "command", ["check --stack dev", "render --stack dev", "report --base HEAD", "import --stack prod-west"]
+)
 def test_the_walkthrough_output_is_what_the_readme_shows(walkthrough: list[Step], command: str) -> None:
     step = _step(walkthrough, command)
     assert step.excerpt, f"the README shows no output for {command}"

@@ -158,7 +158,7 @@ LAYERS = (
     ("nodefleet.bootimages", "nodefleet.apiserver"),
     ("nodefleet.stackfile",),
     ("nodefleet.render",),
-    ("nodefleet.drift", "nodefleet.fleet"),
+    ("nodefleet.drift", "nodefleet.fleet", "nodefleet.adopt"),
 )
 
 
@@ -209,6 +209,7 @@ def test_the_layer_check_sees_a_climb() -> None:
         "nodefleet.stackfile",
         "nodefleet.render",
         "nodefleet.drift",
+        "nodefleet.adopt",
         "mockruntime",
     ],
 )

@@ -69,12 +69,14 @@ __all__ = [
     "VersionError",
     "crd_refusals",
     "default_refusals",
+    "defaulted",
     "escape_property",
     "kubernetes_version",
     "rejects_field",
     "unknown_fields",
     "validate_object",
     "validate_value",
+    "without_bare_defaults",
 ]
 
 
@@ -569,6 +571,69 @@ def _default(value: Any, schema: Mapping[str, Any]) -> None:
                     value[i] = item = _copy(items["default"])
                 if type(item) is dict or type(item) is list:
                     _default(item, items)
+
+
+def defaulted(obj: Mapping[str, Any], crd: CrdVersion) -> dict[str, Any]:
+    """``obj`` as the API server stores it on a create or an apply: numbers as a client's JSON carries them,
+    fields the structural schema does not know pruned (``metadata`` aside), non-nullable nulls pruned, the
+    CRD's defaults filled in (``status`` dropped: a CRD with a status subresource ignores it on the main
+    resource). What ``import`` compares a live object and its render by."""
+    body: dict[str, Any] = _copy(obj)
+    if crd.status_subresource:
+        body.pop("status", None)
+    meta = body.pop("metadata", None)
+    _prune_unknown(body, crd.schema)
+    if meta is not None:
+        body["metadata"] = meta
+    _default(body, crd.schema)
+    return body
+
+
+def without_bare_defaults(value: Any, schema: Mapping[str, Any]) -> Any:
+    """``value`` (as :func:`defaulted` stores it) without the objects that hold nothing but what the API server
+    fills into an empty one: ``autoscaling: {scaling: ScaleUpAndScaleDown}`` stored for a client's
+    ``autoscaling: {}``. Such an object and its absence mean the same to the controller reading it (the API's
+    defaults are its zero behaviour), so two objects that differ only so are one."""
+    if isinstance(value, dict):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            sub = props.get(key)
+            if sub is not None and isinstance(item, dict) and item:
+                empty: dict[str, Any] = {}
+                _default(empty, sub)
+                if empty == item:
+                    continue
+            out[key] = without_bare_defaults(item, sub) if sub is not None else item
+        return out
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [without_bare_defaults(v, items) if isinstance(items, Mapping) else v for v in value]
+    return value
+
+
+def _prune_unknown(value: Any, schema: Mapping[str, Any]) -> None:
+    """Drop what the API server prunes from a structural schema's object: keys no ``properties`` name, below
+    no ``additionalProperties`` and no ``x-kubernetes-preserve-unknown-fields``."""
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    if isinstance(value, dict):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for key in list(value):
+            sub = props.get(key)
+            if sub is None and isinstance(addl, Mapping):
+                sub = addl
+            if sub is None:
+                if addl is not True and key not in ("apiVersion", "kind"):
+                    del value[key]
+                continue
+            _prune_unknown(value[key], sub)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for item in value:
+                _prune_unknown(item, items)
 
 
 # ---------------------------------------------------------------------------------------------------------

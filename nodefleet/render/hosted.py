@@ -388,7 +388,7 @@ def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -
                 "instanceType": np.instance_type,
                 "instanceProfile": np.instance_profile or default_instance_profile(hc),
                 "subnet": {"id": np.subnet or hc.subnet},
-                "rootVolume": {"size": np.root_volume_gib, "type": np.root_volume_type, "encrypted": True},
+                "rootVolume": _node_pool_root_volume(np),
             },
         },
     }
@@ -406,6 +406,13 @@ def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -
         },
         "spec": spec,
     }
+
+
+def _node_pool_root_volume(np: HyperShiftNodePoolSpec) -> dict[str, Any]:
+    volume: dict[str, Any] = {"size": np.root_volume_gib, "type": np.root_volume_type}
+    if np.root_volume_encrypted is not None:
+        volume["encrypted"] = np.root_volume_encrypted
+    return volume
 
 
 def _selector_terms(
@@ -545,9 +552,10 @@ def disruption_budgets(np: NodePoolSpec) -> list[dict[str, Any]]:
     grouped: dict[str, list[str]] = {}
     for reason, nodes in limits.items():
         grouped.setdefault(nodes, []).append(reason)
-    budgets: list[dict[str, Any]] = [
-        {"nodes": nodes, "reasons": reasons} for nodes, reasons in grouped.items()
-    ]
+    budgets: list[dict[str, Any]] = []
+    if np.disruption.all_reasons_budget is not None:
+        budgets.append({"nodes": np.disruption.all_reasons_budget})
+    budgets += [{"nodes": nodes, "reasons": reasons} for nodes, reasons in grouped.items()]
     for window in np.disruption.windows:
         budget: dict[str, Any] = {"nodes": window.nodes}
         if window.reasons is not None:
@@ -568,10 +576,13 @@ def render_karpenter_node_pool(np: NodePoolSpec, *, annotations: Mapping[str, st
     them). Changing ``labels``, ``expireAfter`` or ``terminationGracePeriod`` drifts every node of the pool;
     ``limits``, ``weight``, ``replicas`` and ``disruption`` never do (see :mod:`nodefleet.drift.rules`).
     """
-    requirements: list[dict[str, Any]] = [
-        {"key": "kubernetes.io/arch", "operator": "In", "values": list(np.architectures)},
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(np.capacity_types)},
-    ]
+    requirements: list[dict[str, Any]] = []
+    if np.architectures:
+        requirements.append({"key": "kubernetes.io/arch", "operator": "In", "values": list(np.architectures)})
+    if np.capacity_types:
+        requirements.append(
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(np.capacity_types)}
+        )
     if np.instance_categories:
         requirements.append(
             {
@@ -607,7 +618,7 @@ def render_karpenter_node_pool(np: NodePoolSpec, *, annotations: Mapping[str, st
         template["metadata"] = {"labels": dict(np.labels)}
     spec: dict[str, Any] = {"template": template}
     metadata: dict[str, Any] = {"name": np.name}
-    notes = dict(annotations)
+    notes = {**np.annotations, **annotations}
     if isinstance(np, StaticNodePoolSpec):
         spec["replicas"] = np.replicas
         spec["disruption"] = {"consolidateAfter": "Never", "budgets": disruption_budgets(np)}

@@ -95,12 +95,12 @@ def _aws_provider_spec(cluster: StandaloneCluster, ms: ResolvedMachineSet) -> di
     infra = cluster.infra_id
     spec = ms.spec
     return {
-        "apiVersion": "machine.openshift.io/v1beta1",
+        "apiVersion": spec.provider_api_version,
         "kind": "AWSMachineProviderConfig",
         "ami": {"id": ms.boot_image.ami},
         "instanceType": spec.instance_type,
         "iamInstanceProfile": {"id": f"{infra}-worker-profile"},
-        "userDataSecret": {"name": user_data_secret(spec.pool)},
+        "userDataSecret": {"name": spec.user_data_secret or user_data_secret(spec.pool)},
         "credentialsSecret": {"name": "aws-cloud-credentials"},
         "placement": {"region": cluster.region, "availabilityZone": spec.zone},
         # Default subnet and security groups: the names the installer (4.16+) tags them with.
@@ -113,12 +113,21 @@ def _aws_provider_spec(cluster: StandaloneCluster, ms: ResolvedMachineSet) -> di
             {"filters": [{"name": "tag:Name", "values": [f"{infra}-node"]}]},
             {"filters": [{"name": "tag:Name", "values": [f"{infra}-lb"]}]},
         ],
-        "blockDevices": [
-            {"ebs": {"volumeSize": spec.root_volume_gib, "volumeType": "gp3", "encrypted": True}}
-        ],
+        "blockDevices": [{"ebs": _root_volume(ms)}],
         "deviceIndex": 0,
-        "tags": [{"name": f"kubernetes.io/cluster/{infra}", "value": "owned"}],
+        "tags": [
+            {"name": f"kubernetes.io/cluster/{infra}", "value": "owned"},
+            *({"name": key, "value": value} for key, value in spec.tags.items()),
+        ],
     }
+
+
+def _root_volume(ms: ResolvedMachineSet) -> dict[str, Any]:
+    spec = ms.spec
+    ebs: dict[str, Any] = {"volumeSize": spec.root_volume_gib, "volumeType": spec.root_volume_type}
+    if spec.root_volume_encrypted is not None:
+        ebs["encrypted"] = spec.root_volume_encrypted
+    return ebs
 
 
 def _aws_reference(ref: AwsFilter) -> dict[str, Any]:

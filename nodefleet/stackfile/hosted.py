@@ -235,6 +235,11 @@ class HyperShiftNodePoolSpec(ConfigModel):
     )
     root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
     root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = "gp3"
+    root_volume_encrypted: bool | None = Field(
+        True,
+        description="platform.aws.rootVolume.encrypted; null leaves the field out, so the AWS account's EBS "
+        "encryption by default decides, as NodePools `hypershift create cluster aws` made have it.",
+    )
     upgrade_type: Literal["Replace", "InPlace"] = "Replace"
     arch: Literal["amd64", "arm64"] = "amd64"
     auto_repair: bool = Field(

@@ -114,6 +114,12 @@ class _DisruptionBase(ConfigModel):
     )
     windows: list[BudgetWindow] = []
     drift_windows: list[DriftWindow] = Field([], description="Shorthand for windows limited to Drifted.")
+    all_reasons_budget: BudgetNodes | None = Field(
+        None,
+        description="One always-active budget naming no reason, Karpenter's own default shape "
+        "([{nodes: 10%}]): it bounds every reason at once, so `budgets` then adds only the limits written "
+        "there (no per-reason defaults). `import` sets it for NodePools written without budgets.",
+    )
 
     @model_validator(mode="after")
     def _one_drift_limit(self) -> _DisruptionBase:
@@ -122,8 +128,10 @@ class _DisruptionBase(ConfigModel):
         return self
 
     def effective_budgets(self, reasons: tuple[DisruptionReason, ...]) -> dict[DisruptionReason, str]:
-        """The always-active limit of each of ``reasons`` this pool declares, defaults included."""
-        merged: dict[DisruptionReason, str] = {**DEFAULT_BUDGETS, **self.budgets}
+        """The always-active limit of each of ``reasons`` this pool declares, defaults included (none with
+        :attr:`all_reasons_budget`, which bounds every reason itself)."""
+        defaults = {} if self.all_reasons_budget is not None else DEFAULT_BUDGETS
+        merged: dict[DisruptionReason, str] = {**defaults, **self.budgets}
         if self.drift_budget is not None:
             merged["Drifted"] = self.drift_budget
         return {reason: merged[reason] for reason in REASON_ORDER if reason in reasons and reason in merged}
@@ -163,8 +171,19 @@ class StaticLimits(ConfigModel):
 class _NodePoolBase(ConfigModel):
     name: Annotated[str, Field(pattern=DNS_LABEL, max_length=63)]
     node_class: str = Field(description="Name of a node class declared in the same cluster.")
-    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = ["on-demand"]
-    architectures: list[Literal["amd64", "arm64"]] = ["amd64"]
+    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
+        ["on-demand"],
+        description="karpenter.sh/capacity-type In [...], the pool's second requirement; [] writes none "
+        "(Karpenter then launches on-demand), for a requirement of the pool's own written elsewhere.",
+    )
+    architectures: list[Literal["amd64", "arm64"]] = Field(
+        ["amd64"],
+        description="kubernetes.io/arch In [...], the pool's first requirement; [] writes none, for pools "
+        "whose requirements state the architecture in their own order.",
+    )
+    annotations: dict[str, str] = Field(
+        {}, description="Annotations of the NodePool object (not of its nodes; they drift nothing)."
+    )
     instance_families: list[str] = Field([], description="karpenter.k8s.aws/instance-family In [...].")
     instance_categories: list[str] = Field(
         ["c", "m", "r"], description="karpenter.k8s.aws/instance-category."
@@ -181,12 +200,18 @@ class _NodePoolBase(ConfigModel):
             if finding is not None and finding.level == "error":
                 raise ValueError(f"instanceFamilies[{i}]: {finding.message}")
             arch = family_architecture(family)
-            if arch is not None and arch not in self.architectures:
+            if arch is not None and self.architectures and arch not in self.architectures:
                 raise ValueError(
                     f"instanceFamilies[{i}]: '{family}' is an {arch} family but architectures is "
                     f"[{', '.join(self.architectures)}], so Karpenter would never launch it; add {arch} to "
                     "architectures or remove the family"
                 )
+        reserved = [k for k in self.annotations if k.startswith("nodefleet.io/")]
+        if reserved:
+            raise ValueError(
+                f"annotations: {', '.join(sorted(reserved))} are nodefleet's own record, written from typed keys; "
+                "remove them here"
+            )
         if set(self.capacity_types) == {"reserved"}:
             raise ValueError(
                 "capacityTypes: only 'reserved': reserved capacity comes from the capacity reservations a node "
@@ -217,7 +242,7 @@ class _NodePoolBase(ConfigModel):
         """The architectures Karpenter may launch for this pool: ``architectures``, narrowed by requirements on
         ``kubernetes.io/arch`` (Karpenter intersects requirements on one key) and by the architectures of the
         instance families and types it is limited to."""
-        archs: set[str] = set(self.architectures)
+        archs: set[str] = set(self.architectures) if self.architectures else {"amd64", "arm64"}
         for req in self.requirements:
             if req.key == ARCH_LABEL and req.operator == "In":
                 archs &= set(req.values)
@@ -424,16 +449,25 @@ def check_unique_names(names: list[str], field: str, why: str) -> None:
         raise ValueError(f"{field}: {at} share the name {', '.join(repeated)}; {why}: rename all but one")
 
 
-def check_pools_reference_classes(classes: list[str], pools: list[NodePoolSpec], where: str) -> None:
-    known = set(classes)
+#: The OpenshiftEC2NodeClass HyperShift's karpenter-operator creates and owns in every AutoNode cluster.
+HYPERSHIFT_DEFAULT_CLASS = "default"
+
+
+def check_pools_reference_classes(
+    classes: list[str], pools: list[NodePoolSpec], where: str, operator_owned: list[str] | None = None
+) -> None:
+    """Every pool's class is declared here, or is one the operator owns (``operator_owned``: referenced,
+    never declared)."""
+    known = set(classes) | set(operator_owned or [])
     check_unique_names(classes, f"{where}nodeClasses", "a node class's name is its object's name")
     check_unique_names([p.name for p in pools], f"{where}nodePools", "a NodePool's name is its object's name")
     for i, pool in enumerate(pools):
         if pool.node_class not in known:
-            listed = ", ".join(sorted(known)) or "none"
+            listed = ", ".join(sorted(classes)) or "none"
+            owned = "".join(f", or the operator's own '{name}'" for name in operator_owned or [])
             raise ValueError(
                 f"{where}nodePools[{i}].nodeClass: '{pool.node_class}' is not a declared node class "
-                f"(declared: {listed}); declare it under nodeClasses or reference one of those"
+                f"(declared: {listed}); declare it under nodeClasses or reference one of those{owned}"
             )
 
 
@@ -453,12 +487,30 @@ class AutoNode(ConfigModel):
         description="HyperShift's Karpenter: OpenShift's fork, merged from upstream 1.13 and run with only "
         "Drift=true; raise it when your HyperShift ships a newer one.",
     )
-    node_classes: list[AutoNodeClass] = Field(min_length=1)
+    node_classes: list[AutoNodeClass] = Field(
+        [],
+        description="Named classes nodefleet declares; pools may also use HyperShift's own `default` class "
+        "(autonode mode), which nodefleet never declares.",
+    )
     node_pools: list[NodePoolSpec] = Field(min_length=1)
+
+    @field_validator("node_classes")
+    @classmethod
+    def _named_when_given(cls, v: list[AutoNodeClass]) -> list[AutoNodeClass]:
+        # Left out, the pools use HyperShift's `default`; written empty, something meant was left out.
+        if not v:
+            raise ValueError(
+                "an empty list declares no class; add the classes the pools use, or leave nodeClasses out when "
+                "every pool uses HyperShift's own `default` class"
+            )
+        return v
 
     @model_validator(mode="after")
     def _refs(self) -> AutoNode:
-        check_pools_reference_classes([c.name for c in self.node_classes], self.node_pools, "")
+        own = [HYPERSHIFT_DEFAULT_CLASS] if self.mode == "autonode" else []
+        check_pools_reference_classes(
+            [c.name for c in self.node_classes], self.node_pools, "", operator_owned=own
+        )
         check_karpenter_shipped("hypershift", self.karpenter.version, "karpenter.version")
         check_pools_fit_karpenter(self.karpenter, self.node_pools, "")
         return self

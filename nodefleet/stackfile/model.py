@@ -46,11 +46,13 @@ from nodefleet.stackfile.karpenter import (
 )
 from nodefleet.stackfile.modelbase import (
     DNS_LABEL,
+    DNS_SUBDOMAIN,
     INSTANCE_TYPE,
     PATTERN_HELP,
     REGION,
     SECURITY_GROUP_ID,
     SUBNET_ID,
+    AwsTags,
     ConfigModel,
     LabelKeys,
     OCPRelease,
@@ -211,6 +213,19 @@ class MachineSetSpec(ConfigModel):
         "then left to the controller; pinned: nodefleet sets the AMI from the catalog on every run.",
     )
     root_volume_gib: Annotated[int, Field(ge=16, le=16384)] = Field(120, alias="rootVolumeGiB")
+    root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field(
+        "gp3", description="EBS type of the root volume (clusters installed before 4.10 have gp2)."
+    )
+    root_volume_encrypted: bool | None = Field(
+        True,
+        description="blockDevices[0].ebs.encrypted; null leaves the field out, so the AWS account's EBS "
+        "encryption by default decides, as MachineSets written from OpenShift's documentation have it.",
+    )
+    tags: AwsTags = Field(
+        {},
+        description="AWS tags of the instances, after `kubernetes.io/cluster/<infraId>: owned` "
+        "(providerSpec tags).",
+    )
     taints: list[Taint] = Field(
         [],
         description="Taints of the nodes (spec.template.spec.taints), e.g. node-role.kubernetes.io/infra "
@@ -230,6 +245,21 @@ class MachineSetSpec(ConfigModel):
         min_length=1,
         description="The security groups, by id or tags; default: the installer's `<infraId>-node` and "
         "`<infraId>-lb` (tag Name).",
+    )
+    provider_api_version: Literal[
+        "machine.openshift.io/v1beta1", "awsproviderconfig.openshift.io/v1beta1"
+    ] = Field(
+        "machine.openshift.io/v1beta1",
+        description="The providerSpec's apiVersion. MachineSets the installer wrote before OpenShift 4.5 (and "
+        "OpenShift's documentation of that time) say awsproviderconfig.openshift.io/v1beta1; the machine-api "
+        "reads both, and `import` keeps what runs.",
+    )
+    user_data_secret: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] | None = Field(
+        None,
+        description="The Ignition stub Secret its machines boot from; default: the pool's, `worker-user-data` "
+        "for worker and `<pool>-user-data-managed` for a custom pool. Set by `import` for a MachineSet that "
+        "boots another pool's config (a custom-pool MachineSet on `worker-user-data`, as OpenShift's "
+        "documentation shows one), which the custom-pool-labeling policy reports.",
     )
 
     @model_validator(mode="after")

@@ -320,3 +320,18 @@ def test_an_output_file_that_is_a_folder_or_a_pipe(tmp_path: Path) -> None:
         within(10, lambda: output_file(tmp_path / "fifo", example="state.json"))
     (tmp_path / "old.json").write_text("{}")
     assert output_file(tmp_path / "old.json", example="state.json") == tmp_path / "old.json"
+
+
+def test_a_stream_of_documents_is_read_whole_and_bounded() -> None:
+    from nodefleet.files import FileProblem, load_yaml_documents
+
+    assert load_yaml_documents("a: 1\n---\n---\nb: [2]\n", "s.yaml") == [{"a": 1}, {"b": [2]}]
+    assert load_yaml_documents("", "s.yaml") == []
+    with pytest.raises(FileProblem, match=r"^s.yaml: line 4, column 1: expected the node content"):
+        load_yaml_documents("a: 1\n---\nb: [\n", "s.yaml")
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+        for p, c in zip("abcdefg", "bcdefgh", strict=True)
+    )
+    with pytest.raises(FileProblem):
+        load_yaml_documents("x: 1\n---\n" + bomb, "s.yaml")

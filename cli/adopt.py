@@ -1,0 +1,375 @@
+"""``import``: the stack file that declares clusters a team already runs, from their live objects.
+
+Thin: reading the sources and writing the stack file are here; what the objects mean, the stack they make and
+whether its render reproduces them are :mod:`nodefleet.adopt`. The stack file is written whole or not at all
+(a temporary file renamed over it), never over an existing one without ``--force``, and then judged by the
+same ``check`` a user runs: a live cluster that breaks a policy is imported and its violations reported (exit
+1), never fixed by the import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cli.exits import EXIT_INVALID, InputError
+
+DESCRIPTION = """\
+Write the stack file that declares clusters a team already runs, from their live objects.
+
+Sources (--from-file, repeatable, '-' for standard input) are YAML: `oc get ... -o yaml` output (List objects
+too), `hypershift create cluster aws --render` output, or a GitOps repository's manifests. A hosted cluster is
+its HostedCluster, its AWS NodePools and, with AutoNode, the OpenshiftEC2NodeClasses and karpenter.sh
+NodePools of its hosted cluster; a standalone cluster is its MachineSets (openshift-machine-api), custom
+MachineConfigPools, the MachineConfiguration `cluster` and its ClusterVersion.
+
+The stack is written only when nodefleet's own render of it reproduces every adopted object field by field
+(spec, labels, annotations; not status, not what controllers write, not the fields nodefleet leaves to
+controllers). Any other difference refuses the import (exit 2) naming the object, the field and what runs,
+and nothing is written. Fields nodefleet would add that the live objects lack are refused too, unless
+--adopt-defaults accepts them (they are listed). Secrets are referenced by name, never copied.
+
+After writing, the stack is checked as `python -m nodefleet check` checks it: a live cluster that violates a
+policy is imported and its violations reported (exit 1), never fixed.
+"""
+
+EPILOG = """\
+examples:
+  oc get hostedcluster,nodepools -n clusters -o yaml > mgmt.yaml
+  oc --kubeconfig prod-east.kubeconfig get openshiftec2nodeclasses,nodepools.karpenter.sh -o yaml > inside.yaml
+  python -m nodefleet import --stack prod-east --from-file mgmt.yaml --from-file inside.yaml
+  hypershift create cluster aws --render ... | python -m nodefleet import --stack dev --from-file -
+  oc get machinesets -n openshift-machine-api -o yaml > ms.yaml
+  oc get machineconfigpools,machineconfiguration,clusterversion,infrastructure -o yaml > cluster.yaml
+  python -m nodefleet import --stack shop --from-file ms.yaml --from-file cluster.yaml \\
+      --catalog catalogs/coreos-bootimages-4.16.yaml"""
+
+
+def add_parser(sub: Any) -> None:
+    from cli.roots import add_roots
+
+    s = sub.add_parser(
+        "import",
+        help="write the stack file that declares clusters a team already runs, from their live objects",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+    )
+    s.add_argument(
+        "--stack",
+        required=True,
+        help="the stack to write: <stacks-dir>/Pulumi.<stack>.yaml; with {cluster} in it, one stack per cluster, "
+        "named by it (--stack {cluster}, --stack payments-{cluster})",
+    )
+    s.add_argument(
+        "--stacks-dir",
+        type=Path,
+        metavar="DIR",
+        help="the folder of the stack files (default: the project's stacks/); other stacks there are read to "
+        "refuse a cluster one of them already declares",
+    )
+    s.add_argument(
+        "--from-file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a YAML source of live objects; repeatable; '-' reads standard input",
+    )
+    live = s.add_argument_group(
+        "a live API server (read only: list and get, never a Secret)",
+        "Give any of these to read a cluster: a management cluster's HostedClusters and NodePools, or, where it "
+        "serves none and no --namespace/--cluster is given, a standalone cluster's MachineSets, pools and "
+        "singletons.",
+    )
+    live.add_argument(
+        "--kubeconfig", metavar="FILE", help="its kubeconfig (default: $KUBECONFIG, ~/.kube/config)"
+    )
+    live.add_argument("--context", help="the kubeconfig's context to use (default: its current context)")
+    live.add_argument(
+        "--namespace", help="only the HostedClusters of this namespace (default: every namespace)"
+    )
+    live.add_argument("--cluster", metavar="NAME", help="only this HostedCluster and its NodePools")
+    live.add_argument(
+        "--hosted-kubeconfig",
+        metavar="FILE",
+        help="the hosted cluster's kubeconfig, to read its AutoNode classes and Karpenter NodePools too",
+    )
+    s.add_argument(
+        "--release",
+        metavar="X.Y.Z",
+        help="the release, where no source holds it (a standalone cluster without its ClusterVersion, a release "
+        "image pinned by digest)",
+    )
+    s.add_argument(
+        "--management-cluster",
+        metavar="NAME",
+        help="the registry name (nodefleet-fleet.yaml) of the management cluster the hosted clusters live on "
+        "(default: the fleet's only one, 'management')",
+    )
+    s.add_argument(
+        "--catalog",
+        metavar="FILE",
+        help="a standalone cluster's boot image catalog, inside the project (its coreos-bootimages ConfigMap "
+        "saved as a file)",
+    )
+    s.add_argument(
+        "--adopt-defaults",
+        action="store_true",
+        help="accept the fields nodefleet's render adds that the live objects lack (listed), instead of refusing",
+    )
+    s.add_argument("--force", action="store_true", help="overwrite an existing stack file of that name")
+    add_roots(s)
+    s.set_defaults(run=run)
+
+
+def _read(name: str) -> str:
+    from nodefleet.files import FileProblem, decode_text, read_text
+
+    try:
+        if name == "-":
+            return decode_text(sys.stdin.buffer.read(), "standard input", what="source")
+        return read_text(name, what="source")
+    except FileProblem as e:
+        raise InputError(str(e)) from None
+    except OSError as e:
+        raise InputError(f"{name}: cannot be read ({e.strerror or e}); give an existing YAML file") from None
+
+
+def _live_objects(args: argparse.Namespace) -> list[Any]:
+    from cli.adopt_live import LiveSource, read_live
+    from cli.kube import api_client, kubeconfig_shown
+    from nodefleet.adopt.documents import LiveObject
+
+    shown = f"kubeconfig {kubeconfig_shown(args.kubeconfig)}" + (
+        f", context {args.context}" if args.context else ""
+    )
+    source = LiveSource(api_client(args.kubeconfig, shown, args.context), shown)
+    hosted = None
+    if args.hosted_kubeconfig is not None:
+        inside = f"hosted cluster kubeconfig {kubeconfig_shown(args.hosted_kubeconfig)}"
+        hosted = LiveSource(api_client(args.hosted_kubeconfig, inside), inside)
+    found = read_live(source, namespace=args.namespace, cluster=args.cluster, hosted=hosted)
+    return [LiveObject(manifest, _live_name(manifest)) for manifest in found]
+
+
+def _live_name(manifest: dict[str, Any]) -> str:
+    api = str(manifest.get("apiVersion", ""))
+    group = api.rpartition("/")[0] or "core"
+    kind = str(manifest.get("kind", "")).lower()
+    return f"live {kind}{'es' if kind.endswith('s') else 's'}.{group}"
+
+
+def _other_stacks(stacks_dir: Path) -> dict[str, Any]:
+    from mockruntime.run import read_stack_config
+    from nodefleet.stackfile.model import CONFIG_KEY
+    from nodefleet.stackfile.yamlfile import YAMLFileError
+
+    found: dict[str, Any] = {}
+    for path in sorted(stacks_dir.glob("Pulumi.*.yaml")):
+        try:
+            config = read_stack_config(path)
+        except (YAMLFileError, OSError) as e:
+            print(f"  note     {path}: not read to look for the same cluster ({e})", file=sys.stderr)
+            continue
+        found[path.name.removeprefix("Pulumi.").removesuffix(".yaml")] = config.get(CONFIG_KEY)
+    return found
+
+
+def _shown(path: Path) -> Path:
+    """``path`` relative to the working directory when it is below it (as a user would type it)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def _write(path: Path, text: str) -> None:
+    """The whole file or nothing: written beside it, then renamed over it."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _target(stacks_dir: Path, stack: str, force: bool) -> Path:
+    from nodefleet.stackfile.paths import PathError, check_stack_name
+
+    try:
+        check_stack_name(stack)
+    except PathError as e:
+        raise InputError(f"--stack: {e}") from None
+    target = _shown(stacks_dir / f"Pulumi.{stack}.yaml")
+    if target.exists() and not force:
+        raise InputError(
+            f"{target}: a stack file of that name exists; import never overwrites one: choose another --stack, or "
+            "pass --force to replace it"
+        )
+    return target
+
+
+def run(args: argparse.Namespace) -> int:
+    from mockruntime.run import PROJECT_DIR
+    from nodefleet.adopt.documents import AdoptError, read_documents
+    from nodefleet.adopt.importer import (
+        CLUSTER_PLACEHOLDER,
+        ImportOptions,
+        adopt,
+        already_declared,
+        per_cluster,
+    )
+
+    stacks_dir: Path = args.stacks_dir if args.stacks_dir is not None else PROJECT_DIR / "stacks"
+    if not stacks_dir.is_dir():
+        raise InputError(f"--stacks-dir {stacks_dir}: not a folder; give the folder of the stack files")
+    grouped = CLUSTER_PLACEHOLDER in args.stack
+    _target(stacks_dir, args.stack.replace(CLUSTER_PLACEHOLDER, "x"), True)  # the name's form, before reading
+    if not grouped:
+        _target(stacks_dir, args.stack, args.force)
+    if args.from_file.count("-") > 1:
+        raise InputError("--from-file -: standard input can be read once; give it once")
+    live = any(getattr(args, a) is not None for a in ("kubeconfig", "context", "namespace", "cluster"))
+    if not args.from_file and not live:
+        raise InputError(
+            "no source: give --from-file FILE (repeatable, '-' for standard input) or a live API server "
+            "(--kubeconfig, --context, --namespace, --cluster)"
+        )
+    objects = []
+    sources = ["standard input" if f == "-" else f for f in args.from_file]
+    if live:
+        sources.insert(0, "the API server")
+    try:
+        if live:
+            objects += _live_objects(args)
+        for name in args.from_file:
+            shown = "standard input" if name == "-" else name
+            objects += read_documents(_read(name), shown)
+        options = ImportOptions(
+            stack=args.stack.replace(CLUSTER_PLACEHOLDER, "cluster"),
+            project_dir=PROJECT_DIR,
+            release=args.release,
+            management_cluster=args.management_cluster,
+            catalog=args.catalog,
+            adopt_defaults=args.adopt_defaults,
+        )
+        adoption = adopt(objects, options)
+    except AdoptError as e:
+        raise InputError(f"{e}\nnothing was written") from None
+    except ValueError as e:  # nodefleet.files.FileProblem: the YAML of a source
+        raise InputError(f"{e}\nnothing was written") from None
+    stacks = per_cluster(adoption, args.stack) if grouped else [(args.stack, adoption)]
+    targets = {name: _target(stacks_dir, name, args.force) for name, _ in stacks}
+    if len(targets) < len(stacks):
+        raise InputError(f"--stack {args.stack}: two clusters would get one stack name; nothing was written")
+    others = {k: v for k, v in _other_stacks(stacks_dir).items() if k not in targets}
+    for _, part in stacks:
+        clash = already_declared(part, others)
+        if clash:
+            raise InputError(f"{clash}\nnothing was written")
+    print(f"nodefleet import: stack{'s' if grouped else ''} '{args.stack}' from {', '.join(sources)}")
+    if not _report(adoption, args.adopt_defaults):
+        return EXIT_INVALID
+    named = ["an API server"] if live else []
+    named += ["standard input" if f == "-" else Path(f).name for f in args.from_file]
+    return _write_and_check(args, stacks_dir, stacks, targets, named)
+
+
+def _report(adoption: Any, adopt_defaults: bool) -> bool:
+    """Print what the import found; False (and the refusal on standard error) when it is refused."""
+    for line in adoption.report.lines():
+        print(line)
+    fidelity = adoption.fidelity
+    if fidelity.bookkeeping:
+        keys = sorted({key for line in fidelity.bookkeeping for key in line.rpartition(": ")[2].split(", ")})
+        print(
+            f"  nodefleet adds its own annotations to {len(fidelity.bookkeeping)} object(s), which change no "
+            f"behaviour: {', '.join(keys)}"
+        )
+    if adoption.refused:
+        for d in fidelity.changes:
+            print(f"error: {d.describe()}", file=sys.stderr)
+        additions = fidelity.additions
+        if additions and not adopt_defaults:
+            for d in additions:
+                print(f"error: {d.describe()}", file=sys.stderr)
+        parts = []
+        if fidelity.changes:
+            parts.append(
+                f"{len(fidelity.changes)} field(s) nodefleet would change or remove: the stack cannot express them "
+                "yet; make the live objects expressible (or leave those objects out of the sources)"
+            )
+        if additions and not adopt_defaults:
+            parts.append(
+                f"{len(additions)} field(s) nodefleet would add: pass --adopt-defaults to accept them"
+            )
+        print(f"error: refused, nothing written: {'; '.join(parts)}", file=sys.stderr)
+        return False
+    if fidelity.additions:
+        print("  accepted (--adopt-defaults): nodefleet will add")
+        for d in fidelity.additions:
+            print(f"    {d.describe()}")
+    return True
+
+
+def _write_and_check(
+    args: argparse.Namespace,
+    stacks_dir: Path,
+    stacks: list[tuple[str, Any]],
+    targets: dict[str, Path],
+    named: list[str],
+) -> int:
+    """Write every stack, then check them as `check` (one stack) or `fleet check` (several) does; a check that
+    refuses them (exit 2 or 3) takes the written files back."""
+    from cli import check
+    from mockruntime.run import PROJECT_DIR
+    from nodefleet.adopt.importer import stack_text
+
+    previous = {name: (t.read_bytes() if t.exists() else None) for name, t in targets.items()}
+    for name, part in stacks:
+        _write(targets[name], stack_text(part, named))
+        print(f"  wrote {targets[name]}: {len(part.clusters)} cluster(s); review it, then commit it")
+
+    def take_back() -> None:
+        for name, target in targets.items():
+            before = previous[name]
+            if before is None:
+                target.unlink(missing_ok=True)
+            else:
+                _write(target, before.decode("utf-8"))
+            print(f"  removed {target} again: the check refused it", file=sys.stderr)
+
+    if len(stacks) > 1:
+        import subprocess
+
+        fleet = ["fleet", "check", "--stacks", ",".join(targets), "--stacks-dir", str(stacks_dir.resolve())]
+        sys.stdout.flush()
+        code = subprocess.run(
+            [sys.executable, "-m", "nodefleet", *fleet], cwd=PROJECT_DIR, check=False
+        ).returncode
+        if code >= EXIT_INVALID:
+            take_back()
+            return EXIT_INVALID
+        return code
+    (name,) = targets
+    in_project = stacks_dir.resolve() == (PROJECT_DIR / "stacks").resolve()
+    check_args = argparse.Namespace(
+        stack=name if in_project else None,
+        config_file=None if in_project else targets[name],
+        json=False,
+        policy_config=None,
+        max_providers=None,
+        root=[],
+        catalog_root=[],
+        debug=False,
+    )
+    try:
+        return check.run(check_args)
+    except InputError:
+        take_back()  # the check refused the stack (a registry that lacks its management cluster)
+        raise

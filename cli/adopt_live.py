@@ -1,0 +1,164 @@
+"""``import --kubeconfig/--context``: the live objects of an API server, read with the Kubernetes Python client and
+handed to :mod:`nodefleet.adopt` as the dicts the API server returns (the domain never talks to a cluster).
+
+What it lists, and only that (never a Secret: import references Secrets by name): on a management cluster the
+HostedClusters (one namespace with ``--namespace``, one cluster with ``--cluster``), their NodePools and
+Namespaces; on a standalone cluster the MachineSets of ``openshift-machine-api``, the custom
+MachineConfigPools and their MachineConfigs, the ``MachineConfiguration``, ``ClusterVersion`` and
+``Infrastructure`` singletons; inside a hosted cluster (``--hosted-kubeconfig``) the AutoNode classes and
+Karpenter NodePools. A kind the API server does not serve (404) is simply not there; a refusal (401, 403) or
+an unreachable server stops the import with one message naming the verb, the resource and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cli.exits import InputError
+
+__all__ = ["LiveSource", "read_live"]
+
+#: (group, version, plural, kind, namespaced) of what a management or standalone cluster is read for.
+_MANAGEMENT = (("hypershift.openshift.io", "v1beta1", "hostedclusters", "HostedCluster"),)
+_POOLS = ("hypershift.openshift.io", "v1beta1", "nodepools", "NodePool")
+_STANDALONE = (
+    ("machine.openshift.io", "v1beta1", "machinesets", "MachineSet", "openshift-machine-api"),
+    ("machineconfiguration.openshift.io", "v1", "machineconfigpools", "MachineConfigPool", None),
+    ("operator.openshift.io", "v1", "machineconfigurations", "MachineConfiguration", None),
+    ("config.openshift.io", "v1", "clusterversions", "ClusterVersion", None),
+    ("config.openshift.io", "v1", "infrastructures", "Infrastructure", None),
+)
+_INSIDE = (
+    ("karpenter.hypershift.openshift.io", "v1", "openshiftec2nodeclasses", "OpenshiftEC2NodeClass"),
+    ("karpenter.sh", "v1", "nodepools", "NodePool"),
+    ("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass"),
+)
+_BUILT_IN_POOLS = ("master", "worker", "arbiter")
+
+
+class LiveSource:
+    """One API server, and how messages name it."""
+
+    def __init__(self, client: Any, shown: str) -> None:
+        from kubernetes import client as k8s
+
+        self.api = k8s.CustomObjectsApi(client)
+        self.core = k8s.CoreV1Api(client)
+        self.shown = shown
+
+    def _call(self, verb: str, resource: str, where: str, fn: Callable[[], Any]) -> Any:
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        try:
+            return fn()
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            if e.status in (401, 403):
+                what = "not authenticated" if e.status == 401 else "forbidden"
+                raise InputError(
+                    f"{self.shown}: {what} to {verb} {resource}{where} (HTTP {e.status}); import needs `{verb}` on "
+                    f"`{resource}`: grant it (e.g. a ClusterRole with that verb) or use a kubeconfig that has it"
+                ) from None
+            raise InputError(
+                f"{self.shown}: {verb} {resource}{where} failed (HTTP {e.status} {e.reason}); check the API server"
+            ) from None
+        except (HTTPError, OSError) as e:
+            raise InputError(
+                f"{self.shown}: unreachable ({type(e).__name__}); check the kubeconfig's server and the network, "
+                "then import again"
+            ) from None
+
+    def list(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str = "",
+    ) -> list[dict[str, Any]]:
+        resource = f"{plural}.{group}"
+        where = f" in namespace {namespace}" if namespace else ""
+
+        def call() -> Any:
+            if namespace:
+                return self.api.list_namespaced_custom_object(
+                    group, version, namespace, plural, label_selector=label_selector
+                )
+            return self.api.list_cluster_custom_object(group, version, plural, label_selector=label_selector)
+
+        found = self._call("list", resource, where, call)
+        items = list((found or {}).get("items") or [])
+        for item in items:  # a list's items may leave out what the list says once
+            item.setdefault("apiVersion", f"{group}/{version}")
+            item.setdefault("kind", kind)
+        return items
+
+    def namespace(self, name: str) -> dict[str, Any] | None:
+        found = self._call(
+            "get", "namespaces", f" ({name})", lambda: self.core.read_namespace(name, _preload_content=False)
+        )
+        if found is None:
+            return None
+        import json
+
+        document: dict[str, Any] = json.loads(found.data)
+        document.setdefault("apiVersion", "v1")
+        document.setdefault("kind", "Namespace")
+        return document
+
+
+def read_live(
+    source: LiveSource,
+    *,
+    namespace: str | None,
+    cluster: str | None,
+    hosted: LiveSource | None = None,
+) -> list[dict[str, Any]]:
+    """The objects of ``source`` an import adopts (see the module's docstring), and those of ``hosted``."""
+    objects: list[dict[str, Any]] = []
+    for group, version, plural, kind in _MANAGEMENT:
+        clusters = source.list(group, version, plural, kind, namespace)
+        if cluster is not None:
+            clusters = [c for c in clusters if (c.get("metadata") or {}).get("name") == cluster]
+            if not clusters:
+                where = f" in namespace {namespace}" if namespace else ""
+                raise InputError(
+                    f"{source.shown}: no HostedCluster '{cluster}'{where}; list them with `oc get hostedclusters -A`"
+                )
+        objects += clusters
+        wanted = {
+            ((c.get("metadata") or {}).get("namespace"), (c.get("metadata") or {}).get("name"))
+            for c in clusters
+        }
+        for ns in sorted({n for n, _ in wanted if n}):
+            node_pools = source.list(*_POOLS, namespace=ns)
+            objects += [
+                p
+                for p in node_pools
+                if ((p.get("metadata") or {}).get("namespace"), (p.get("spec") or {}).get("clusterName"))
+                in wanted
+            ]
+            found = source.namespace(ns)
+            if found is not None:
+                objects.append(found)
+    if not objects and cluster is None and namespace is None:
+        for group, version, plural, kind, ns in _STANDALONE:
+            objects += source.list(group, version, plural, kind, ns)
+        custom: list[str] = [
+            str(p["metadata"]["name"])
+            for p in objects
+            if p.get("kind") == "MachineConfigPool" and p["metadata"]["name"] not in _BUILT_IN_POOLS
+        ]
+        if custom:
+            selector = f"machineconfiguration.openshift.io/role in ({','.join(sorted(custom))})"
+            objects += source.list(
+                "machineconfiguration.openshift.io", "v1", "machineconfigs", "MachineConfig", None, selector
+            )
+    if hosted is not None:
+        for group, version, plural, kind in _INSIDE:
+            objects += hosted.list(group, version, plural, kind)
+    return objects

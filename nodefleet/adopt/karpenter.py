@@ -1,0 +1,224 @@
+"""Karpenter NodePools and AutoNode node classes, from the live object to the stack file's model.
+
+The inverse of :func:`nodefleet.render.hosted.render_karpenter_node_pool` and
+:func:`nodefleet.render.hosted.render_openshift_ec2_node_class`: each live field goes to the key that renders
+it. A field the model has no key for is not dropped here and not refused here either: the entry leaves it out,
+and the fidelity check (:mod:`nodefleet.adopt.fidelity`) names it as a difference, with the object and the
+path, so that one place decides what the stack cannot express.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodefleet.adopt.documents import LiveObject
+from nodefleet.stackfile.karpenter import REASON_ORDER
+
+__all__ = ["autonode_class_entry", "legacy_class_entry", "node_pool_entry"]
+
+ARCH = "kubernetes.io/arch"
+CAPACITY = "karpenter.sh/capacity-type"
+CATEGORY = "karpenter.k8s.aws/instance-category"
+FAMILY = "karpenter.k8s.aws/instance-family"
+
+
+#: NodePool annotations nobody declares (Karpenter's hash, kubectl's and Argo CD's records) or that nodefleet
+#: writes itself in render mode (the GitOps tools' no-deletion annotations).
+_NOT_DECLARED = frozenset(
+    {
+        "karpenter.sh/nodepool-hash",
+        "karpenter.sh/nodepool-hash-version",
+        "kubectl.kubernetes.io/last-applied-configuration",
+        "argocd.argoproj.io/tracking-id",
+        "argocd.argoproj.io/sync-options",
+        "kustomize.toolkit.fluxcd.io/prune",
+    }
+)
+
+
+def _get(value: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _requirement(req: Mapping[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"key": req.get("key"), "operator": req.get("operator")}
+    if req.get("values"):
+        entry["values"] = [str(v) for v in req["values"]]
+    if req.get("minValues") is not None:
+        entry["minValues"] = req["minValues"]
+    return entry
+
+
+def _is_in(req: Any, key: str) -> bool:
+    return (
+        isinstance(req, Mapping)
+        and req.get("key") == key
+        and req.get("operator") == "In"
+        and bool(req.get("values"))
+        and req.get("minValues") is None
+    )
+
+
+def _requirements(live: list[Any]) -> dict[str, Any]:
+    """The keys that render ``live`` in its order: the renderer writes architectures, capacity types,
+    instance categories and families first, in that order, each only when its list is not empty, then every
+    other requirement as written. A list whose requirement is not where the renderer puts it is left empty
+    and the requirement is kept, in place, among the others."""
+    rest = [r for r in live if isinstance(r, Mapping)]
+    entry: dict[str, Any] = {}
+    for key, label in (
+        ("architectures", ARCH),
+        ("capacityTypes", CAPACITY),
+        ("instanceCategories", CATEGORY),
+        ("instanceFamilies", FAMILY),
+    ):
+        if rest and _is_in(rest[0], label):
+            entry[key] = [str(v) for v in rest.pop(0)["values"]]
+        else:
+            entry[key] = []
+    if not entry["instanceFamilies"]:
+        del entry["instanceFamilies"]
+    if rest:
+        entry["requirements"] = [_requirement(r) for r in rest]
+    return entry
+
+
+def _disruption(live: Mapping[str, Any], static: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {}
+    if not static:
+        for key in ("consolidationPolicy", "consolidateAfter"):
+            if live.get(key) is not None:
+                entry[key] = str(live[key])
+    budgets: dict[str, str] = {}
+    windows: list[dict[str, Any]] = []
+    every: str | None = None
+    for budget in live.get("budgets") or []:
+        if not isinstance(budget, Mapping):
+            continue
+        nodes = str(budget.get("nodes", "10%"))
+        reasons = budget.get("reasons")
+        if budget.get("schedule") is not None:
+            window: dict[str, Any] = {
+                "schedule": budget.get("schedule"),
+                "duration": budget.get("duration"),
+                "nodes": nodes,
+            }
+            if reasons is not None:
+                window["reasons"] = list(reasons)
+            windows.append(window)
+        elif reasons is None and every is None:
+            every = nodes  # Karpenter's own shape: one budget for every reason
+        else:
+            for reason in reasons or REASON_ORDER:
+                budgets.setdefault(str(reason), nodes)
+    if every is not None:
+        entry["allReasonsBudget"] = every
+    if budgets:
+        entry["budgets"] = budgets
+    if windows:
+        entry["windows"] = windows
+    return entry
+
+
+def node_pool_entry(obj: LiveObject) -> dict[str, Any]:
+    """The stack-file entry of a ``karpenter.sh/v1`` NodePool (``autoNode.nodePools[]``)."""
+    spec = obj.spec
+    template = spec.get("template") if isinstance(spec.get("template"), Mapping) else {}
+    tspec = _get(template, "spec") or {}
+    entry: dict[str, Any] = {"name": obj.name, "nodeClass": _get(tspec, "nodeClassRef", "name")}
+    notes = {
+        str(key): str(value)
+        for key, value in obj.annotations.items()
+        if key not in _NOT_DECLARED and not str(key).startswith("nodefleet.io/")
+    }
+    if notes:
+        entry["annotations"] = notes
+    entry |= _requirements(list(tspec.get("requirements") or []))
+    labels = _get(template, "metadata", "labels")
+    if labels:
+        entry["labels"] = {str(key): str(value) for key, value in labels.items()}
+    if tspec.get("expireAfter") is not None:
+        entry["expireAfter"] = str(tspec["expireAfter"])
+    if tspec.get("terminationGracePeriod") is not None:
+        entry["terminationGracePeriod"] = str(tspec["terminationGracePeriod"])
+    static = spec.get("replicas") is not None
+    live_limits = spec.get("limits")
+    limits: Mapping[str, Any] = live_limits if isinstance(live_limits, Mapping) else {}
+    if static:
+        entry["replicas"] = spec["replicas"]
+        if limits.get("nodes") is not None:
+            entry["limits"] = {"nodes": limits["nodes"]}
+    else:
+        kept: dict[str, Any] = {
+            key: str(limits[key]) for key in ("cpu", "memory") if limits.get(key) is not None
+        }
+        if limits.get("nodes") is not None:
+            kept["nodes"] = limits["nodes"]
+        if kept:
+            entry["limits"] = kept
+        if spec.get("weight") is not None:
+            entry["weight"] = spec["weight"]
+    disruption = _disruption(spec.get("disruption") or {}, static)
+    if disruption:
+        entry["disruption"] = disruption
+    return entry
+
+
+def _terms(live: Any, infra_id: str) -> tuple[dict[str, str] | None, list[str] | None]:
+    """(tags, ids) of selector terms as the renderer writes them: one tags term first, then id terms; the
+    renderer's default (``karpenter.sh/discovery: <infraID>``) is left to it."""
+    terms = [t for t in live or [] if isinstance(t, Mapping)]
+    if terms == [{"tags": {"karpenter.sh/discovery": infra_id}}]:
+        return None, None
+    tags: dict[str, str] | None = None
+    if terms and isinstance(terms[0].get("tags"), Mapping) and set(terms[0]) == {"tags"}:
+        tags = {str(key): str(value) for key, value in terms.pop(0)["tags"].items()}
+    ids = [str(t["id"]) for t in terms if set(t) == {"id"}]
+    return tags, ids or None
+
+
+def _selectors(entry: dict[str, Any], spec: Mapping[str, Any], infra_id: str) -> None:
+    for live_key, tags_key, ids_key in (
+        ("subnetSelectorTerms", "subnetTags", "subnetIds"),
+        ("securityGroupSelectorTerms", "securityGroupTags", "securityGroupIds"),
+    ):
+        tags, ids = _terms(spec.get(live_key), infra_id)
+        if tags is not None:
+            entry[tags_key] = tags
+        if ids is not None:
+            entry[ids_key] = ids
+
+
+def autonode_class_entry(obj: LiveObject, infra_id: str) -> dict[str, Any]:
+    """The stack-file entry of an ``OpenshiftEC2NodeClass`` (``autoNode.nodeClasses[]``)."""
+    spec = obj.spec
+    entry: dict[str, Any] = {"name": obj.name}
+    if spec.get("version"):
+        entry["version"] = str(spec["version"])
+    _selectors(entry, spec, infra_id)
+    mappings = spec.get("blockDeviceMappings")
+    size = _get(mappings[0], "ebs", "volumeSizeGiB") if isinstance(mappings, list) and mappings else None
+    if isinstance(size, int):
+        entry["rootVolumeGiB"] = size
+    if isinstance(spec.get("tags"), Mapping) and spec["tags"]:
+        entry["tags"] = {str(key): str(value) for key, value in spec["tags"].items()}
+    return entry
+
+
+def legacy_class_entry(obj: LiveObject, infra_id: str) -> dict[str, Any]:
+    """The stack-file entry of an ``EC2NodeClass`` older HyperShift rewrites (``autoNode.mode: legacy``)."""
+    spec = obj.spec
+    entry: dict[str, Any] = {"name": obj.name}
+    _selectors(entry, spec, infra_id)
+    mappings = spec.get("blockDeviceMappings")
+    size = _get(mappings[0], "ebs", "volumeSize") if isinstance(mappings, list) and mappings else None
+    if isinstance(size, str) and size.endswith("Gi") and size[:-2].isdigit():
+        entry["rootVolumeGiB"] = int(size[:-2])
+    if isinstance(spec.get("tags"), Mapping) and spec["tags"]:
+        entry["tags"] = {str(key): str(value) for key, value in spec["tags"].items()}
+    return entry

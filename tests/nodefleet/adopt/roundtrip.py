@@ -1,0 +1,123 @@
+"""The round trip every adoption test asserts: import the live objects, write the stack file, read it back as
+any stack file is read, render it with nodefleet's renderers, and compare the render with the live objects,
+field by field (every difference listed on failure)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodefleet.adopt.documents import LiveObject, read_documents
+from nodefleet.adopt.fidelity import compare
+from nodefleet.adopt.importer import Adoption, ImportOptions, adopt, stack_text
+from nodefleet.render.objects import fleet_plan, load_fleet
+from nodefleet.stackfile.model import CONFIG_KEY
+
+PROJECT = Path(__file__).resolve().parents[3]
+DATA = Path(__file__).parent / "data"
+HYPERSHIFT_FIXTURES = PROJECT / "tests" / "fixtures" / "hypershift-cli-v0.1.80"
+
+
+def objects(docs: Iterable[Mapping[str, Any]], source: str = "test") -> list[LiveObject]:
+    return [LiveObject(dict(d), f"{source}, document {i}") for i, d in enumerate(docs, start=1) if d]
+
+
+def data_objects(name: str) -> list[LiveObject]:
+    return read_documents((DATA / name).read_text(encoding="utf-8"), name)
+
+
+def imported(live: list[LiveObject], **options: Any) -> Adoption:
+    return adopt(live, ImportOptions(stack=options.pop("stack", "adopted"), project_dir=PROJECT, **options))
+
+
+def differences(adoption: Adoption) -> list[str]:
+    return [d.describe() for d in adoption.fidelity.differences]
+
+
+def assert_round_trip(live: list[LiveObject], *, accept: Iterable[str] = (), **options: Any) -> Adoption:
+    """Import ``live``; the render of the written stack, read back, equals ``live`` except for the
+    differences listed in ``accept`` (each named in full), and every adopted object is rendered."""
+    adoption = imported(live, **options)
+    assert sorted(differences(adoption)) == sorted(accept), "\n".join(differences(adoption))
+    text = stack_text(adoption, ["test"])
+    raw = yaml.safe_load(text)["config"][CONFIG_KEY]
+    fleet = load_fleet(raw, "adopted", PROJECT, "written stack")
+    again = compare([o for o in adoption_objects(adoption, live)], fleet_plan(fleet).emitted)
+    assert sorted(d.describe() for d in again.differences) == sorted(accept)
+    return adoption
+
+
+def adoption_objects(adoption: Adoption, live: list[LiveObject]) -> list[LiveObject]:
+    adopted = {a.obj for a in adoption.report.adopted}
+    return [o for o in live if o.shown() in adopted]
+
+
+# ---- HyperShift's `hypershift create cluster aws --render` fixtures ------------------------------------------
+
+#: The fixtures' placeholder inputs and values of the right shape (the model checks ids, ARNs and zones).
+ACCOUNT = "123456789012"
+
+
+def hypershift_placeholders(region: str) -> dict[str, str]:
+    values = {
+        "fakeVPCID": "vpc-0a1b2c3d4e5f60718",
+        "fakeSubnetID": "subnet-0f1e2d3c4b5a69788",
+        "fakeName": f"{region}a",
+        "fakeInfraID": "example-4kq8z",
+        "fakeIssuerURL": "https://example-oidc.s3.us-east-1.amazonaws.com/example-4kq8z",
+        "fakeBaseDomainPrefix": "apps-prefix",
+        "fakeBaseDomain": "example.com",
+        "fakePublicZoneID": "Z0PUBLIC0000000000000",
+        "fakePrivateZoneID": "Z0PRIVATE000000000000",
+        "fakeProxyAddr": "http://proxy.example.com:3128",
+        "fakeKMSKeyARN": f"arn:aws:kms:{region}:{ACCOUNT}:key/0a1b2c3d-0000-4000-8000-000000000001",
+        "fakeKMSProviderRoleARN": f"arn:aws:iam::{ACCOUNT}:role/example-kms-provider",
+        "fakeProfileName": "example-4kq8z-worker",
+        "fakeReleaseImage": "quay.io/openshift-release-dev/ocp-release:4.22.3-multi",
+    }
+    for role in (
+        "Ingress",
+        "ImageRegistry",
+        "Storage",
+        "Network",
+        "KubeCloudController",
+        "NodePoolManagement",
+        "ControlPlaneOperator",
+    ):
+        values[f"fake{role}ARN"] = f"arn:aws:iam::{ACCOUNT}:role/example-{role.lower()}"
+    return values
+
+
+def substitute(value: Any, mapping: Mapping[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {k: substitute(v, mapping) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, mapping) for v in value]
+    if isinstance(value, str):
+        for fake in sorted(mapping, key=len, reverse=True):  # fakeBaseDomainPrefix before fakeBaseDomain
+            value = value.replace(fake, mapping[fake])
+    return value
+
+
+def hypershift_fixture(case: str, *, release_image: str | None = None) -> list[dict[str, Any]]:
+    """A fixture's documents with its placeholders given values; ``release_image`` for the cases that render
+    ``release.image: ""`` (no ``--release-image``: the CLI leaves the choice to the operator)."""
+    text = (HYPERSHIFT_FIXTURES / f"zz_fixture_TestCreateCluster_{case}.yaml").read_text(encoding="utf-8")
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    region = next(d["spec"]["platform"]["aws"]["region"] for d in docs if d["kind"] == "HostedCluster")
+    docs = substitute(docs, hypershift_placeholders(region))
+    for d in docs:
+        if release_image and d["kind"] in ("HostedCluster", "NodePool") and not d["spec"]["release"]["image"]:
+            d["spec"]["release"]["image"] = release_image
+    return list(docs)
+
+
+HYPERSHIFT_CASES = (
+    "default_creation_flags_for_cesar",
+    "minimal_flags_necessary_to_render",
+    "minimal_with_KubeAPIServerDNSName",
+    "minimal_with_OVNKubernetesMTU",
+)

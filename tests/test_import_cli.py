@@ -1,0 +1,235 @@
+"""``python -m nodefleet import`` as a user runs it: exit 0 written, 1 written with the live cluster's policy
+violations reported, 2 refused with nothing written, one message per problem and never a traceback. Every
+stack file goes to the test's own folder (``--stacks-dir``)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import nodefleet
+from tests.nodefleet.adopt.roundtrip import DATA, hypershift_fixture
+
+RELEASE_IMAGE = "quay.io/openshift-release-dev/ocp-release:4.22.3-multi"
+STANDALONE = str(DATA / "standalone-4.16.yaml")
+
+
+def _hosted(tmp_path: Path, edit: Any = None, name: str = "mgmt.yaml") -> Path:
+    docs = hypershift_fixture("default_creation_flags_for_cesar", release_image=RELEASE_IMAGE)
+    if edit is not None:
+        docs = edit(docs)
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def _import(stacks: Path, *args: str, stdin: str | None = None) -> Any:
+    import subprocess
+    import sys
+
+    from tests.conftest import PROJECT
+
+    if stdin is None:
+        return nodefleet("import", "--stacks-dir", str(stacks), *args)
+    return subprocess.run(
+        [sys.executable, "-m", "nodefleet", "import", "--stacks-dir", str(stacks), *args],
+        cwd=PROJECT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def stacks(tmp_path: Path) -> Path:
+    folder = tmp_path / "stacks"
+    folder.mkdir()
+    return folder
+
+
+def test_a_hosted_cluster_is_written_and_checked(tmp_path: Path, stacks: Path) -> None:
+    result = _import(stacks, "--stack", "cesar", "--from-file", str(_hosted(tmp_path)))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "adopted  HostedCluster clusters/cesar" in out
+    assert "left     Secret clusters/cesar-pull-secret" in out
+    assert f"wrote {stacks / 'Pulumi.cesar.yaml'}" in out
+    assert "nodefleet check: stack 'cesar'" in out
+    written = yaml.safe_load((stacks / "Pulumi.cesar.yaml").read_text())
+    (cluster,) = written["config"]["nodefleet:fleet"]["clusters"]
+    assert cluster["name"] == "cesar" and cluster["pullSecret"] == {"name": "cesar-pull-secret"}
+    assert "ZmFrZQ" not in (stacks / "Pulumi.cesar.yaml").read_text()  # the Secret's data
+
+
+def test_standard_input_is_a_source(tmp_path: Path, stacks: Path) -> None:
+    text = _hosted(tmp_path).read_text()
+    result = _import(stacks, "--stack", "cesar", "--from-file", "-", stdin=text)
+    assert result.returncode == 0, result.stderr
+    assert "(standard input, document 3)" in result.stdout
+
+
+def test_a_live_cluster_that_breaks_a_policy_is_imported_and_reported(stacks: Path) -> None:
+    args = ("--stack", "shop", "--from-file", STANDALONE, "--catalog", "catalogs/rhcos-4.16.json")
+    refused = _import(stacks, *args)
+    assert refused.returncode == 2
+    assert not (stacks / "Pulumi.shop.yaml").exists()
+    assert "pass --adopt-defaults to accept them" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    result = _import(stacks, *args, "--adopt-defaults")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "accepted (--adopt-defaults): nodefleet will add" in result.stdout
+    assert "MANDATORY custom-pool-labeling  shop-4kq8z-infra-us-east-1a" in result.stdout
+    assert (stacks / "Pulumi.shop.yaml").exists()
+
+
+def test_an_existing_stack_file_is_never_overwritten_without_force(tmp_path: Path, stacks: Path) -> None:
+    target = stacks / "Pulumi.cesar.yaml"
+    target.write_text("# mine\n")
+    source = str(_hosted(tmp_path))
+    result = _import(stacks, "--stack", "cesar", "--from-file", source)
+    assert result.returncode == 2
+    assert "a stack file of that name exists" in result.stderr and "--force" in result.stderr
+    assert target.read_text() == "# mine\n"
+    forced = _import(stacks, "--stack", "cesar", "--from-file", source, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert target.read_text().startswith("# Written by `nodefleet import`")
+
+
+def test_a_cluster_another_stack_declares_is_refused(tmp_path: Path, stacks: Path) -> None:
+    source = str(_hosted(tmp_path))
+    assert _import(stacks, "--stack", "cesar", "--from-file", source).returncode == 0
+    again = _import(stacks, "--stack", "cesar-again", "--from-file", source)
+    assert again.returncode == 2
+    assert "already declared by stack 'cesar'" in again.stderr
+    assert not (stacks / "Pulumi.cesar-again.yaml").exists()
+
+
+def _set(kind: str, path: str, value: Any) -> Any:
+    def edit(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for d in docs:
+            if d["kind"] == kind:
+                node = d
+                *parents, last = path.split(".")
+                for key in parents:
+                    node = node.setdefault(key, {})
+                node[last] = value
+        return docs
+
+    return edit
+
+
+def _twice_in_two_namespaces(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    other = copy.deepcopy(next(d for d in docs if d["kind"] == "HostedCluster"))
+    other["metadata"]["namespace"] = "team-b"
+    return [*docs, other]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            _set("NodePool", "metadata.deletionTimestamp", "2026-11-28T10:00:00Z"),
+            "NodePool.hypershift.openshift.io clusters/cesar-us-east-2a (",
+        ),
+        (_set("HostedCluster", "spec.pausedUntil", "true"), "is paused (spec.pausedUntil: true)"),
+        (
+            _set("HostedCluster", "apiVersion", "hypershift.openshift.io/v1alpha1"),
+            "apiVersion hypershift.openshift.io/v1alpha1 is not one nodefleet models",
+        ),
+        (_set("NodePool", "spec.platform", {"type": "KubeVirt"}), "a NodePool of platform KubeVirt"),
+        (_set("NodePool", "spec.platform", {"type": "Agent"}), "a NodePool of platform Agent"),
+        (_twice_in_two_namespaces, "has the same name in namespace clusters"),
+        (lambda docs: [*docs, ["not", "an", "object"]], "not a Kubernetes object (a YAML list"),
+    ],
+    ids=["deleting", "paused", "api-version", "kubevirt", "agent", "two-namespaces", "not-kubernetes"],
+)
+def test_bad_input_is_one_message_and_nothing_written(
+    tmp_path: Path, stacks: Path, edit: Any, message: str
+) -> None:
+    result = _import(stacks, "--stack", "cesar", "--from-file", str(_hosted(tmp_path, edit)))
+    assert result.returncode == 2, result.stdout
+    assert message in result.stderr
+    assert result.stderr.rstrip().endswith("error: nothing was written"), result.stderr
+    assert "Traceback" not in result.stderr
+    assert list(stacks.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--from-file", "missing.yaml"], "missing.yaml"),
+        (["--from-file", "-", "--from-file", "-"], "standard input can be read once"),
+        (["--stack", "bad/name"], "--stack: stack name 'bad/name' cannot name a folder"),
+    ],
+)
+def test_bad_options_are_refused(stacks: Path, args: list[str], message: str) -> None:
+    full = ["--stack", "x", *args] if "--stack" not in args else [*args, "--from-file", "missing.yaml"]
+    result = _import(stacks, *full)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert list(stacks.iterdir()) == []
+
+
+def test_a_binary_file_is_refused(tmp_path: Path, stacks: Path) -> None:
+    blob = tmp_path / "dump.yaml.gz"
+    blob.write_bytes(b"\x1f\x8b\x08\x00binary")
+    result = _import(stacks, "--stack", "x", "--from-file", str(blob))
+    assert result.returncode == 2
+    assert "gzip-compressed" in result.stderr
+
+
+def test_one_stack_per_cluster(tmp_path: Path, stacks: Path) -> None:
+    from tests.conftest import PROJECT
+
+    example = str(PROJECT / "examples" / "import" / "prod-west.yaml")
+    result = _import(
+        stacks, "--stack", "team-{cluster}", "--from-file", str(_hosted(tmp_path)), "--from-file", example
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(p.name for p in stacks.iterdir()) == [
+        "Pulumi.team-cesar.yaml",
+        "Pulumi.team-prod-west.yaml",
+    ]
+    for name in ("cesar", "prod-west"):
+        written = yaml.safe_load((stacks / f"Pulumi.team-{name}.yaml").read_text())
+        assert [c["name"] for c in written["config"]["nodefleet:fleet"]["clusters"]] == [name]
+    assert "2 stacks in" in result.stdout and "fleet exit 0" in result.stdout
+    again = _import(stacks, "--stack", "team-{cluster}", "--from-file", example)
+    assert again.returncode == 2
+    assert "Pulumi.team-prod-west.yaml: a stack file of that name exists" in again.stderr
+
+
+def test_an_autonode_cluster_with_pools_on_hypershifts_default_class_is_written_and_checked(
+    tmp_path: Path, stacks: Path
+) -> None:
+    def autonode(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for d in docs:
+            if d["kind"] == "HostedCluster":
+                d["spec"]["autoNode"] = {
+                    "provisionerConfig": {
+                        "name": "Karpenter",
+                        "karpenter": {
+                            "platform": "AWS",
+                            "aws": {"roleARN": "arn:aws:iam::123456789012:role/k"},
+                        },
+                    }
+                }
+                d["metadata"]["annotations"][
+                    "hypershift.openshift.io/aws-karpenter-default-instance-profile"
+                ] = "example-4kq8z-worker"
+        return docs
+
+    inside = str(DATA / "karpenter-upstream-nodepools.yaml")
+    result = _import(
+        stacks, "--stack", "cesar", "--from-file", str(_hosted(tmp_path, autonode)), "--from-file", inside
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "nodefleet check: stack 'cesar'" in result.stdout
+    written = yaml.safe_load((stacks / "Pulumi.cesar.yaml").read_text())["config"]["nodefleet:fleet"]
+    assert {p["nodeClass"] for p in written["clusters"][0]["autoNode"]["nodePools"]} == {"default"}

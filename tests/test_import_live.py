@@ -1,0 +1,319 @@
+"""``import`` from a live API server (kube-apiserver and etcd with nodefleet's CRDs, tests/testcluster.py): objects
+created on it are read back with the Kubernetes client, imported, rendered and compared field by field; the
+render, server-side applied over them as a dry run with nodefleet's field manager and no forcing, conflicts
+with nothing and changes no spec; a server that refuses or cannot be reached is one message, exit 2."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nodefleet.render.objects import fleet_plan, load_fleet
+from nodefleet.stackfile.model import CONFIG_KEY
+from tests.conftest import PROJECT, nodefleet
+from tests.nodefleet.adopt.roundtrip import assert_round_trip, hypershift_fixture
+
+pytestmark = pytest.mark.apiserver
+
+EXAMPLE = PROJECT / "examples" / "import" / "prod-west.yaml"
+#: What nodefleet adds to an object it declares, and nothing a controller reads (docs/operations.md).
+BOOKKEEPING = ("nodefleet.io/", "argocd.argoproj.io/sync-options", "kustomize.toolkit.fluxcd.io/prune")
+
+
+def _declared(manifest: dict[str, Any]) -> dict[str, Any]:
+    """A manifest as a user would create it: without what the API server and controllers wrote."""
+    body = copy.deepcopy(manifest)
+    body.pop("status", None)
+    meta = body["metadata"]
+    for key in ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "finalizers"):
+        meta.pop(key, None)
+    return body
+
+
+def _create(dyn: Any, manifest: dict[str, Any]) -> None:
+    api = dyn.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+    dyn.create(api, body=_declared(manifest), namespace=manifest["metadata"].get("namespace"))
+
+
+def _sources() -> list[dict[str, Any]]:
+    example = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))["items"]
+    cesar = hypershift_fixture("default_creation_flags_for_cesar")
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "clusters"}}, *example, *cesar[2:]]
+
+
+def _without_bookkeeping(notes: dict[str, str] | None) -> dict[str, str]:
+    return {k: v for k, v in (notes or {}).items() if not k.startswith(BOOKKEEPING)}
+
+
+def _applies_as_no_change(raw: dict[str, Any], stack: str, client_for: Any) -> int:
+    """Server-side apply, as a dry run with nodefleet's field manager and without forcing, every object the stack
+    renders over the live object of its name: no conflict, no change of spec or generation, labels or annotations
+    beyond nodefleet's own. ``client_for(destination)`` is the dynamic client of an object's API server."""
+    fleet = load_fleet(raw, stack, PROJECT, "written stack")
+    applied = 0
+    for o in fleet_plan(fleet).emitted:
+        dyn = client_for(o.key.destination)
+        manifest = o.manifest
+        meta = manifest["metadata"]
+        api = dyn.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+        before = dyn.get(api, name=meta["name"], namespace=meta.get("namespace")).to_dict()
+        after = dyn.server_side_apply(
+            api,
+            body=manifest,
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+            field_manager="nodefleet",
+            force_conflicts=False,
+            dry_run="All",
+        ).to_dict()
+        shown = f"{manifest['kind']} {meta['name']}"
+        assert after.get("spec") == before.get("spec"), shown
+        assert after["metadata"].get("generation") == before["metadata"].get("generation"), shown
+        assert (after["metadata"].get("labels") or {}) == (before["metadata"].get("labels") or {}), shown
+        assert _without_bookkeeping(after["metadata"].get("annotations")) == _without_bookkeeping(
+            before["metadata"].get("annotations")
+        ), shown
+        applied += 1
+    return applied
+
+
+def test_import_from_the_api_server_and_its_render_applies_as_no_change(
+    test_clusters: Any, tmp_path: Path
+) -> None:
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    with test_clusters.fresh("adopt-live") as server:
+        dyn = server.dynamic()
+        for manifest in _sources():
+            _create(dyn, manifest)
+        result = nodefleet(
+            "import",
+            "--stack",
+            "prod-west",
+            "--stacks-dir",
+            str(stacks),
+            "--kubeconfig",
+            str(server.kubeconfig),
+            "--cluster",
+            "prod-west",
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert (
+            "adopted  HostedCluster clusters/prod-west (live hostedclusters.hypershift.openshift.io)"
+            in result.stdout
+        )
+        assert "adopted  Namespace clusters (live namespaces.core)" in result.stdout
+        assert "cesar" not in result.stdout  # --cluster: the other HostedCluster is not read
+        raw = yaml.safe_load((stacks / "Pulumi.prod-west.yaml").read_text())["config"][CONFIG_KEY]
+        applied = _applies_as_no_change(raw, "prod-west", lambda destination: dyn)
+        assert applied == 4  # the Namespace, the HostedCluster, its two NodePools
+
+
+def test_objects_as_the_api_server_stores_them_round_trip(test_clusters: Any) -> None:
+    """Every source created, then read back as the API server returns it (defaults, managedFields, uids)."""
+    from cli.adopt_live import LiveSource, read_live
+    from nodefleet.adopt.documents import LiveObject
+
+    with test_clusters.fresh("adopt-stored") as server:
+        dyn = server.dynamic()
+        for manifest in _sources():
+            _create(dyn, manifest)
+        source = LiveSource(server.api_client(), "test cluster")
+        stored = read_live(source, namespace="clusters", cluster=None)
+        assert sorted(o["kind"] for o in stored) == [
+            "HostedCluster",
+            "HostedCluster",
+            "Namespace",
+            "NodePool",
+            "NodePool",
+            "NodePool",
+        ]
+        assert all(o["metadata"].get("uid") and o["metadata"].get("managedFields") for o in stored)
+        adoption = assert_round_trip([LiveObject(o, "stored") for o in stored])
+        assert sorted(c["name"] for c in adoption.clusters) == ["cesar", "prod-west"]
+
+
+def _service_account_token(server: Any, name: str) -> str:
+    """A token of a ServiceAccount no role is bound to: authenticated, allowed nothing (TokenRequest API)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(server.api_client())
+    core.create_namespaced_service_account("default", {"metadata": {"name": name}})
+    request = core.create_namespaced_service_account_token(
+        name, "default", {"spec": {"expirationSeconds": 600}}
+    )
+    return str(request.status.token)
+
+
+def _kubeconfig(server: Any, path: Path, *, token: str | None = None, port: int | None = None) -> Path:
+    document = yaml.safe_load(server.kubeconfig.read_text())
+    if token is not None:
+        document["users"][0]["user"]["token"] = token
+    if port is not None:
+        document["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def test_a_server_that_refuses_or_cannot_be_reached_is_one_message(
+    test_clusters: Any, tmp_path: Path
+) -> None:
+    from tests.testcluster import free_port
+
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    server = test_clusters.cluster()
+    stranger = _service_account_token(server, "adopt-stranger")
+    for config, message in (
+        (
+            _kubeconfig(server, tmp_path / "no-rights", token=stranger),
+            "forbidden to list hostedclusters.hypershift.openshift.io (HTTP 403); import needs `list` on "
+            "`hostedclusters.hypershift.openshift.io`",
+        ),
+        (
+            _kubeconfig(server, tmp_path / "bad-token", token="not-a-token"),
+            "not authenticated to list hostedclusters.",
+        ),
+        (_kubeconfig(server, tmp_path / "closed-port", port=free_port()), "unreachable"),
+    ):
+        result = nodefleet("import", "--stack", "x", "--stacks-dir", str(stacks), "--kubeconfig", str(config))
+        assert result.returncode == 2, result.stdout
+        assert message in result.stderr
+        assert "Traceback" not in result.stderr
+        assert "not-a-token" not in result.stderr and stranger not in result.stderr
+        assert list(stacks.iterdir()) == []
+
+
+def test_a_standalone_cluster_from_the_api_server(test_clusters: Any, tmp_path: Path) -> None:
+    """No HostedCluster served there: the MachineSets, pools and MachineConfiguration are read instead (this test
+    API server serves no ClusterVersion, so the release is given)."""
+    from tests.nodefleet.adopt.roundtrip import DATA
+
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    items = yaml.safe_load((DATA / "standalone-4.16.yaml").read_text())["items"]
+    served = [i for i in items if i["kind"] not in ("ClusterVersion", "Infrastructure")]
+    with test_clusters.fresh("adopt-standalone") as server:
+        dyn = server.dynamic()
+        core = dyn.resources.get(api_version="v1", kind="Namespace")
+        dyn.create(
+            core,
+            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-machine-api"}},
+        )
+        for manifest in served:
+            _create(dyn, manifest)
+        args = [
+            "import",
+            "--stack",
+            "shop",
+            "--stacks-dir",
+            str(stacks),
+            "--kubeconfig",
+            str(server.kubeconfig),
+        ]
+        args += ["--catalog", "catalogs/rhcos-4.16.json"]
+        without_release = nodefleet(*args)
+        assert without_release.returncode == 2
+        assert "pass --release" in without_release.stderr
+        result = nodefleet(*args, "--release", "4.16.3", "--adopt-defaults")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert (
+            "adopted  MachineSet openshift-machine-api/shop-4kq8z-worker-us-east-1a (live machinesets."
+            in result.stdout
+        )
+        assert "MANDATORY custom-pool-labeling  shop-4kq8z-infra-us-east-1a" in result.stdout
+
+
+def test_an_autonode_cluster_read_from_its_management_and_hosted_api_servers(
+    test_clusters: Any, tmp_path: Path
+) -> None:
+    """The HostedCluster on the management cluster, Karpenter's upstream example NodePools and a node class
+    inside the hosted cluster (which serves HyperShift's Karpenter CRDs): imported from both servers, and the
+    render applies over each side as no change."""
+    from tests.nodefleet.adopt.roundtrip import DATA
+
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    cesar = hypershift_fixture("default_creation_flags_for_cesar")
+    for d in cesar:
+        if d["kind"] == "HostedCluster":
+            d["spec"]["autoNode"] = {
+                "provisionerConfig": {
+                    "name": "Karpenter",
+                    "karpenter": {
+                        "platform": "AWS",
+                        "aws": {"roleARN": "arn:aws:iam::123456789012:role/cesar-karpenter"},
+                    },
+                }
+            }
+            d["metadata"]["annotations"]["hypershift.openshift.io/aws-karpenter-default-instance-profile"] = (
+                "example-4kq8z-worker"
+            )
+    inside = [d for d in yaml.safe_load_all((DATA / "karpenter-upstream-nodepools.yaml").read_text()) if d]
+    inside += [
+        d
+        for d in yaml.safe_load_all((DATA / "autonode-classes.yaml").read_text())
+        if d and d["metadata"]["name"] == "batch"
+    ]
+    with (
+        test_clusters.fresh("adopt-management") as management,
+        test_clusters.fresh("adopt-hosted", karpenter_set="hypershift/1.13") as hosted,
+    ):
+        mgmt, guest = management.dynamic(), hosted.dynamic()
+        for manifest in cesar:
+            if manifest["kind"] != "Secret":
+                _create(mgmt, manifest)
+        for manifest in inside:
+            _create(guest, manifest)
+        result = nodefleet(
+            "import",
+            "--stack",
+            "cesar",
+            "--stacks-dir",
+            str(stacks),
+            "--kubeconfig",
+            str(management.kubeconfig),
+            "--cluster",
+            "cesar",
+            "--hosted-kubeconfig",
+            str(hosted.kubeconfig),
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "adopted  NodePool.karpenter.sh general-purpose (live nodepools.karpenter.sh)" in result.stdout
+        raw = yaml.safe_load((stacks / "Pulumi.cesar.yaml").read_text())["config"][CONFIG_KEY]
+        applied = _applies_as_no_change(
+            raw, "cesar", lambda destination: mgmt if destination.startswith("management") else guest
+        )
+        assert applied == 7  # Namespace, HostedCluster, NodePool; a node class and three Karpenter NodePools
+
+
+def test_hypershift_render_fixtures_created_on_the_api_server_round_trip(test_clusters: Any) -> None:
+    """HyperShift's four `--render` fixtures, each in a namespace of its own (three share the name `example`),
+    created on the API server, read back one namespace at a time, imported and compared field by field."""
+    from cli.adopt_live import LiveSource, read_live
+    from nodefleet.adopt.documents import LiveObject
+    from tests.nodefleet.adopt.roundtrip import HYPERSHIFT_CASES
+
+    image = "quay.io/openshift-release-dev/ocp-release:4.22.3-multi"
+    with test_clusters.fresh("adopt-fixtures") as server:
+        dyn = server.dynamic()
+        for i, case in enumerate(HYPERSHIFT_CASES):
+            namespace = f"fixture-{i}"
+            for manifest in hypershift_fixture(case, release_image=image):
+                if manifest["kind"] == "Secret":
+                    continue
+                if manifest["kind"] == "Namespace":
+                    manifest["metadata"]["name"] = namespace
+                else:
+                    manifest["metadata"]["namespace"] = namespace
+                _create(dyn, manifest)
+        source = LiveSource(server.api_client(), "test cluster")
+        for i, case in enumerate(HYPERSHIFT_CASES):
+            stored = read_live(source, namespace=f"fixture-{i}", cluster=None)
+            assert sorted(o["kind"] for o in stored) == ["HostedCluster", "Namespace", "NodePool"], case
+            adoption = assert_round_trip([LiveObject(o, case) for o in stored])
+            assert adoption.clusters[0]["namespace"] == f"fixture-{i}"
