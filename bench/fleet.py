@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import os
 import resource
@@ -39,6 +40,7 @@ import yaml
 from mockruntime.run import PROJECT_DIR, stack_fleet
 
 _ZONES = ("a", "b", "c")
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def _standalone(i: int) -> dict[str, Any]:
@@ -98,6 +100,76 @@ def write_fleet(directory: Path, generated: int, broken: bool) -> list[str]:
     return sorted(
         p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in directory.glob("Pulumi.*.yaml")
     )
+
+
+#: Regions of the generated management clusters, in turn (a hosted cluster lives in its management cluster's).
+_REGIONS = ("us-east-2", "us-west-2", "eu-west-1", "ap-southeast-1")
+
+
+def management_cluster(m: int) -> str:
+    return f"mgmt-{m:03d}"
+
+
+def write_registry(directory: Path, management_clusters: int) -> None:
+    """``nodefleet-fleet.yaml`` with ``management_clusters`` HyperShift management clusters over four regions."""
+    registry = {
+        "managementClusters": [
+            {
+                "name": management_cluster(m),
+                "region": _REGIONS[m % len(_REGIONS)],
+                "hypershift": {"supportedVersions": ["4.22", "4.21", "4.20"]},
+            }
+            for m in range(management_clusters)
+        ],
+        "gitops": {"repoURL": "https://git.example.com/platform/fleet.git", "branch": "nodefleet-rendered"},
+    }
+    (directory / "nodefleet-fleet.yaml").write_text(yaml.safe_dump(registry, sort_keys=False))
+
+
+@functools.cache
+def _hosted_example() -> dict[str, Any]:
+    return stack_fleet("hosted")
+
+
+def scaled_hosted(i: int, management_clusters: int) -> dict[str, Any]:
+    """Hosted cluster ``i`` of a generated fleet: the ``hosted`` example (AutoNode, so a management and a hosted
+    folder), renamed, on management cluster ``i mod management_clusters`` in that cluster's region."""
+    fleet = copy.deepcopy(_hosted_example())
+    cluster = fleet["clusters"][0]
+    m = i % management_clusters
+    region = _REGIONS[m % len(_REGIONS)]
+    name = f"hc-{i:05d}"
+    cluster["name"] = name
+    cluster["infraId"] = f"hc{i:05d}-4kq8z"
+    cluster["region"] = region
+    cluster["zone"] = f"{region}a"
+    cluster["managementCluster"] = management_cluster(m)
+    cluster["issuerUrl"] = f"https://{name}-oidc.s3.{region}.amazonaws.com/{name}"
+    cluster["release"] = ("4.22.3", "4.22.4", "4.22.5")[i % 3]
+    kms = (cluster.get("secretEncryption") or {}).get("kms")
+    if kms:
+        kms["activeKeyARN"] = kms["activeKeyARN"].replace("us-east-2", region)
+    fleet["wave"] = _wave(i)
+    return fleet
+
+
+def write_scaled_fleet(directory: Path, stacks: int, management_clusters: int) -> list[str]:
+    """``stacks`` stack files, one hosted cluster each, spread over ``management_clusters`` management clusters
+    declared in the registry beside them (the shape of issue 40: 10,000 hosted clusters on 100 management
+    clusters); returns the stack names."""
+    directory.mkdir(parents=True, exist_ok=True)
+    write_registry(directory, management_clusters)
+    names = []
+    for i in range(stacks):
+        name = f"hc-{i:05d}"
+        text = yaml.dump(
+            {"config": {"nodefleet:fleet": scaled_hosted(i, management_clusters)}},
+            Dumper=_DUMPER,
+            sort_keys=False,
+        )
+        (directory / f"Pulumi.{name}.yaml").write_text(text)
+        names.append(name)
+    return names
 
 
 def plan(count: int, as_json: bool) -> int:
