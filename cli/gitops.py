@@ -13,6 +13,7 @@ reads (its ``ignoreDifferences``, name, destination and labels).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -148,7 +149,7 @@ def load_fleets(stacks_dir: Path, stacks: str | None, registry: Any = None) -> l
     for name in names:
         shown = _shown(known[name])
         try:
-            config = read_stack_config(known[name], shown)
+            config = read_stack_config(known[name], shown, fast=True)
             out.append(
                 (load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown), shown)
             )
@@ -223,6 +224,13 @@ def _file_names(name: str) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nodefleet.render.objects import remembered_plans
+
+    with remembered_plans():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from cli.fleet import discover
     from cli.render import out_folder
     from cli.stacks import registry_of
@@ -366,7 +374,10 @@ def run(args: argparse.Namespace) -> int:
     header = HEADER + "# Folders and where they go:\n" + table
     for rel, docs in documents.items():
         head = HEADER + _CM_NOTE if rel == files["argocd-cm"] else header
-        text = head + "---\n".join(yaml.dump(d, Dumper=_Dumper, sort_keys=False, width=4096) for d in docs)
+        with _reusing(docs):
+            text = head + "---\n".join(
+                yaml.dump(d, Dumper=_Dumper, sort_keys=False, width=4096) for d in docs
+            )
         if out is None:
             print(f"# --- {rel}\n{text}", end="")
             continue
@@ -409,8 +420,44 @@ def _groups(registry: Any) -> Any:
     return group_of
 
 
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (the Lua health checks, the templatePatch) as literal blocks, readable in review."""
+#: Values every Kustomization carries alike (the health expressions, the ignore rules), by id: represented once
+#: for a whole file (:func:`_reusing`), not once per folder.
+_REUSED: dict[int, tuple[Any, Any]] = {}
+_SHARED_SPEC_KEYS = ("healthCheckExprs", "ignore")
+
+
+@contextlib.contextmanager
+def _reusing(docs: list[dict[str, Any]]) -> Any:
+    """While the block writes ``docs``, each of :data:`_SHARED_SPEC_KEYS` equal to the first document's is
+    represented once: the same YAML, a fraction of the work for a fleet of thousands of folders."""
+    first: dict[str, Any] = {}
+    for doc in docs:
+        spec = doc.get("spec")
+        if not isinstance(spec, dict):
+            continue
+        for key in _SHARED_SPEC_KEYS:
+            if key in spec:
+                canonical = first.setdefault(key, spec[key])
+                if spec[key] is not canonical and spec[key] == canonical:
+                    spec[key] = canonical
+    _REUSED.update({id(v): (v, None) for v in first.values()})
+    try:
+        yield
+    finally:
+        _REUSED.clear()
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Multi-line strings (the Lua health checks, the templatePatch) as literal blocks, readable in review; the
+    values :func:`_reusing` names represented once."""
+
+    def represent_data(self, data: Any) -> Any:
+        held = _REUSED.get(id(data))
+        if held is None or held[0] is not data:
+            return super().represent_data(data)
+        if held[1] is None:
+            _REUSED[id(data)] = (data, super().represent_data(data))
+        return _REUSED[id(data)][1]
 
 
 def _literal(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
