@@ -11,6 +11,8 @@ worst code.
     venv/bin/python -m bench.fleet --generated 20 --broken --command check --json
     venv/bin/python -m bench.fleet --generated 96          # `fleet check` over 100 stacks
     venv/bin/python -m bench.fleet --plan 500              # 500 stacks planned into waves (`fleet matrix`)
+    venv/bin/python -m bench.fleet --scale 10000           # issue 40: 10,000 hosted clusters on 100 management
+                                                           # clusters: matrix, gitops, the fleet judged
 
 Generated stacks are spread over the waves as a fleet would be: 1 in 50 a canary, 1 in 10 early, 1 in 20
 last, the rest main. Peak memory is the largest resident set of any process the fleet ran (each stack's own
@@ -220,9 +222,107 @@ def plan(count: int, as_json: bool) -> int:
     return 0
 
 
+def _timed(cmd: list[str]) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """``cmd`` run to its end: the result, wall seconds and CPU seconds (user and system) of the process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=PROJECT_DIR, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode != 0:
+        print(f"{' '.join(cmd[3:6])}: exit {proc.returncode}\n{proc.stderr[-2000:]}", file=sys.stderr)
+    return proc, round(wall, 2), round(cpu, 2)
+
+
+def _wiring_sizes(out: Path) -> dict[str, Any]:
+    """The files ``gitops`` wrote and their largest objects (as JSON, the form the API server stores); each
+    ApplicationSet's size with its status filled, as ``gitops`` computes it."""
+    from nodefleet.render.wiring import LABEL_BARRIER, argocd_object_bytes
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    flux_file, argocd_file = out / "flux" / "kustomizations.yaml", out / "argocd" / "applicationset.yaml"
+    flux = [d for d in yaml.load_all(flux_file.read_text(), Loader=loader) if d]
+    appsets = [d for d in yaml.load_all(argocd_file.read_text(), Loader=loader) if d]
+    kustomizations = [d for d in flux if d["kind"] == "Kustomization"]
+    largest = max(kustomizations, key=lambda d: len(json.dumps(d)))
+    with_status = [
+        argocd_object_bytes(
+            a, [f"nodefleet-{p['path'].split('/')[-3]}-{p['path'].split('/')[-2]}" for p in a["spec"]["generators"][0]["git"]["files"]]
+        )
+        for a in appsets
+    ]  # fmt: skip
+    return {
+        "fluxFileBytes": flux_file.stat().st_size,
+        "kustomizations": len(kustomizations),
+        "barriers": sum(1 for d in kustomizations if LABEL_BARRIER in d["metadata"].get("labels", {})),
+        "largestKustomization": largest["metadata"]["name"],
+        "largestKustomizationBytes": len(json.dumps(largest)),
+        "mostDependsOn": max(len(d["spec"].get("dependsOn", [])) for d in kustomizations),
+        "argocdFileBytes": argocd_file.stat().st_size,
+        "applicationSets": len(appsets),
+        "largestApplicationSetBytes": max(len(json.dumps(a)) for a in appsets),
+        "largestApplicationSetWithStatusBytes": max(with_status),
+    }
+
+
+def scale(stacks: int, management_clusters: int, upgrade: bool, as_json: bool) -> int:
+    """Issue 40's fleet: ``stacks`` hosted clusters on ``management_clusters`` management clusters, from stack
+    files only: ``fleet matrix``, ``gitops`` (and the size of what it writes), the registry and the tree judged
+    across every stack, and with ``upgrade`` ``fleet upgrade --dry-run``."""
+    result: dict[str, Any] = {"stacks": stacks, "managementClusters": management_clusters}
+    with tempfile.TemporaryDirectory(prefix="nodefleet-scale-") as tmp:
+        root = Path(tmp)
+        started = time.perf_counter()
+        write_scaled_fleet(root / "stacks", stacks, management_clusters)
+        result["writeSeconds"] = round(time.perf_counter() - started, 2)
+        base = [sys.executable, "-m", "nodefleet"]
+        stacks_dir = ["--stacks-dir", str(root / "stacks")]
+        _, result["matrixWallSeconds"], result["matrixCpuSeconds"] = _timed(
+            [*base, "fleet", "matrix", *stacks_dir]
+        )
+        gitops = [*base, "gitops", *stacks_dir, "--rendered", str(root / "rendered"), "--repo-root", tmp]
+        proc, result["gitopsWallSeconds"], result["gitopsCpuSeconds"] = _timed(
+            [*gitops, "--out", str(root / "out")]
+        )
+        if proc.returncode == 0:
+            result |= _wiring_sizes(root / "out")
+        # The registry and the tree judged across every stack, in one process: what `gitops` and `fleet check`
+        # refuse across stacks, from the stack files alone.
+        judge = (
+            "import sys, time; from pathlib import Path; from cli.gitops import load_fleets; "
+            "from cli.stacks import registry_of; from nodefleet.fleet.registry import fleet_problems; "
+            "from nodefleet.render.objects import remembered_plans, tree_problems; d = Path(sys.argv[1]); "
+            "r = registry_of(d)\nwith remembered_plans():\n    every = load_fleets(d, None, r); "
+            "assert not fleet_problems(r, every) and not tree_problems(every)"
+        )
+        _, result["judgedWallSeconds"], result["judgedCpuSeconds"] = _timed(
+            [sys.executable, "-c", judge, str(root / "stacks")]
+        )
+        if upgrade:
+            _, result["upgradeDryRunWallSeconds"], result["upgradeDryRunCpuSeconds"] = _timed(
+                [*base, "fleet", "upgrade", "--release", "4.22.6", "--dry-run", *stacks_dir]
+            )
+    result["peakRssMiB"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            print(f"  {key:<38} {value:,}" if isinstance(value, int | float) else f"  {key:<38} {value}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plan", type=int, metavar="N", help="plan N synthetic stacks into waves and stop")
+    parser.add_argument(
+        "--scale",
+        type=int,
+        metavar="N",
+        help="N hosted clusters on --management-clusters: matrix, gitops and its sizes, the fleet judged, and stop",
+    )
+    parser.add_argument("--management-clusters", type=int, default=100)
+    parser.add_argument("--upgrade", action="store_true", help="--scale: also time fleet upgrade --dry-run")
     parser.add_argument("--generated", type=int, default=20)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--command", default="check", choices=("check", "forecast", "render"))
@@ -236,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.plan:
         return plan(args.plan, args.json)
+    if args.scale:
+        return scale(args.scale, args.management_clusters, args.upgrade, args.json)
     with tempfile.TemporaryDirectory(prefix="nodefleet-fleet-") as tmp:
         names = write_fleet(Path(tmp) / "stacks", args.generated, args.broken)
         cmd = [
