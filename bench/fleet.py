@@ -11,6 +11,8 @@ worst code.
     venv/bin/python -m bench.fleet --generated 20 --broken --command check --json
     venv/bin/python -m bench.fleet --generated 96          # `fleet check` over 100 stacks
     venv/bin/python -m bench.fleet --plan 500              # 500 stacks planned into waves (`fleet matrix`)
+    venv/bin/python -m bench.fleet --scale 10000           # issue 40: 10,000 hosted clusters on 100 management
+                                                           # clusters: matrix, gitops, the fleet judged
 
 Generated stacks are spread over the waves as a fleet would be: 1 in 50 a canary, 1 in 10 early, 1 in 20
 last, the rest main. Peak memory is the largest resident set of any process the fleet ran (each stack's own
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import os
 import resource
@@ -39,6 +42,7 @@ import yaml
 from mockruntime.run import PROJECT_DIR, stack_fleet
 
 _ZONES = ("a", "b", "c")
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def _standalone(i: int) -> dict[str, Any]:
@@ -100,6 +104,76 @@ def write_fleet(directory: Path, generated: int, broken: bool) -> list[str]:
     )
 
 
+#: Regions of the generated management clusters, in turn (a hosted cluster lives in its management cluster's).
+_REGIONS = ("us-east-2", "us-west-2", "eu-west-1", "ap-southeast-1")
+
+
+def management_cluster(m: int) -> str:
+    return f"mgmt-{m:03d}"
+
+
+def write_registry(directory: Path, management_clusters: int) -> None:
+    """``nodefleet-fleet.yaml`` with ``management_clusters`` HyperShift management clusters over four regions."""
+    registry = {
+        "managementClusters": [
+            {
+                "name": management_cluster(m),
+                "region": _REGIONS[m % len(_REGIONS)],
+                "hypershift": {"supportedVersions": ["4.22", "4.21", "4.20"]},
+            }
+            for m in range(management_clusters)
+        ],
+        "gitops": {"repoURL": "https://git.example.com/platform/fleet.git", "branch": "nodefleet-rendered"},
+    }
+    (directory / "nodefleet-fleet.yaml").write_text(yaml.safe_dump(registry, sort_keys=False))
+
+
+@functools.cache
+def _hosted_example() -> dict[str, Any]:
+    return stack_fleet("hosted")
+
+
+def scaled_hosted(i: int, management_clusters: int) -> dict[str, Any]:
+    """Hosted cluster ``i`` of a generated fleet: the ``hosted`` example (AutoNode, so a management and a hosted
+    folder), renamed, on management cluster ``i mod management_clusters`` in that cluster's region."""
+    fleet = copy.deepcopy(_hosted_example())
+    cluster = fleet["clusters"][0]
+    m = i % management_clusters
+    region = _REGIONS[m % len(_REGIONS)]
+    name = f"hc-{i:05d}"
+    cluster["name"] = name
+    cluster["infraId"] = f"hc{i:05d}-4kq8z"
+    cluster["region"] = region
+    cluster["zone"] = f"{region}a"
+    cluster["managementCluster"] = management_cluster(m)
+    cluster["issuerUrl"] = f"https://{name}-oidc.s3.{region}.amazonaws.com/{name}"
+    cluster["release"] = ("4.22.3", "4.22.4", "4.22.5")[i % 3]
+    kms = (cluster.get("secretEncryption") or {}).get("kms")
+    if kms:
+        kms["activeKeyARN"] = kms["activeKeyARN"].replace("us-east-2", region)
+    fleet["wave"] = _wave(i)
+    return fleet
+
+
+def write_scaled_fleet(directory: Path, stacks: int, management_clusters: int) -> list[str]:
+    """``stacks`` stack files, one hosted cluster each, spread over ``management_clusters`` management clusters
+    declared in the registry beside them (the shape of issue 40: 10,000 hosted clusters on 100 management
+    clusters); returns the stack names."""
+    directory.mkdir(parents=True, exist_ok=True)
+    write_registry(directory, management_clusters)
+    names = []
+    for i in range(stacks):
+        name = f"hc-{i:05d}"
+        text = yaml.dump(
+            {"config": {"nodefleet:fleet": scaled_hosted(i, management_clusters)}},
+            Dumper=_DUMPER,
+            sort_keys=False,
+        )
+        (directory / f"Pulumi.{name}.yaml").write_text(text)
+        names.append(name)
+    return names
+
+
 def plan(count: int, as_json: bool) -> int:
     """``count`` synthetic stacks (the examples and variations of them) planned into waves by ``fleet
     matrix``, as the workflow's first job runs it: one process, reading every stack file."""
@@ -148,9 +222,107 @@ def plan(count: int, as_json: bool) -> int:
     return 0
 
 
+def _timed(cmd: list[str]) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """``cmd`` run to its end: the result, wall seconds and CPU seconds (user and system) of the process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=PROJECT_DIR, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode != 0:
+        print(f"{' '.join(cmd[3:6])}: exit {proc.returncode}\n{proc.stderr[-2000:]}", file=sys.stderr)
+    return proc, round(wall, 2), round(cpu, 2)
+
+
+def _wiring_sizes(out: Path) -> dict[str, Any]:
+    """The files ``gitops`` wrote and their largest objects (as JSON, the form the API server stores); each
+    ApplicationSet's size with its status filled, as ``gitops`` computes it."""
+    from nodefleet.render.wiring import LABEL_BARRIER, argocd_object_bytes
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    flux_file, argocd_file = out / "flux" / "kustomizations.yaml", out / "argocd" / "applicationset.yaml"
+    flux = [d for d in yaml.load_all(flux_file.read_text(), Loader=loader) if d]
+    appsets = [d for d in yaml.load_all(argocd_file.read_text(), Loader=loader) if d]
+    kustomizations = [d for d in flux if d["kind"] == "Kustomization"]
+    largest = max(kustomizations, key=lambda d: len(json.dumps(d)))
+    with_status = [
+        argocd_object_bytes(
+            a, [f"nodefleet-{p['path'].split('/')[-3]}-{p['path'].split('/')[-2]}" for p in a["spec"]["generators"][0]["git"]["files"]]
+        )
+        for a in appsets
+    ]  # fmt: skip
+    return {
+        "fluxFileBytes": flux_file.stat().st_size,
+        "kustomizations": len(kustomizations),
+        "barriers": sum(1 for d in kustomizations if LABEL_BARRIER in d["metadata"].get("labels", {})),
+        "largestKustomization": largest["metadata"]["name"],
+        "largestKustomizationBytes": len(json.dumps(largest)),
+        "mostDependsOn": max(len(d["spec"].get("dependsOn", [])) for d in kustomizations),
+        "argocdFileBytes": argocd_file.stat().st_size,
+        "applicationSets": len(appsets),
+        "largestApplicationSetBytes": max(len(json.dumps(a)) for a in appsets),
+        "largestApplicationSetWithStatusBytes": max(with_status),
+    }
+
+
+def scale(stacks: int, management_clusters: int, upgrade: bool, as_json: bool) -> int:
+    """Issue 40's fleet: ``stacks`` hosted clusters on ``management_clusters`` management clusters, from stack
+    files only: ``fleet matrix``, ``gitops`` (and the size of what it writes), the registry and the tree judged
+    across every stack, and with ``upgrade`` ``fleet upgrade --dry-run``."""
+    result: dict[str, Any] = {"stacks": stacks, "managementClusters": management_clusters}
+    with tempfile.TemporaryDirectory(prefix="nodefleet-scale-") as tmp:
+        root = Path(tmp)
+        started = time.perf_counter()
+        write_scaled_fleet(root / "stacks", stacks, management_clusters)
+        result["writeSeconds"] = round(time.perf_counter() - started, 2)
+        base = [sys.executable, "-m", "nodefleet"]
+        stacks_dir = ["--stacks-dir", str(root / "stacks")]
+        _, result["matrixWallSeconds"], result["matrixCpuSeconds"] = _timed(
+            [*base, "fleet", "matrix", *stacks_dir]
+        )
+        gitops = [*base, "gitops", *stacks_dir, "--rendered", str(root / "rendered"), "--repo-root", tmp]
+        proc, result["gitopsWallSeconds"], result["gitopsCpuSeconds"] = _timed(
+            [*gitops, "--out", str(root / "out")]
+        )
+        if proc.returncode == 0:
+            result |= _wiring_sizes(root / "out")
+        # The registry and the tree judged across every stack, in one process: what `gitops` and `fleet check`
+        # refuse across stacks, from the stack files alone.
+        judge = (
+            "import sys, time; from pathlib import Path; from cli.gitops import load_fleets; "
+            "from cli.stacks import registry_of; from nodefleet.fleet.registry import fleet_problems; "
+            "from nodefleet.render.objects import remembered_plans, tree_problems; d = Path(sys.argv[1]); "
+            "r = registry_of(d)\nwith remembered_plans():\n    every = load_fleets(d, None, r); "
+            "assert not fleet_problems(r, every) and not tree_problems(every)"
+        )
+        _, result["judgedWallSeconds"], result["judgedCpuSeconds"] = _timed(
+            [sys.executable, "-c", judge, str(root / "stacks")]
+        )
+        if upgrade:
+            _, result["upgradeDryRunWallSeconds"], result["upgradeDryRunCpuSeconds"] = _timed(
+                [*base, "fleet", "upgrade", "--release", "4.22.6", "--dry-run", *stacks_dir]
+            )
+    result["peakRssMiB"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            print(f"  {key:<38} {value:,}" if isinstance(value, int | float) else f"  {key:<38} {value}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plan", type=int, metavar="N", help="plan N synthetic stacks into waves and stop")
+    parser.add_argument(
+        "--scale",
+        type=int,
+        metavar="N",
+        help="N hosted clusters on --management-clusters: matrix, gitops and its sizes, the fleet judged, and stop",
+    )
+    parser.add_argument("--management-clusters", type=int, default=100)
+    parser.add_argument("--upgrade", action="store_true", help="--scale: also time fleet upgrade --dry-run")
     parser.add_argument("--generated", type=int, default=20)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--command", default="check", choices=("check", "forecast", "render"))
@@ -164,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.plan:
         return plan(args.plan, args.json)
+    if args.scale:
+        return scale(args.scale, args.management_clusters, args.upgrade, args.json)
     with tempfile.TemporaryDirectory(prefix="nodefleet-fleet-") as tmp:
         names = write_fleet(Path(tmp) / "stacks", args.generated, args.broken)
         cmd = [

@@ -485,6 +485,14 @@ def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> l
     cannot be read stops the command (exit 2).
     """
     from cli.stacks import registry_of
+    from nodefleet.render.objects import remembered_plans
+
+    registry = registry_of(args.stacks_dir)
+    with remembered_plans():
+        return _tree_problems(args, stacks, registry)
+
+
+def _tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]], registry: Any) -> list[str]:
     from mockruntime.run import read_stack_config
     from nodefleet.fleet.registry import fleet_problems
     from nodefleet.render.objects import load_fleet, shared_namespaces
@@ -492,14 +500,13 @@ def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> l
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
     from nodefleet.stackfile.yamlfile import YAMLFileError
 
-    registry = registry_of(args.stacks_dir)
     trees: dict[Path, list[Any]] = {}
     loaded: list[tuple[Any, str]] = []
     problems: list[str] = []
     for stack, path in stacks:
         shown = _shown(path)
         try:
-            config = read_stack_config(path, shown)
+            config = read_stack_config(path, shown, fast=True)
             fleet = load_fleet(config.get(CONFIG_KEY), stack, PROJECT, source=shown)
         except (ConfigError, YAMLFileError, FileNotFoundError):
             continue

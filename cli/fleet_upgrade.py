@@ -208,14 +208,23 @@ def _load_text(path: Path, shown: str, stack: str, text: str) -> Any:
     from nodefleet.stackfile.yamlfile import YAMLFileError
 
     # The registry is judged when the stacks are read (_read_stacks): an edit changes no management cluster.
+    key = (stack, _sha(text))
+    if key in _LOADED:
+        return _LOADED[key]
     with tempfile.TemporaryDirectory() as scratch:
         copy_of = Path(scratch) / path.name
         copy_of.write_text(text, encoding="utf-8")
         try:
-            config = read_stack_config(copy_of, shown)
-            return load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=shown)
+            config = read_stack_config(copy_of, shown, fast=True)
+            fleet = _LOADED[key] = load_fleet(config.get(CONFIG_KEY), stack, PROJECT_DIR, source=shown)
+            return fleet
         except (ConfigError, YAMLFileError) as exc:
             raise InputError(str(exc)) from None
+
+
+#: Stack texts already loaded by :func:`_load_text` (by stack and digest): each step's edit is read back once,
+#: and the next step's starts from it.
+_LOADED: dict[tuple[str, str], Any] = {}
 
 
 def _read_stacks(known: dict[str, Path], names: Sequence[str], registry: Any) -> list[Loaded]:
@@ -234,8 +243,9 @@ def _read_stacks(known: dict[str, Path], names: Sequence[str], registry: Any) ->
         shown = _shown(path)
         try:
             text = read_text(path, shown)
-            config = read_stack_config(path, shown)
+            config = read_stack_config(path, shown, fast=True)
             fleet = load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown)
+            _LOADED[(name, _sha(text))] = fleet
         except (ConfigError, YAMLFileError) as exc:
             problems.append(str(exc))
             continue

@@ -13,6 +13,7 @@ reads (its ``ignoreDifferences``, name, destination and labels).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -106,6 +107,23 @@ def add_parser(sub: Any) -> None:
     s.add_argument(
         "--flux-namespace", help="namespace of the Flux objects (a DNS label; default flux-system)"
     )
+    s.add_argument(
+        "--argocd-sharding",
+        choices=("auto", "group"),
+        default="auto",
+        help="auto (default): one ApplicationSet for the fleet while it stays under 1 MiB with its status, else "
+        "one per management cluster (or the registry's shard group of it; standalone clusters together), split "
+        "further where one would still be larger; group: one per group whatever the size",
+    )
+    s.add_argument(
+        "--controller-shards",
+        type=int,
+        default=0,
+        metavar="N",
+        help="for N controller replicas of each tool: label every Kustomization sharding.fluxcd.io/key=shard-<k> "
+        "and register every Argo CD cluster with --shard <k> in secrets.sh, k from the folder's management "
+        'cluster group (default 0: no sharding; docs/gitops.md, "Sharding")',
+    )
     s.set_defaults(run=run)
 
 
@@ -131,7 +149,7 @@ def load_fleets(stacks_dir: Path, stacks: str | None, registry: Any = None) -> l
     for name in names:
         shown = _shown(known[name])
         try:
-            config = read_stack_config(known[name], shown)
+            config = read_stack_config(known[name], shown, fast=True)
             out.append(
                 (load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown), shown)
             )
@@ -206,16 +224,26 @@ def _file_names(name: str) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nodefleet.render.objects import remembered_plans
+
+    with remembered_plans():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from cli.fleet import discover
     from cli.render import out_folder
     from cli.stacks import registry_of
     from nodefleet.fleet.registry import fleet_problems
     from nodefleet.render.objects import shared_namespaces, tree_problems
     from nodefleet.render.wiring import (
+        ARGOCD_OBJECT_BUDGET,
+        BARRIER_FOLDER,
         DEFAULT_WIRING_NAME,
         WiringError,
-        argocd_application_set,
+        argocd_application_sets,
         argocd_health_config_map,
+        controller_shard,
         flux_kustomizations,
         folders,
         secrets_script,
@@ -223,6 +251,10 @@ def run(args: argparse.Namespace) -> int:
 
     registry = registry_of(args.stacks_dir)
     o = _options(args, registry)
+    if args.controller_shards < 0 or args.controller_shards > 1000:
+        raise InputError(
+            f"--controller-shards {args.controller_shards}: give the number of controller replicas (0: no sharding)"
+        )
     out = out_folder(args.out, "--out", "the wiring") if args.out is not None else None
     every = load_fleets(args.stacks_dir, None, registry)
     chosen = {s for s in (args.stacks or "").split(",") if s} or {f.stack for f, _ in every}
@@ -250,8 +282,10 @@ def run(args: argparse.Namespace) -> int:
     repo_root = args.repo_root.resolve()
     all_folders = []
     paths: dict[tuple[str, str], str] = {}
+    barrier_paths: dict[str, str] = {}
     for fleet, shown in fleets:
         base = (args.rendered / fleet.stack).resolve() if args.rendered else fleet.render_dir.path
+        barrier_paths[fleet.stack] = Path(os.path.relpath(base / BARRIER_FOLDER, repo_root)).as_posix()
         for f in folders(fleet, registry):
             rel = os.path.relpath(base / f.target, repo_root)
             if rel.startswith(".."):
@@ -264,21 +298,26 @@ def run(args: argparse.Namespace) -> int:
     sources = {fleet.stack: shown for fleet, shown in fleets}
     files = _file_names(o.name)
     source = "nodefleet-rendered" if o.name == DEFAULT_WIRING_NAME else f"{o.name}-rendered"
+    group_of = _groups(registry)
+    shard_of = (
+        (lambda f: controller_shard(group_of(f), args.controller_shards)) if args.controller_shards else None
+    )
+    shards: list[Any] = []
     try:
         documents: dict[str, list[dict[str, Any]]] = {}
         if o.tool in ("argocd", "both"):
-            documents[files["argocd"]] = [
-                argocd_application_set(
-                    all_folders,
-                    repo_url=o.repo_url,
-                    revision=o.revision,
-                    paths=paths,
-                    name=o.name,
-                    namespace=o.argocd_namespace,
-                    project=o.argocd_project,
-                    sources=sources,
-                )
-            ]
+            documents[files["argocd"]], shards = argocd_application_sets(
+                all_folders,
+                repo_url=o.repo_url,
+                revision=o.revision,
+                paths=paths,
+                name=o.name,
+                namespace=o.argocd_namespace,
+                project=o.argocd_project,
+                sources=sources,
+                group_of=group_of,
+                shard=args.argocd_sharding == "group",
+            )
             documents[files["argocd-cm"]] = [argocd_health_config_map(o.argocd_namespace)]
         if o.tool in ("flux", "both"):
             documents[files["flux"]] = flux_kustomizations(
@@ -289,9 +328,26 @@ def run(args: argparse.Namespace) -> int:
                 namespace=o.flux_namespace,
                 source=source,
                 sources=sources,
+                barrier_paths=barrier_paths,
+                shards=shard_of,
             )
     except WiringError as e:
         raise InputError(str(e)) from None
+    if len(shards) > 1:
+        largest = max(shards, key=lambda s: s.bytes)
+        print(
+            f"note: Argo CD: {len(shards)} ApplicationSets, one per management cluster group"
+            + (
+                ""
+                if args.argocd_sharding == "group"
+                else f" (one for the fleet would exceed {ARGOCD_OBJECT_BUDGET // 1024} KiB with its status, "
+                "nodefleet's budget under etcd's 1.5 MiB request limit)"
+            )
+            + f"; the largest, {largest.name}, about {largest.bytes // 1024} KiB with its status. RollingSync "
+            "orders the waves within each; `fleet upgrade` keeps the order across them (docs/gitops.md, "
+            '"Sharding")',
+            file=sys.stderr,
+        )
     for line in shared_namespaces(
         fleets
     ):  # after every refusal: a refused run prints its one error line only
@@ -308,6 +364,7 @@ def run(args: argparse.Namespace) -> int:
             for c in fleet.config.clusters
         },
         hub_kubeconfig=registry.gitops.kubeconfig if registry.gitops else None,
+        argocd_shard=shard_of,
     )
     table = "".join(
         f"#   {paths[(f.stack, f.target)]}: {f.side} -> Argo CD cluster {f.argocd_cluster}, Flux Secret "
@@ -317,7 +374,10 @@ def run(args: argparse.Namespace) -> int:
     header = HEADER + "# Folders and where they go:\n" + table
     for rel, docs in documents.items():
         head = HEADER + _CM_NOTE if rel == files["argocd-cm"] else header
-        text = head + "---\n".join(yaml.dump(d, Dumper=_Dumper, sort_keys=False, width=4096) for d in docs)
+        with _reusing(docs):
+            text = head + "---\n".join(
+                yaml.dump(d, Dumper=_Dumper, sort_keys=False, width=4096) for d in docs
+            )
         if out is None:
             print(f"# --- {rel}\n{text}", end="")
             continue
@@ -344,8 +404,60 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (the Lua health checks, the templatePatch) as literal blocks, readable in review."""
+def _groups(registry: Any) -> Any:
+    """A folder's group: its management cluster's ``shard`` in the registry (default the management cluster),
+    ``standalone`` for a standalone cluster."""
+    cache: dict[str, str] = {}
+
+    def group_of(f: Any) -> str:
+        if not f.management_cluster:
+            return "standalone"
+        if f.management_cluster not in cache:
+            entry = registry.get(f.management_cluster)
+            cache[f.management_cluster] = getattr(entry, "shard", f.management_cluster)
+        return cache[f.management_cluster]
+
+    return group_of
+
+
+#: Values every Kustomization carries alike (the health expressions, the ignore rules), by id: represented once
+#: for a whole file (:func:`_reusing`), not once per folder.
+_REUSED: dict[int, tuple[Any, Any]] = {}
+_SHARED_SPEC_KEYS = ("healthCheckExprs", "ignore")
+
+
+@contextlib.contextmanager
+def _reusing(docs: list[dict[str, Any]]) -> Any:
+    """While the block writes ``docs``, each of :data:`_SHARED_SPEC_KEYS` equal to the first document's is
+    represented once: the same YAML, a fraction of the work for a fleet of thousands of folders."""
+    first: dict[str, Any] = {}
+    for doc in docs:
+        spec = doc.get("spec")
+        if not isinstance(spec, dict):
+            continue
+        for key in _SHARED_SPEC_KEYS:
+            if key in spec:
+                canonical = first.setdefault(key, spec[key])
+                if spec[key] is not canonical and spec[key] == canonical:
+                    spec[key] = canonical
+    _REUSED.update({id(v): (v, None) for v in first.values()})
+    try:
+        yield
+    finally:
+        _REUSED.clear()
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Multi-line strings (the Lua health checks, the templatePatch) as literal blocks, readable in review; the
+    values :func:`_reusing` names represented once."""
+
+    def represent_data(self, data: Any) -> Any:
+        held = _REUSED.get(id(data))
+        if held is None or held[0] is not data:
+            return super().represent_data(data)
+        if held[1] is None:
+            _REUSED[id(data)] = (data, super().represent_data(data))
+        return _REUSED[id(data)][1]
 
 
 def _literal(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -394,6 +394,32 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 def _check_expansion(root: yaml.Node, source: str) -> None:
     """Refuse a node graph that expands to too many values or too deep, or that contains itself.
 
+    The common case, a tree (no alias: no node reached twice) within the bounds, is judged in one pass; anything
+    else by :func:`_check_graph`, which says what is wrong."""
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    mapping, sequence = yaml.MappingNode, yaml.SequenceNode
+    while stack:
+        node, depth = stack.pop()
+        key = id(node)
+        if key in seen or depth > MAX_DEPTH:
+            _check_graph(root, source)
+            return
+        seen.add(key)
+        kind = type(node)
+        if kind is mapping:
+            for pair in node.value:
+                stack.append((pair[0], depth + 1))
+                stack.append((pair[1], depth + 1))
+        elif kind is sequence:
+            stack.extend((child, depth + 1) for child in node.value)
+    if len(seen) > MAX_EXPANDED_VALUES:
+        _check_graph(root, source)
+
+
+def _check_graph(root: yaml.Node, source: str) -> None:
+    """Refuse a node graph that expands to too many values or too deep, or that contains itself.
+
     Each node is measured once (post-order, memoized by identity), so the check is linear in the nodes the
     file has, however much its aliases would expand to; an alias counts what its anchor holds each time it is
     used, and a merge key what it merges, exactly as building the value would.

@@ -197,6 +197,12 @@ class ManagementClusterEntry(ConfigModel):
         FluxKubeConfig(), description="Render mode: the Secret Flux reaches it through."
     )
     hypershift: HyperShiftSettings = HyperShiftSettings()
+    shard_name: Annotated[str, Field(pattern=DNS_LABEL, max_length=40)] | None = Field(
+        None,
+        alias="shard",
+        description="Render mode: the group its folders are wired in (default: name): one Argo CD ApplicationSet "
+        "per group when the wiring is sharded, and one Flux or Argo CD controller shard.",
+    )
 
     @model_validator(mode="after")
     def _a_path(self) -> ManagementClusterEntry:
@@ -220,6 +226,11 @@ class ManagementClusterEntry(ConfigModel):
         return self.flux_kube_config.key
 
     @property
+    def shard(self) -> str:
+        """The group its folders are wired in: the registry's ``shard``, else its name."""
+        return self.shard_name or self.name
+
+    @property
     def supported_versions(self) -> tuple[str, ...]:
         """The minors its HyperShift operator runs, as declared; empty when the registry does not say."""
         return tuple(self.hypershift.supported_versions)
@@ -234,6 +245,7 @@ class ManagementClusterEntry(ConfigModel):
             argocd_cluster_name=None,
             flux_kube_config=FluxKubeConfig(),
             hypershift=HyperShiftSettings(),
+            shard_name=None,
         )
 
 

@@ -100,10 +100,22 @@ def deletion_protected(manifest: Mapping[str, Any]) -> bool:
     return (group, str(manifest.get("kind", ""))) in DELETION_PROTECTED_KINDS
 
 
+def _copied(value: Any) -> Any:
+    """A deep copy of a manifest's JSON values (mappings, lists, scalars): ``copy.deepcopy`` without its memo,
+    several times faster on the thousands of manifests of a fleet."""
+    if isinstance(value, Mapping):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copied(v) for v in value] if isinstance(value, list) else tuple(_copied(v) for v in value)
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
 def with_deletion_protection(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """``manifest`` with the annotations that keep Argo CD and Flux from deleting or pruning it, when it is of a
     kind whose deletion destroys capacity (:data:`DELETION_PROTECTED_KINDS`); other manifests unchanged."""
-    out = copy.deepcopy(dict(manifest))
+    out: dict[str, Any] = _copied(manifest)
     if not deletion_protected(out):
         return out
     meta = out.setdefault("metadata", {})

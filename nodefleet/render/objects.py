@@ -17,6 +17,7 @@ Different objects with one identity are refused with both places named.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -312,7 +313,44 @@ def load_fleet(
     return fleet
 
 
-def fleet_plan(fleet: Fleet, source: str = "") -> ObjectPlan:
+#: Inside :func:`remembered_plans`, the plans already made, per fleet object (held, so that its id stays its own)
+#: and source: a fleet's plan is read by its validation, the tree's collisions and the shared namespaces.
+_PLANS: dict[int, tuple[Fleet, dict[str, ObjectPlan]]] | None = None
+
+
+@contextmanager
+def remembered_plans() -> Iterator[None]:
+    """Within the block, each fleet object's plan is made once (a command over a whole fleet reads it three
+    times); the plans are let go after it."""
+    global _PLANS
+    outer = _PLANS
+    if outer is None:
+        _PLANS = {}
+    try:
+        yield
+    finally:
+        _PLANS = outer
+
+
+def fleet_plan(fleet: Fleet, source: str = "", *, any_source: bool = False) -> ObjectPlan:
+    """:func:`_fleet_plan`, made once per fleet object and ``source`` (the stack file its messages name) inside
+    :func:`remembered_plans`; ``any_source``: a plan made for any source will do (for what reads only the
+    objects, not the messages)."""
+    if _PLANS is None:
+        return _fleet_plan(fleet, source)
+    held = _PLANS.get(id(fleet))
+    if held is None or held[0] is not fleet:
+        held = _PLANS[id(fleet)] = (fleet, {})
+    plans = held[1]
+    if source in plans:
+        return plans[source]
+    if any_source and plans:
+        return next(iter(plans.values()))
+    plan = plans[source] = _fleet_plan(fleet, source)
+    return plan
+
+
+def _fleet_plan(fleet: Fleet, source: str = "") -> ObjectPlan:
     """What the stack emits. In render mode every management-side folder carries the Namespace its hosted
     cluster lives in, even when another cluster of the stack declares it too: each folder is applied by its own
     Argo CD Application or Flux Kustomization, in any order, and must not wait for another to create it (the
@@ -402,7 +440,7 @@ def shared_namespaces(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
     does."""
     by_key: dict[ObjectKey, list[str]] = {}
     for fleet, _ in fleets:
-        for o in fleet_plan(fleet).emitted:
+        for o in fleet_plan(fleet, any_source=True).emitted:
             if o.key.kind == "Namespace" and o.key.group == "" and fleet.stack not in by_key.get(o.key, []):
                 by_key.setdefault(o.key, []).append(fleet.stack)
     lines = []

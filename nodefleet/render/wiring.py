@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,18 +44,31 @@ from nodefleet.stackfile.waves import label_value as wave_label
 
 __all__ = [
     "ARGOCD_EXCLUDE",
+    "ARGOCD_OBJECT_BUDGET",
+    "BARRIER_FOLDER",
+    "BARRIER_README",
     "DEFAULT_WIRING_NAME",
+    "ETCD_REQUEST_LIMIT",
+    "FLUX_BARRIER_FAN_IN",
+    "FLUX_DIRECT_GATE",
     "FLUX_RETRY_INTERVAL",
+    "FLUX_SHARD_LABEL",
     "HOSTED_KUBECONFIG_KEY",
+    "LABEL_BARRIER",
     "LABEL_MANAGEMENT_CLUSTER",
     "LABEL_SIDE",
     "LABEL_STACK",
     "SIDES",
     "Folder",
     "ManagementClusters",
+    "Shard",
     "WiringError",
     "argocd_application_set",
+    "argocd_application_sets",
     "argocd_health_config_map",
+    "argocd_object_bytes",
+    "argocd_status_bytes",
+    "controller_shard",
     "dns_label",
     "flux_kustomizations",
     "folder_fields",
@@ -375,6 +388,145 @@ def argocd_application_set(
     }
 
 
+#: The largest ApplicationSet :func:`argocd_application_sets` writes, with its status as Argo CD fills it: 1 MiB,
+#: below etcd's default request limit (``--max-request-bytes``, 1.5 MiB), which every write of the object's
+#: status must pass, and far below the API server's 3 MiB request-entity limit users met (argo-cd #24689).
+ARGOCD_OBJECT_BUDGET = 1024 * 1024
+ETCD_REQUEST_LIMIT = 1536 * 1024
+#: The longest ``message`` the ApplicationSet controller writes in a RollingSync status entry (argo-cd v3.6
+#: ``applicationset/controllers``: about 100 characters), with room for a longer one.
+_STATUS_MESSAGE = "m" * 200
+_TIME = "2026-01-01T00:00:00Z"
+
+
+def argocd_status_bytes(application: str) -> int:
+    """The bytes one Application adds to its ApplicationSet's status, at the most Argo CD writes for it: its
+    ``status.applicationStatus`` entry (RollingSync: name, step, status, message, the commit) and its
+    ``status.resources`` entry (kind, name, sync status, health and its message), as JSON, the form the API
+    server stores and sends to etcd."""
+    import json
+
+    entry = {
+        "application": application,
+        "lastTransitionTime": _TIME,
+        "message": _STATUS_MESSAGE,
+        "status": "Progressing",
+        "step": "99",
+        "targetRevisions": ["f" * 64],
+    }
+    resource = {
+        "group": "argoproj.io",
+        "health": {"lastTransitionTime": _TIME, "message": _STATUS_MESSAGE, "status": "Progressing"},
+        "kind": "Application",
+        "name": application,
+        "namespace": "argocd-" + "n" * 56,
+        "requiresPruning": True,
+        "status": "OutOfSync",
+        "syncWave": 0,
+        "version": "v1alpha1",
+    }
+    return len(json.dumps(entry)) + len(json.dumps(resource)) + 2
+
+
+def argocd_object_bytes(appset: Mapping[str, Any], applications: Iterable[str]) -> int:
+    """The bytes of ``appset`` as the API server stores it once Argo CD has filled its status: its spec twice
+    (``kubectl apply`` keeps a copy in the ``last-applied-configuration`` annotation), a status entry per
+    Application (:func:`argocd_status_bytes`) and 8 KiB for metadata, managed fields and conditions."""
+    import json
+
+    spec = len(json.dumps(appset))
+    return 2 * spec + sum(argocd_status_bytes(a) for a in applications) + 8 * 1024
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One ApplicationSet of a sharded Argo CD wiring: its name, the group it holds (a management cluster, a
+    group the registry names, or ``standalone``) and its estimated size."""
+
+    name: str
+    group: str
+    folders: tuple[Folder, ...]
+    bytes: int
+
+
+def argocd_application_sets(
+    all_folders: Sequence[Folder],
+    *,
+    repo_url: str,
+    revision: str,
+    paths: Mapping[tuple[str, str], str],
+    name: str = DEFAULT_WIRING_NAME,
+    namespace: str = "argocd",
+    project: str = "default",
+    sources: Mapping[str, str] | None = None,
+    group_of: Callable[[Folder], str] | None = None,
+    shard: bool = False,
+    budget: int = ARGOCD_OBJECT_BUDGET,
+) -> tuple[list[dict[str, Any]], list[Shard]]:
+    """The fleet's ApplicationSets, each under ``budget`` bytes with its status filled (:func:`argocd_object_bytes`).
+
+    One ApplicationSet for the whole fleet while it fits (RollingSync then orders every wave across the fleet);
+    otherwise, or with ``shard``, one per group (``group_of``: a folder's management cluster, or the group the
+    registry names for it; standalone clusters together), named ``<name>-<group>``, each with the RollingSync
+    steps of the waves and sides it has; a group that still does not fit is split into parts of whole stacks
+    (``<name>-<group>-<i>``). A single stack too large for one ApplicationSet is refused, naming the limit."""
+    ordered = _order(all_folders)
+    group = group_of or (lambda f: f.management_cluster or "standalone")
+
+    def build(appset_name: str, members: Sequence[Folder]) -> dict[str, Any]:
+        return argocd_application_set(
+            members, repo_url=repo_url, revision=revision, paths=paths, name=appset_name,
+            namespace=namespace, project=project, sources=sources,
+        )  # fmt: skip
+
+    def size(appset: Mapping[str, Any], members: Sequence[Folder]) -> int:
+        return argocd_object_bytes(appset, (f.application for f in members))
+
+    if not shard:
+        whole = build(name, ordered)
+        total = size(whole, ordered)
+        if total <= budget:
+            return [whole], [Shard(name, "", tuple(ordered), total)]
+    groups: dict[str, list[Folder]] = {}
+    for f in ordered:
+        groups.setdefault(group(f), []).append(f)
+    docs: list[dict[str, Any]] = []
+    shards: list[Shard] = []
+    for key in sorted(groups):
+        members = groups[key]
+        base = dns_label(f"{name}-{key}")
+        appset = build(base, members)
+        total = size(appset, members)
+        if total <= budget:
+            docs.append(appset)
+            shards.append(Shard(base, key, tuple(members), total))
+            continue
+        # Whole stacks per part: a hosted side stays with its management side.
+        by_stack: dict[str, list[Folder]] = {}
+        for f in members:
+            by_stack.setdefault(f.stack, []).append(f)
+        per_folder = max(1, total // len(members))
+        capacity = max(1, (budget - 64 * 1024) // per_folder)
+        parts: list[list[Folder]] = [[]]
+        for stack_folders in by_stack.values():
+            if parts[-1] and len(parts[-1]) + len(stack_folders) > capacity:
+                parts.append([])
+            parts[-1].extend(stack_folders)
+        for i, part in enumerate(parts):
+            part_name = dns_label(f"{name}-{key}-{i}")
+            appset = build(part_name, _order(part))
+            total = size(appset, part)
+            if total > budget:
+                raise WiringError(
+                    f"the ApplicationSet {part_name} would reach {total:,} bytes with its status, above nodefleet's "
+                    f"budget of {budget:,} bytes under etcd's request limit ({ETCD_REQUEST_LIMIT:,} bytes): stack "
+                    f"'{part[0].stack}' alone has too many render folders for one ApplicationSet; split the stack"
+                )
+            docs.append(appset)
+            shards.append(Shard(part_name, key, tuple(part), total))
+    return docs, shards
+
+
 def argocd_health_config_map(namespace: str = "argocd") -> dict[str, Any]:
     """The ``argocd-cm`` keys of the health checks (:mod:`nodefleet.render.health`), as a ConfigMap to merge into
     Argo CD's own: ``kubectl apply --server-side --field-manager=nodefleet -f`` adds these keys and leaves the
@@ -412,6 +564,103 @@ FLUX_IGNORE_RULES: list[dict[str, Any]] = [
 ]
 
 
+#: The most folders a Kustomization of the next wave ``dependsOn`` directly. A wave with more is gated by a
+#: tree of barrier Kustomizations instead (:func:`flux_kustomizations`), so no object grows with the fleet.
+FLUX_DIRECT_GATE = 10
+#: The most ``dependsOn`` entries of one barrier Kustomization.
+FLUX_BARRIER_FAN_IN = 100
+#: The folder, in every render-mode stack's render directory, that a barrier Kustomization applies: it holds a
+#: README and no manifest, so a barrier applies nothing (kustomize-controller generates an empty
+#: kustomization for a folder without one: fluxcd/pkg ``kustomize`` ``findOrGenerateKustomization``).
+BARRIER_FOLDER = ".nodefleet-barrier"
+BARRIER_README = (
+    "This folder holds no manifest on purpose.\n\n"
+    "The Flux wiring `nodefleet gitops` writes gates each rollout wave of a large fleet with barrier\n"
+    "Kustomizations that apply this folder: a barrier is Ready at a commit only once every Kustomization it\n"
+    "depends on is Ready at that commit, and the next wave depends on the barrier instead of on every folder\n"
+    'of the wave (docs/gitops.md, "How the wiring grows"). `nodefleet render` writes it; keep it in the tree.\n'
+)
+#: Labels of a barrier Kustomization: the wave it gates (:data:`WAVE_LABEL`) and this one.
+LABEL_BARRIER = "nodefleet.io/barrier"
+#: Flux's controller sharding label (kustomize-controller ``--watch-label-selector``).
+FLUX_SHARD_LABEL = "sharding.fluxcd.io/key"
+
+
+def controller_shard(group: str, replicas: int) -> str:
+    """The controller shard of a management cluster group among ``replicas``: ``shard-<k>``, ``k`` from the
+    SHA-256 of the group's name, so a group stays on its shard whatever else the fleet gains or loses."""
+    import hashlib
+
+    return f"shard-{int.from_bytes(hashlib.sha256(group.encode()).digest()[:8], 'big') % replicas}"
+
+
+@dataclass(frozen=True)
+class _Barrier:
+    name: str
+    wave: str
+    #: The folders' or barriers' names it depends on.
+    depends: tuple[str, ...]
+    #: The stack whose render directory's :data:`BARRIER_FOLDER` it applies.
+    stack: str
+    #: The management cluster of every folder below it, "" when they are on several or none.
+    management_cluster: str
+    #: The Flux shard of the folders below it, "" when several or none.
+    shard: str
+
+
+def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _barrier_tree(
+    wave: str, members: Sequence[Folder], prefix: str, shard_of: Callable[[Folder], str]
+) -> list[_Barrier]:
+    """The barriers gating ``wave`` (its folders ``members``), leaves first, the root last: a leaf per management
+    cluster (standalone clusters together) and at most :data:`FLUX_BARRIER_FAN_IN` folders, then levels of at most
+    as many barriers each, up to one."""
+    groups: dict[str, list[Folder]] = {}
+    for f in members:
+        groups.setdefault(f.management_cluster, []).append(f)
+    level: list[_Barrier] = []
+    for group, folders_ in groups.items():
+        for i, chunk in enumerate(_chunks(folders_, FLUX_BARRIER_FAN_IN)):
+            shards = {shard_of(f) for f in chunk}
+            level.append(
+                _Barrier(
+                    dns_label(f"{prefix}--wave-{wave}-{group or 'standalone'}-{i}"),
+                    wave,
+                    tuple(f.application for f in chunk),
+                    chunk[0].stack,
+                    group,
+                    shards.pop() if len(shards) == 1 else "",
+                )
+            )
+    out = list(level)
+    depth = 1
+    while len(level) > 1:
+        upper = []
+        for i, chunk in enumerate(_chunks(level, FLUX_BARRIER_FAN_IN)):
+            mcs = {b.management_cluster for b in chunk}
+            shards = {b.shard for b in chunk}
+            upper.append(
+                _Barrier(
+                    dns_label(
+                        f"{prefix}--wave-{wave}"
+                        + (f"-{depth}-{i}" if len(level) > FLUX_BARRIER_FAN_IN else "")
+                    ),
+                    wave,
+                    tuple(b.name for b in chunk),
+                    chunk[0].stack,
+                    mcs.pop() if len(mcs) == 1 else "",
+                    shards.pop() if len(shards) == 1 else "",
+                )
+            )
+        out += upper
+        level = upper
+        depth += 1
+    return out
+
+
 def flux_kustomizations(
     all_folders: Sequence[Folder],
     *,
@@ -422,27 +671,58 @@ def flux_kustomizations(
     source: str = "nodefleet-rendered",
     sources: Mapping[str, str] | None = None,
     timeout: str = "30m",
+    barrier_paths: Mapping[str, str] | None = None,
+    shards: Callable[[Folder], str] | None = None,
 ) -> list[dict[str, Any]]:
-    """A GitRepository and one Kustomization per folder of the fleet.
+    """A GitRepository and one Kustomization per folder of the fleet, and the barriers that gate large waves.
 
     Each Kustomization applies through its folder's kubeconfig Secret (name and key), carries the folder's
     labels, has ``wait: true`` with the health of each kind spelt out (:func:`nodefleet.render.health.
     flux_health_check_exprs`: Ready only when what it applied is healthy), retries a failed apply after
-    :data:`FLUX_RETRY_INTERVAL`, and ``dependsOn`` every Kustomization of the wave before it; a hosted side
-    also depends on its own management side. ``prune: false`` and ``deletionPolicy: Orphan``: neither a
-    removed manifest nor a deleted Kustomization deletes what it applied.
+    :data:`FLUX_RETRY_INTERVAL`, and waits for the wave before it; a hosted side also depends on its own
+    management side. ``prune: false`` and ``deletionPolicy: Orphan``: neither a removed manifest nor a deleted
+    Kustomization deletes what it applied.
+
+    Waiting for the wave before: a wave of at most :data:`FLUX_DIRECT_GATE` folders is depended on folder by
+    folder. A larger one gets a tree of barrier Kustomizations (a leaf per management cluster and at most
+    :data:`FLUX_BARRIER_FAN_IN` folders, then levels of at most as many barriers, up to one root), each applying
+    its stack's empty :data:`BARRIER_FOLDER` (``barrier_paths``: stack -> that folder's path in the repository)
+    from the same GitRepository, and the next wave depends on the root alone. kustomize-controller reconciles a
+    Kustomization only when each of its ``dependsOn`` is Ready for its current generation and, sharing its
+    source, has applied the source's current revision (``checkDependencies``); so a barrier is Ready at a
+    commit only once every folder below it is, and every object's ``dependsOn`` stays at most
+    :data:`FLUX_BARRIER_FAN_IN` entries, whatever the fleet's size.
+
+    ``shards``: the Flux shard of a folder (:data:`FLUX_SHARD_LABEL`), None for an unsharded Flux.
     """
-    _unique(all_folders, "Kustomization", sources or {})
+    if sources is None:
+        sources = {}
+    shard_of = shards or (lambda f: "")
     ordered = _order(all_folders)
     by_wave: dict[str, list[Folder]] = {w: [] for w in WAVES}
     for f in ordered:
         by_wave[f.wave].append(f)
-    previous: dict[str, list[Folder]] = {}
-    before: list[Folder] = []
+    prefix = source.removesuffix("-rendered")
+    barriers: list[_Barrier] = []
+    gate: dict[str, list[str]] = {}  # wave -> the names its folders depend on for the waves before it
+    before: list[str] = []
     for wave in WAVES:
-        previous[wave] = before
-        if by_wave[wave]:
-            before = by_wave[wave]
+        gate[wave] = before
+        members = by_wave[wave]
+        if not members:
+            continue
+        if len(members) <= FLUX_DIRECT_GATE:
+            before = [f.application for f in members]
+            continue
+        if barrier_paths is None:
+            raise WiringError(
+                f"wave {wave} has {len(members)} folders, and its barriers need each stack's "
+                f"{BARRIER_FOLDER} folder's path"
+            )
+        tree = _barrier_tree(wave, members, prefix, shard_of)
+        barriers += tree
+        before = [tree[-1].name]
+    _unique_names(ordered, barriers, sources)
     management_of = {(f.stack, f.cluster): f for f in ordered if f.side == "management"}
     docs: list[dict[str, Any]] = [
         {
@@ -453,7 +733,7 @@ def flux_kustomizations(
         }
     ]
     for f in ordered:
-        depends = [g.application for g in previous[f.wave]]
+        depends = list(gate[f.wave])
         if f.side == "hosted":
             depends.insert(0, management_of[(f.stack, f.cluster)].application)
         spec: dict[str, Any] = {"interval": "10m", "retryInterval": FLUX_RETRY_INTERVAL}
@@ -470,15 +750,57 @@ def flux_kustomizations(
             "ignore": copy.deepcopy(FLUX_IGNORE_RULES),
             "kubeConfig": {"secretRef": {"name": f.flux_secret, "key": f.flux_secret_key}},
         }
+        labels = f.labels()
+        if shard_of(f):
+            labels[FLUX_SHARD_LABEL] = shard_of(f)
         docs.append(
             {
                 "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
                 "kind": "Kustomization",
-                "metadata": {"name": f.application, "namespace": namespace, "labels": f.labels()},
+                "metadata": {"name": f.application, "namespace": namespace, "labels": labels},
                 "spec": spec,
             }
         )
+    for b in barriers:
+        labels = {WAVE_LABEL: wave_label(b.wave), LABEL_BARRIER: "true"}
+        if b.management_cluster:
+            labels[LABEL_MANAGEMENT_CLUSTER] = b.management_cluster
+        if b.shard:
+            labels[FLUX_SHARD_LABEL] = b.shard
+        assert barrier_paths is not None
+        docs.append(
+            {
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "metadata": {"name": b.name, "namespace": namespace, "labels": labels},
+                "spec": {
+                    "interval": "10m",
+                    "retryInterval": FLUX_RETRY_INTERVAL,
+                    "dependsOn": [{"name": d} for d in b.depends],
+                    # No kubeConfig: the folder holds no manifest, so nothing is applied anywhere.
+                    "sourceRef": {"kind": "GitRepository", "name": source},
+                    "path": f"./{barrier_paths[b.stack]}",
+                    "prune": False,
+                    "deletionPolicy": "Orphan",
+                },
+            }
+        )
     return docs
+
+
+def _unique_names(
+    ordered: Sequence[Folder], barriers: Sequence[_Barrier], sources: Mapping[str, str]
+) -> None:
+    _unique(ordered, "Kustomization", sources)
+    names = {f.application: f for f in ordered}
+    for b in barriers:
+        if b.name in names:
+            f = names[b.name]
+            where = f"{sources[f.stack]} (stack '{f.stack}')" if f.stack in sources else f"stack '{f.stack}'"
+            raise WiringError(
+                f"{where} folder {f.target} would be the Kustomization '{b.name}', the barrier of wave {b.wave}; "
+                "rename the stack or cluster"
+            )
 
 
 def secrets_not_written(fleet: Fleet) -> dict[str, list[str]]:
@@ -525,6 +847,7 @@ def secrets_script(
     flux_namespace: str,
     hosted_namespaces: Mapping[tuple[str, str], str],
     hub_kubeconfig: str | None = None,
+    argocd_shard: Callable[[Folder], str] | None = None,
 ) -> str:
     """A shell script that creates the Secrets the wiring reads, from the clusters themselves; no value in it.
 
@@ -563,10 +886,11 @@ def secrets_script(
             "--dry-run=client -o yaml | hub apply -f -"
         ]
 
-    def argocd_cluster(name: str, file: str) -> list[str]:
+    def argocd_cluster(name: str, file: str, folder: Folder) -> list[str]:
+        shard = argocd_shard(folder).removeprefix("shard-") if argocd_shard else ""
         return [
             f'argocd cluster add "$(kubectl --kubeconfig "{file}" config current-context)" --kubeconfig "{file}" '
-            f"--name {q(name)} --upsert --yes"
+            f"--name {q(name)} --upsert --yes" + (f" --shard {shard}" if shard else "")
         ]
 
     done: set[str] = set()
@@ -590,7 +914,7 @@ def secrets_script(
         if flux:
             lines += flux_secret(f.flux_secret, f.flux_secret_key, f"$work/{what}")
         if argocd:
-            lines += argocd_cluster(f.argocd_cluster, f"$work/{what}")
+            lines += argocd_cluster(f.argocd_cluster, f"$work/{what}", f)
     for f in all_folders:
         if f.side != "hosted":
             continue
@@ -618,5 +942,5 @@ def secrets_script(
         if flux:
             lines += flux_secret(f.flux_secret, f.flux_secret_key, file)
         if argocd:
-            lines += argocd_cluster(f.argocd_cluster, file)
+            lines += argocd_cluster(f.argocd_cluster, file, f)
     return "\n".join(lines) + "\n"

@@ -762,9 +762,12 @@ def _render_folders_writable(where: str, config: FleetConfig, render_dir: Contai
 MAX_VALUE_LENGTH = 4096
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def _control(text: str) -> str | None:
-    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
-    return None if bad is None else f"U+{ord(bad):04X}"
+    bad = _CONTROL.search(text)
+    return None if bad is None else f"U+{ord(bad.group()):04X}"
 
 
 #: Paths that :mod:`nodefleet.stackfile.paths` judges with its own, path-specific messages (NUL, length, ``..``).

@@ -140,6 +140,93 @@ _FastStrictLoader = type(
 )
 
 
+def _c_composed() -> type[Any] | None:
+    try:
+        from yaml._yaml import CParser
+    except ImportError:  # PyYAML built without libyaml
+        return None
+
+    class CComposedStrictLoader(CParser, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+        """The strict loader on libyaml's parser and composer: only for text whose nesting cannot exhaust the
+        C stack (:func:`_c_safe`); the depth and expansion bounds are checked on its nodes afterwards."""
+
+        yaml_constructors = dict(_StrictLoader.yaml_constructors)
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            """The resolver's tag, remembered per plain scalar text (the keys and values stack files repeat)."""
+            if kind is not yaml.ScalarNode or not implicit[0] or len(value) > 64:
+                return yaml.resolver.Resolver.resolve(self, kind, value, implicit)  # type: ignore[no-untyped-call]
+            key = (value, implicit[1])
+            tag = _RESOLVED.get(key)
+            if tag is None:
+                tag = yaml.resolver.Resolver.resolve(self, kind, value, implicit)  # type: ignore[no-untyped-call]
+                if len(_RESOLVED) < 100_000:
+                    _RESOLVED[key] = tag
+            return tag
+
+    return CComposedStrictLoader
+
+
+_RESOLVED: dict[tuple[str, bool], str] = {}
+
+
+_CComposedStrictLoader = _c_composed()
+#: libyaml's composer recurses in C once per level, unbounded: only text that cannot nest deeper than this is
+#: composed there.
+_C_SAFE_NESTING = 2000
+
+
+def _c_safe(text: str) -> bool:
+    """Whether ``text`` cannot nest more than :data:`_C_SAFE_NESTING` levels: a level needs a line of its own, a
+    flow bracket or an indicator (``-``, ``?``, ``:``), so their count bounds the depth."""
+    bound = sum(text.count(c) for c in "\n[{-?:")
+    return bound <= _C_SAFE_NESTING
+
+
+class _NotPlain(Exception):
+    """A node :func:`_plain` leaves to the constructors (which build it, or say what is wrong with it)."""
+
+
+_TAG = "tag:yaml.org,2002:"
+
+
+def _plain(node: yaml.Node) -> Any:
+    """The value of a node graph of plain mappings, sequences and scalars, as the strict constructors build it,
+    in one pass without their per-node dispatch: anything else (a duplicate key, a merge key, a number or
+    boolean spelt otherwise than plainly, another tag) raises :class:`_NotPlain`."""
+    tag = node.tag
+    if type(node) is yaml.ScalarNode:
+        text = node.value
+        if tag == _TAG + "str":
+            return text
+        if node.style:  # libyaml marks a plain scalar '', the Python parser None
+            raise _NotPlain
+        if tag == _TAG + "int" and _PLAIN_INT.match(text):
+            return int(text)
+        if tag == _TAG + "bool" and text in ("true", "false", "True", "False", "TRUE", "FALSE"):
+            return text.lower() == "true"
+        if tag == _TAG + "null":
+            return None
+        raise _NotPlain
+    if type(node) is yaml.MappingNode and tag == _TAG + "map":
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if type(key_node) is not yaml.ScalarNode or key_node.tag != _TAG + "str":
+                raise _NotPlain
+            if key_node.value in out:
+                raise _NotPlain
+            out[key_node.value] = _plain(value_node)
+        return out
+    if type(node) is yaml.SequenceNode and tag == _TAG + "seq":
+        return [_plain(child) for child in node.value]
+    raise _NotPlain
+
+
 def read_text(path: str | os.PathLike[str], source: str | None = None) -> str:
     """The UTF-8 text of the stack file (or project file) ``path``, read by :func:`nodefleet.files.read_text`;
     ``source`` names it in messages (default: the path)."""
@@ -153,12 +240,23 @@ def load_yaml(text: str, source: str, *, fast: bool = False) -> Any:
     """Parse YAML (or JSON, a subset of it) strictly: duplicate keys are errors, messages carry no content,
     anchors, aliases and nesting bounded (:func:`nodefleet.files.compose_bounded`).
 
-    ``fast`` parses with libyaml first (for reading hundreds of stack files); a file it cannot read is
-    parsed again here, so every message is the same."""
+    ``fast`` parses with libyaml first (for reading thousands of stack files) and builds plain values in one
+    pass (:func:`_plain`); a file it cannot read, or holding anything else, is parsed again by the strict
+    loader, so every value and message is the same."""
     if fast:
         try:
-            node, loader = files.compose_bounded(text, source, _FastStrictLoader)
-            return files.construct(node, loader, source)
+            fastest = (
+                _CComposedStrictLoader if _CComposedStrictLoader and _c_safe(text) else _FastStrictLoader
+            )
+            node, loader = files.compose_bounded(text, source, fastest)
+            if node is None:
+                return None
+            try:
+                return _plain(node)
+            except _NotPlain:
+                pass  # built and judged by the strict constructors below, on nodes they read as they expect
+            finally:
+                loader.dispose()
         except (FileProblem, yaml.YAMLError):
             pass
     try:
