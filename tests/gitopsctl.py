@@ -37,11 +37,13 @@ import yaml
 
 from engine import gomod
 from tests.testcluster import (
+    PORT_ATTEMPTS,
     PROJECT,
     ApiServer,
     TestClusters,
     free_port,
     log_tail,
+    port_taken,
     remove_stale_runs,
     start_process,
     stop_process,
@@ -306,11 +308,21 @@ class Controllers:
             if tool == "flux":
                 self._install_crds([self._source("source-controller", "config/crd/bases"),
                                     self._source("kustomize-controller", "config/crd/bases")], FLUX_NAMESPACE)  # fmt: skip
-                names = self._start_flux()
             else:
                 self._install_crds([self._source("argocd", "manifests/crds")], ARGOCD_NAMESPACE)
-                names = self._start_argocd()
-            self._wait_healthy(names)
+            for attempt in range(PORT_ATTEMPTS):
+                before = set(self.processes)
+                try:
+                    self._wait_healthy(self._start_flux() if tool == "flux" else self._start_argocd())
+                    break
+                except RuntimeError:
+                    started = [n for n in self.processes if n not in before]
+                    if attempt == PORT_ATTEMPTS - 1 or not any(port_taken(self.logs[n]) for n in started):
+                        raise
+                    # a port another worker took meanwhile: again, on new ports
+                    self._forget(
+                        started, ("flux-storage",) if tool == "flux" else ("argocd-bin", "argocd-home")
+                    )
         except BaseException:
             self.close()
             raise
@@ -328,6 +340,14 @@ class Controllers:
         log = self.folder / f"{name}.log"
         self.logs[name] = log
         self.processes[name] = start_process(argv, log, env={**os.environ, **(env or {})}, cwd=cwd)
+
+    def _forget(self, names: list[str], folders: tuple[str, ...]) -> None:
+        """Stop ``names`` and remove the ``folders`` their start made, so that the tool can start again."""
+        for name in names:
+            stop_process(self.processes.pop(name))
+            self.logs.pop(name).unlink(missing_ok=True)
+        for folder in folders:
+            shutil.rmtree(self.folder / folder, ignore_errors=True)
 
     def tails(self, names: list[str] | None = None, n: int = 25) -> str:
         """The last lines of each controller's log (for a failure message)."""
