@@ -187,6 +187,32 @@ def test_collisions_are_judged_per_management_cluster() -> None:
     assert any("namespace 'clusters-prod'" in p for p in problems)
 
 
+def test_a_release_the_management_clusters_hypershift_operator_does_not_run_is_refused(
+    tmp_path: Path,
+) -> None:
+    """mgmt-euw1-a runs 4.22 and 4.21 (the registry's hypershift.supportedVersions): Team_B on 4.20.5 is refused
+    by check and fleet check alike, as a policy (so preview --policy-pack refuses it too: tests/engine)."""
+    shutil.copytree(FLEET, tmp_path / "stacks")
+    path = tmp_path / "stacks" / "Pulumi.Team_B.yaml"
+    path.write_text(path.read_text().replace("release: 4.22.3", "release: 4.20.5"))
+    checked = nodefleet("check", "--config-file", str(path), "--json")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    found = [
+        v for v in json.loads(checked.stdout)["violations"] if v["policy"] == "hypershift-supported-versions"
+    ]
+    assert {v["level"] for v in found} == {"mandatory"}
+    assert len(found) == 1 + len(_raw("Team_B")["clusters"][0]["nodePools"]), found
+    assert "runs 4.22, 4.21 (hypershift.supportedVersions in " in found[0]["message"]
+    assert "'mgmt-euw1-a'" in found[0]["message"]
+    fleet = nodefleet("fleet", "check", "--stacks-dir", str(tmp_path / "stacks"), "--stacks", "Team_B")
+    assert fleet.returncode == 1, fleet.stdout + fleet.stderr
+    assert f"{len(found)} mandatory" in fleet.stdout
+    # The line it runs passes.
+    path.write_text(path.read_text().replace("release: 4.20.5", "release: 4.21.9"))
+    checked = nodefleet("check", "--config-file", str(path), "--json")
+    assert "hypershift-supported-versions" not in checked.stdout, checked.stdout
+
+
 # --- classic NodePool names --------------------------------------------------------------------------------
 
 

@@ -21,6 +21,11 @@ What is judged here, each refusal one line naming the file, the field and the fi
   is in its management cluster's region, an apply-mode stack has a kubeconfig for each management cluster;
 - the fleet as a whole (:func:`fleet_problems`): no ``infraId`` twice across stacks, and without a registry
   every apply-mode stack reaches the one management cluster through one kubeconfig.
+
+A release the management cluster's HyperShift operator does not run (:func:`unsupported_release`) is judged
+where every release is judged, by the policy pack (``hypershift-supported-versions``), so ``check`` and
+``preview --policy-pack`` refuse it alike; the program hands each hosted cluster's component its management
+cluster and that cluster's ``hypershift.supportedVersions``.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ __all__ = [
     "redact_url",
     "registry_path",
     "stack_problems",
+    "unsupported_release",
     "url_credentials_problem",
 ]
 
@@ -303,6 +309,30 @@ def _identity(entry: ManagementClusterEntry, what: str) -> str | None:
     if what == "kubeconfig":
         return os.path.normpath(entry.kubeconfig) if entry.kubeconfig else None
     return {"name": entry.name, "argocdCluster": entry.argocd_cluster}.get(what, entry.flux_secret_name)
+
+
+def unsupported_release(
+    what: str, release: str, management_cluster: str, supported: Sequence[str], source: str
+) -> str | None:
+    """Why ``what`` (an object releasing ``release``, ``x.y.z``) cannot run on ``management_cluster``, whose
+    HyperShift operator runs the release lines ``supported`` (``hypershift.supportedVersions`` of ``source``);
+    None when it runs that line, or when the lines are not declared (nothing to judge against).
+
+    The operator refuses a HostedCluster or NodePool whose release line it does not list (its
+    ``supported-versions`` ConfigMap; openshift/hypershift ``support/supportedversion``): the object is
+    accepted by the API server and then never reconciled."""
+    if not supported:
+        return None
+    parts = release.split(".")
+    line = ".".join(parts[:2])
+    if len(parts) < 2 or line in supported:
+        return None
+    return (
+        f"{what} releases {release}, but the HyperShift operator of management cluster '{management_cluster}' "
+        f"runs {', '.join(supported)} (hypershift.supportedVersions in {source}): it would accept the object "
+        f"and never reconcile it. Choose a release of {' or '.join(supported)}, put the cluster on a management "
+        f"cluster that runs {line}, or upgrade that operator first and add {line} to its supportedVersions"
+    )
 
 
 def registry_path(stacks_dir: Path) -> Path:
