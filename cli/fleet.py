@@ -576,8 +576,9 @@ def run_bounded(command: str, *, env: dict[str, str], cwd: Path, timeout: float)
     text = (kept["err"] or kept["out"]).decode("utf-8", "replace")
     # Control characters (a terminal's escape sequences) never reach the terminal or the state file as they are.
     text = "".join(ch if ch >= " " or ch in "\n\t" else "?" for ch in text)
-    lines = [line.strip()[:HEALTH_LINE_CHARS] for line in text.strip().splitlines()[-2:]]
-    return Bounded(code, redact(" ".join(line for line in lines if line)))
+    # Redacted whole, before any line is shortened: a credential cut in two by the limit is no longer one.
+    lines = [line.strip()[:HEALTH_LINE_CHARS] for line in redact(text).strip().splitlines()[-2:]]
+    return Bounded(code, " ".join(line for line in lines if line))
 
 
 def _health_gate(
