@@ -36,7 +36,7 @@ from typing import Any
 
 from cli import forkrun
 from cli.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_VIOLATIONS, InputError
-from cli.tree import TREE_JUDGED_ENV
+from cli.tree import IN_FLEET_ENV, TREE_JUDGED_ENV
 from nodefleet.stackfile.waves import (
     DEFAULT_WAVE,
     WAVES,
@@ -55,9 +55,6 @@ FORKED = ("check", "render", "forecast")
 #: Commands whose waves are gated by default: they change clusters, or the tree a GitOps tool applies.
 GATED = ("up", "render")
 _CONTRACT = (EXIT_OK, EXIT_VIOLATIONS, EXIT_INVALID, EXIT_INTERNAL)
-#: Set for each stack a fleet command runs: what concerns the whole tree (a Namespace several stacks render)
-#: the fleet says once, not every stack's run again.
-IN_FLEET_ENV = "NODEFLEET_IN_FLEET"
 
 
 @dataclass
@@ -169,40 +166,50 @@ def _run_one(args: argparse.Namespace, stack: str, path: Path) -> tuple[StackRes
     return StackResult(stack, code, seconds, _summary(args.fleet_command, code, out), error, cpu), out
 
 
-def add_wave_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``fleet`` that are about waves (the gate) and ``fleet matrix``."""
-    gate = p.add_mutually_exclusive_group()
-    gate.add_argument(
-        "--gate",
-        dest="gate",
-        action="store_true",
-        default=None,
-        help="stop before the next wave when a stack of this wave exits non-zero (default for up and render)",
-    )
-    gate.add_argument(
-        "--no-gate", dest="gate", action="store_false", help="run every wave whatever the earlier ones did"
-    )
+def add_gate_arguments(p: argparse.ArgumentParser, *, gated_by_default: bool, upgrade: bool = False) -> None:
+    """The options of a ``fleet`` command that are about the gate between waves."""
+    if not upgrade:
+        gate = p.add_mutually_exclusive_group()
+        gate.add_argument(
+            "--gate",
+            dest="gate",
+            action="store_true",
+            default=None,
+            help="stop before the next wave when a stack of this wave exits non-zero"
+            + (" (on by default for this command)" if gated_by_default else ""),
+        )
+        gate.add_argument(
+            "--no-gate",
+            dest="gate",
+            action="store_false",
+            default=None,
+            help="run every wave whatever the earlier ones did"
+            + ("" if gated_by_default else " (the default for this command, unless --health-command)"),
+        )
     p.add_argument(
         "--health-command",
         help="a shell command run after each wave with NODEFLEET_WAVE and NODEFLEET_WAVE_STACKS set; non-zero "
-        "stops the rollout (e.g. a script that waits for the wave's nodes to be Ready); turns the gate on",
+        "stops the rollout (e.g. a script that waits for the wave's nodes to be Ready)"
+        + ("" if upgrade else "; turns the gate on"),
     )
+
+
+def add_matrix_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``fleet matrix``."""
     p.add_argument(
         "--changed-files",
-        help="matrix: a file listing the changed paths (`git diff --name-only BASE`), `-` for stdin; only "
-        "the stacks they touch are kept (default: every stack)",
+        help="a file listing the changed paths (`git diff --name-only BASE`), `-` for stdin; only the stacks "
+        "they touch are kept (default: every stack)",
     )
-    p.add_argument(
-        "--mode", choices=("apply", "render"), help="matrix: keep only stacks with this output.mode"
-    )
-    p.add_argument("--stacks-per-job", type=int, default=1, help="matrix: stacks per job (default 1)")
+    p.add_argument("--mode", choices=("apply", "render"), help="keep only stacks with this output.mode")
+    p.add_argument("--stacks-per-job", type=int, default=1, help="stacks per job (default 1)")
     p.add_argument(
         "--max-jobs-per-wave",
         type=int,
         default=256,
-        help="matrix: more stacks per job when a wave would need more jobs (default 256, GitHub's limit)",
+        help="more stacks per job when a wave would need more jobs (default 256, GitHub's limit)",
     )
-    p.add_argument("--pretty", action="store_true", help="matrix: indented JSON instead of one line")
+    p.add_argument("--pretty", action="store_true", help="indented JSON instead of one line")
 
 
 def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list[StackWave]:

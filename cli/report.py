@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -312,7 +313,15 @@ def run(args: argparse.Namespace) -> int:
         )
     known = all_stacks(PROJECT, stacks_dir)
     if args.stacks:
-        stacks, why = [s for s in args.stacks.split(",") if s], "named with --stacks"
+        from cli.tree import IN_FLEET_ENV
+
+        stacks = [s for s in args.stacks.split(",") if s]
+        # `fleet report` reports each stack it was given on its own: none was named by the user here.
+        why = (
+            "one report per stack of `fleet report`"
+            if os.environ.get(IN_FLEET_ENV)
+            else "named with --stacks"
+        )
         unknown = sorted(set(stacks) - set(known))
         if unknown:
             raise InputError(

@@ -357,15 +357,19 @@ class Registry:
     def names(self) -> tuple[str, ...]:
         return tuple(e.name for e in self.entries)
 
-    def get(self, name: str) -> ManagementClusterEntry:
-        """The management cluster ``name``; :class:`RegistryError` with a did-you-mean when there is none."""
+    def get(self, name: str, region: str | None = None) -> ManagementClusterEntry:
+        """The management cluster ``name``; :class:`RegistryError` with a did-you-mean when there is none (among
+        the management clusters of ``region``, the hosted cluster's, when given)."""
         for entry in self.entries:
             if entry.name == name:
                 return entry
-        raise RegistryError(self.unknown(name))
+        raise RegistryError(self.unknown(name, region))
 
-    def unknown(self, name: str) -> str:
-        """Why ``name`` is not a management cluster of this fleet, and the fix (no file or field prefix)."""
+    def unknown(self, name: str, region: str | None = None) -> str:
+        """Why ``name`` is not a management cluster of this fleet, and the fix (no file or field prefix). A
+        did-you-mean suggests only a management cluster of ``region`` (a hosted cluster's): one in another region
+        would be refused next, and a name one letter off is more often another region's (mgmt-use1-a,
+        mgmt-use2-a)."""
         if not self.exists:
             return (
                 f"'{name}' is not a management cluster: without {self.source} the fleet has one, "
@@ -373,8 +377,11 @@ class Registry:
                 "region, kubeconfig or argocdCluster; docs/configuration.md, 'Management clusters'), or remove "
                 "managementCluster"
             )
-        hint = difflib.get_close_matches(name, self.names, n=1, cutoff=0.6)
+        near = [e.name for e in self.entries if not region or not e.region or e.region == region]
+        hint = difflib.get_close_matches(name, near, n=1, cutoff=0.6)
         mean = f"did you mean '{hint[0]}'? " if hint else ""
+        if region and not near:
+            mean = f"none of them is in {region}, the cluster's region; "
         return (
             f"'{name}' is not a management cluster of {self.source}; {mean}its management clusters are "
             f"{', '.join(self.names)} (add '{name}' there if it is a new one)"
@@ -396,7 +403,7 @@ def load_registry(stacks_dir: Path, source: str | None = None) -> Registry:
     if not os.path.lexists(path):
         return Registry(shown, exists=False)
     try:
-        document = load_yaml(read_text(path, shown), shown)
+        document = load_yaml(read_text(path, shown, what="fleet registry"), shown)
     except YAMLFileError as e:
         raise RegistryError(str(e)) from None
     if not isinstance(document, dict):
@@ -425,7 +432,7 @@ def stack_problems(registry: Registry, fleet: Fleet, source: str) -> list[str]:
     for i, hc in _hosted(fleet):
         base = f"{source}: {CONFIG_KEY}.clusters[{i}]"
         try:
-            entry = registry.get(hc.management_cluster)
+            entry = registry.get(hc.management_cluster, hc.region)
         except RegistryError as e:
             problems.append(f"{base}.managementCluster: {e}")
             continue

@@ -915,7 +915,7 @@ def describe_error(
     # Cross-field checks name their own sub-path first ("machineSets[1].pool: ..."): join it to the path.
     sub = re.match(r"^([a-z][A-Za-z]*(?:\[\d+\])?(?:\.[a-z][A-Za-z]*(?:\[\d+\])?)*): (.*)$", msg, re.S)
     if sub:
-        path, msg = f"{path}.{sub.group(1)}", sub.group(2)
+        path, msg = f"{path}.{sub.group(1)}" if path else sub.group(1), sub.group(2)
     value = err.get("input")
     shown = f" (got {_shown_value(value)})" if isinstance(value, str | int | float | bool) else ""
     note = ""

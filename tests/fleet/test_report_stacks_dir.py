@@ -36,9 +36,13 @@ def test_report_reads_a_stacks_dir_inside_the_repository(repo: Path) -> None:  #
         "1-manifest/hypershift.openshift.io_v1beta1-nodepool-clusters-shop-infra.yaml"
     ]
     fleet = _report(
-        repo, "fleet", "report", "--stacks-dir", "fleet", "--stacks", "east-a", "--base", "main", "--json"
-    )
+        repo, "fleet", "report", "--stacks-dir", "fleet", "--stacks", "east-a", "--base", "main", "--json",
+        "--out-dir", "reports",
+    )  # fmt: skip
     assert [(s["stack"], s["exit"]) for s in fleet["stacks"]] == [("east-a", 0)]
+    # Each stack's report says why it is there: not "named with --stacks", which the user may not have said.
+    markdown = (repo / "reports" / "east-a.md").read_text()
+    assert "Stacks: one report per stack of `fleet report`." in markdown, markdown[:600]
 
 
 def test_report_reads_a_stacks_dir_outside_the_repository(repo: Path, tmp_path: Path) -> None:  # noqa: F811

@@ -327,3 +327,13 @@ def test_check_names_the_secrets_nodefleet_does_not_write_in_either_mode() -> No
             "clusters/prod-east-ssh-key (sshKey of prod-east)"
         ]  # the pull secret is written from the stack secret
     }
+
+
+def test_gitops_counts_in_words_that_agree(tmp_path: Path) -> None:
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    for name in ("Pulumi.canary-east.yaml", "nodefleet-fleet.yaml"):
+        shutil.copy2(FLEET / name, stacks / name)
+    wired = nodefleet("gitops", "--stacks-dir", str(stacks), "--out", str(tmp_path / "out"))
+    assert wired.returncode == 0, wired.stderr
+    assert re.search(r"nodefleet gitops: \d+ render folders? of 1 stack wired", wired.stderr), wired.stderr

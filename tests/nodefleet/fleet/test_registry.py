@@ -241,3 +241,39 @@ def test_without_a_registry_two_apply_mode_stacks_may_not_reach_management_diffe
         "stacks/Pulumi.west.yaml: nodefleet:fleet.output.kubeconfig: its hosted clusters are on"
     )
     assert f"Declare the fleet's management clusters in {SOURCE}" in problem
+
+
+# --- messages ----------------------------------------------------------------------------------------------
+
+
+def test_a_duplicate_entry_is_named_without_a_leading_dot(tmp_path: Path) -> None:
+    error = _error(tmp_path, {"managementClusters": [_entry(), _entry("b"), _entry()]})
+    assert error.startswith(f"{SOURCE}: managementClusters[2].name: 'mgmt-use1-a' is also"), error
+
+
+def test_a_registry_too_large_is_named_as_a_registry(tmp_path: Path) -> None:
+    (tmp_path / "nodefleet-fleet.yaml").write_bytes(b"#" * (17 * 1024 * 1024))
+    with pytest.raises(RegistryError) as e:
+        load_registry(tmp_path, SOURCE)
+    assert "larger than any fleet registry nodefleet reads" in str(e.value)
+    assert "stack file" not in str(e.value)
+
+
+def _in_sydney(registry: Registry, name: str) -> str:
+    raw = stack_fleet("hosted")
+    raw["clusters"][0].update(managementCluster=name, region="ap-southeast-2", zone="ap-southeast-2a")
+    with pytest.raises(ConfigError) as e:
+        load_fleet_in(registry, raw, "hosted", PROJECT)
+    return str(e.value)
+
+
+def test_did_you_mean_suggests_a_management_cluster_of_the_clusters_region(tmp_path: Path) -> None:
+    only_virginia = load_registry(_write(tmp_path, {"managementClusters": [_entry()]}), SOURCE)
+    error = _in_sydney(only_virginia, "mgmt-apse2-a")
+    assert "did you mean" not in error, error
+    assert "none of them is in ap-southeast-2, the cluster's region" in error
+    both = load_registry(
+        _write(tmp_path, {"managementClusters": [_entry(), _entry("mgmt-apse2-b", region="ap-southeast-2")]}),
+        SOURCE,
+    )
+    assert "did you mean 'mgmt-apse2-b'?" in _in_sydney(both, "mgmt-apse2-a")
