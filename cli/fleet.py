@@ -520,7 +520,12 @@ def tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]]) -> l
     for fleets in trees.values():
         for line in shared_namespaces(fleets) if len(fleets) > 1 else []:
             print(f"note: {line}", file=sys.stderr)
-    return problems + [p for fleets in trees.values() if len(fleets) > 1 for p in problems_in(fleets)]
+    # A collision on a management cluster between stacks of one tree is both the tree's and the fleet's: once.
+    return list(
+        dict.fromkeys(
+            problems + [p for fleets in trees.values() if len(fleets) > 1 for p in problems_in(fleets)]
+        )
+    )
 
 
 def _shown(path: Path) -> str:

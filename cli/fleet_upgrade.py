@@ -279,9 +279,28 @@ def _support(loaded: Sequence[Loaded], target: Any, registry: Any) -> dict[str, 
                 reach.setdefault(
                     name, upgrade_gates.management_kubeconfig(registry, item.input.fleet, cluster)
                 )
+    if reach:
+        _refuse_server_aliases(registry)
     for name, kubeconfig in sorted(reach.items()):
         out[name] = _read_supported_versions(name, kubeconfig)
     return out
+
+
+def _refuse_server_aliases(registry: Any) -> None:
+    """Before any management cluster is reached: two registry entries whose kubeconfigs reach one API server
+    are refused (exit 2, naming both), instead of a run that meets one cluster under two names. A kubeconfig
+    that is not there yet is left to the read that needs it, which names it."""
+    from cli.kube import kubeconfig_document
+    from nodefleet.fleet.registry import kubeconfig_server, server_alias_problems
+
+    servers = {}
+    for entry in registry.entries if registry.exists else ():
+        if entry.kubeconfig and Path(entry.kubeconfig).expanduser().is_file():
+            document = kubeconfig_document(entry.kubeconfig, f"management cluster {entry.name}")
+            servers[entry.name] = kubeconfig_server(document)
+    problems = server_alias_problems(registry, servers)
+    if problems:
+        raise InputError("\n".join(problems))
 
 
 class Unreadable(Exception):

@@ -84,7 +84,8 @@ def tree_problems(
     problems = fleet_problems(registry, neighbours) if len(neighbours) > 1 and not judged else []
     if fleet.config.output.mode != "render":
         return problems  # applied to its clusters, never in a GitOps tree
-    problems += problems_across(fleets) if len(fleets) > 1 else []
+    # A collision on a management cluster between stacks of one tree is both the tree's and the fleet's: once.
+    problems = list(dict.fromkeys(problems + (problems_across(fleets) if len(fleets) > 1 else [])))
     if not others:
         return problems
     rendered = []

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pulumi
 import pytest
 import yaml
 
@@ -143,11 +144,18 @@ def test_apply_mode_reaches_each_management_cluster_through_the_registrys_kubeco
     )
     raw = _apply_mode(stack_fleet("hosted"))
     raw["clusters"][0]["managementCluster"] = "mgmt-a"
+    # With a registry the stack's output.kubeconfig reaches nothing here: refused, not silently overruled.
+    with pytest.raises(
+        pulumi.RunError, match=r"output.kubeconfig: is not the kubeconfig .* gives management"
+    ):
+        run_program("hosted", {"nodefleet:fleet": raw}, source=str(stacks / "Pulumi.hosted.yaml"))
+    del raw["output"]["kubeconfig"]
     run = run_program("hosted", {"nodefleet:fleet": raw}, source=str(stacks / "Pulumi.hosted.yaml"))
     providers = {r.name: r.inputs for r in run.registrations if r.type == "pulumi:providers:kubernetes"}
     assert providers["prod-east-k8s"]["kubeconfig"] == "/etc/mgmt-a"
     assert providers["prod-east-hosted-k8s"]["kubeconfig"] == "/etc/hosted"
     # Without a registry: the one management cluster, through the stack's output.kubeconfig.
+    raw["output"]["kubeconfig"] = "/etc/default-kubeconfig"
     del raw["clusters"][0]["managementCluster"]
     run = run_program("hosted", {"nodefleet:fleet": raw})
     providers = {r.name: r.inputs for r in run.registrations if r.type == "pulumi:providers:kubernetes"}
@@ -683,6 +691,7 @@ def test_every_management_side_folder_carries_its_namespace_in_render_mode(tmp_p
     assert namespaces("mgmt-a", "mgmt-a") == both
     assert namespaces("mgmt-a", "mgmt-b") == both
     _apply_mode(raw)
+    del raw["output"]["kubeconfig"]  # the registry's reaches mgmt-a
     for cluster in raw["clusters"]:
         cluster.update(hostedKubeconfig="/etc/hosted", managementCluster="mgmt-a")
     applied = run_program("hosted", {"nodefleet:fleet": raw}, source=source)

@@ -485,6 +485,13 @@ class FleetConfig(ConfigModel):
                 "kubeconfig), or output.mode render"
             )
         for i, c in enumerate(self.clusters):
+            if isinstance(c, HostedCluster) and c.hosted_kubeconfig and self.output.mode == "render":
+                raise ValueError(
+                    f"clusters[{i}].hostedKubeconfig: is set but output.mode is render, where nothing reaches the "
+                    "hosted cluster through it (the wiring reaches it through HyperShift's admin kubeconfig "
+                    "Secret: gitops' secrets.sh), as output.kubeconfig is refused there; remove hostedKubeconfig "
+                    "or set output.mode apply"
+                )
             if (
                 isinstance(c, HostedCluster)
                 and c.auto_node
