@@ -43,6 +43,7 @@ from nodefleet.stackfile.waves import (
     StackWave,
     WaveError,
     label_value,
+    management_clusters_of,
     normalize_wave,
     plan_waves,
 )
@@ -128,8 +129,12 @@ def _summary(command: str, code: int, stdout: str) -> str:
         if stacks[0].get("invalid"):
             return f"invalid: {stacks[0]['invalid'].splitlines()[0]}"
         forecast = stacks[0].get("forecast") or {}
+        differ = sum(
+            len(paths) for folder in (stacks[0].get("renderDiff") or {}).values() for paths in folder.values()
+        )
         return (
-            f"{forecast.get('rollouts', 0)} rollouts, {len(stacks[0].get('violations', []))} policy results"
+            f"{forecast.get('rollouts', 0)} rollouts, {len(stacks[0].get('violations', []))} policy results, "
+            f"{differ} rendered file{'s' if differ != 1 else ''} differ{'s' if differ == 1 else ''} from the base"
         )
     if command == "render":
         lines = stdout.strip().splitlines()
@@ -201,6 +206,12 @@ def add_matrix_arguments(p: argparse.ArgumentParser) -> None:
         help="a file listing the changed paths (`git diff --name-only BASE`), `-` for stdin; only the stacks "
         "they touch are kept (default: every stack)",
     )
+    p.add_argument(
+        "--base",
+        help="with --changed-files: the git ref they were listed against; a change of the fleet registry then "
+        "touches only the stacks on the management clusters it changes (without it: every stack on any "
+        "management cluster)",
+    )
     p.add_argument("--mode", choices=("apply", "render"), help="keep only stacks with this output.mode")
     p.add_argument("--stacks-per-job", type=int, default=1, help="stacks per job (default 1)")
     p.add_argument(
@@ -238,15 +249,16 @@ def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list
                 for c in (clusters if isinstance(clusters, list) else [])
                 if isinstance(c, dict) and isinstance(c.get("catalog"), str)
             )
+            managements = management_clusters_of(fleet)
         except YAMLFileError as e:
             if strict:
                 raise InputError(str(e)) from None
-            wave, mode, catalogs = WAVES[0], "render", ()
+            wave, mode, catalogs, managements = WAVES[0], "render", (), ()
         except WaveError as e:
             if strict:
                 raise InputError(f"{shown}: {CONFIG_KEY}.wave: {e}") from None
-            wave, mode, catalogs = WAVES[0], "render", ()
-        out.append(StackWave(name, wave, shown, mode, catalogs))
+            wave, mode, catalogs, managements = WAVES[0], "render", (), ()
+        out.append(StackWave(name, wave, shown, mode, catalogs, managements))
     return out
 
 
@@ -269,8 +281,13 @@ def _relative(path: Path) -> str:
 
 def matrix_run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> int:
     """``fleet matrix``: the stacks (a change touches) in wave order, as one GitHub Actions matrix per wave."""
+    from cli.stacks import registry_of
+    from nodefleet.fleet.registry import registry_path
     from nodefleet.stackfile.waves import matrix, touched_stacks
 
+    # The registry decides which stacks a change of it touches, and a broken one breaks every stack on it: a
+    # matrix of a fleet whose registry does not load would schedule jobs that all fail (exit 2 here instead).
+    registry = registry_of(args.stacks_dir)
     stacks = _stack_waves(known, names, strict=True)
     if args.mode:
         stacks = [s for s in stacks if s.mode == args.mode]
@@ -295,7 +312,17 @@ def matrix_run(args: argparse.Namespace, known: dict[str, Path], names: list[str
                 f"--changed-files {e.source}: {e.problem}; {e.fix} (the output of `git diff --name-only BASE`, "
                 "or - to read it from stdin)"
             ) from None
-        touched = touched_stacks(text.splitlines(), stacks)
+        changes = None
+        if args.base and registry.exists:
+            from cli.report import base_registry
+
+            changes = base_registry(args.base, args.stacks_dir, registry)
+        touched = touched_stacks(
+            text.splitlines(),
+            stacks,
+            registry_file=_relative(registry_path(args.stacks_dir)),
+            registry_changes=changes,
+        )
     try:
         out = matrix(
             stacks,

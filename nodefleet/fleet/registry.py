@@ -74,6 +74,7 @@ __all__ = [
     "load_fleet_in",
     "load_registry",
     "redact_url",
+    "registry_changes",
     "registry_path",
     "server_alias_problems",
     "stack_problems",
@@ -430,6 +431,43 @@ def server_alias_problems(registry: Registry, servers: Mapping[str, str | None])
             "entries, or correct the kubeconfig of the one that is another cluster"
         )
     return problems
+
+
+def registry_changes(before: Registry, after: Registry) -> dict[str, str]:
+    """Management cluster -> what a change of the registry changes about it, for a review: where its folders
+    go (Argo CD cluster, Flux Secret), how apply mode reaches it (kubeconfig), the releases its HyperShift
+    operator runs, its region; or that it was added or removed. Only the clusters it changes; each stack on
+    one of them is touched by the change (:func:`nodefleet.stackfile.waves.touched_stacks`)."""
+    old = {e.name: e for e in before.entries}
+    new = {e.name: e for e in after.entries}
+    out: dict[str, str] = {}
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name), new.get(name)
+        if a is None:
+            out[name] = "added"
+            continue
+        if b is None:
+            out[name] = "removed"
+            continue
+        what = []
+        for label, x, y in (
+            ("argocdCluster", a.argocd_cluster, b.argocd_cluster),
+            ("fluxKubeConfig.secretName", a.flux_secret_name, b.flux_secret_name),
+            ("fluxKubeConfig.key", a.flux_secret_key, b.flux_secret_key),
+            ("region", a.region, b.region),
+            (
+                "hypershift.supportedVersions",
+                ", ".join(a.supported_versions),
+                ", ".join(b.supported_versions),
+            ),
+        ):
+            if x != y:
+                what.append(f"{label} {x or '(none)'} → {y or '(none)'}")
+        if (a.kubeconfig or "") != (b.kubeconfig or ""):
+            what.append("kubeconfig (the credentials apply mode reaches it with)")
+        if what:
+            out[name] = "; ".join(what)
+    return out
 
 
 def registry_path(stacks_dir: Path) -> Path:
