@@ -640,6 +640,9 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     _check_files(ctx)
     if args.push:
         _check_push(ctx)
+        unreached = _unreached_gitops_cluster(ctx)
+        if unreached is not None:
+            return unreached
     if state is not None:
         print(
             f"nodefleet fleet upgrade to {release}: {_resume_point(ctx)} ({_shown(state_path)})",
@@ -811,6 +814,35 @@ def _check_push(ctx: Context) -> None:
     problem = moved_on_remote(ctx.repo, _remote(ctx), _remote_tips(ctx))
     if problem:
         raise InputError(problem)
+
+
+def _unreached_gitops_cluster(ctx: Context) -> int | None:
+    """Before the first push, which makes a step live for the GitOps tool: its cluster answers, and every
+    Kustomization or Application the run will wait on can be read there. A run that could push but not wait
+    would leave a step applied with nobody judging its gate: it stops here instead (exit 1, nothing committed,
+    pushed or recorded). None when they can all be read."""
+    from cli.gitops_wait import targets, unreadable
+    from nodefleet.render.wiring import folders
+
+    if ctx.gitops_branch is None:
+        return None
+    tool, kubeconfig, namespaces = _gitops_settings(ctx.args, ctx.registry)
+    stacks = sorted({s for wave in ctx.plan.waves for s, mode in wave.modes.items() if mode == "render"})
+    wanted = targets(tool, [f for s in stacks for f in folders(ctx.fleet(s))], *namespaces)
+    lines = unreadable(kubeconfig, wanted, min(ctx.args.timeout, 30.0))
+    if not lines:
+        return None
+    print(
+        f"nodefleet fleet upgrade to {ctx.plan.release}: stopped before the first push: {tool}'s objects on the "
+        "GitOps cluster cannot be read, so the run could push but not wait for them; nothing was committed or pushed"
+    )
+    for line in lines:
+        print(f"  {line}")
+    print(
+        "  next: make them readable (the cluster reachable through the kubeconfig, the wiring from `nodefleet "
+        "gitops` applied), then run the same command again"
+    )
+    return EXIT_VIOLATIONS
 
 
 def _pushed_branches(ctx: Context) -> list[str]:

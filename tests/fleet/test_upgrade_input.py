@@ -534,3 +534,33 @@ def test_a_resume_pushing_to_another_remote_is_refused(fleet_repo: Path, tmp_pat
     assert git(repo, "log", "--all", "--format=%H %D") == before
     assert (repo / ".git" / "nodefleet-upgrade.json").read_bytes() == state
     assert git(other, "rev-parse", GITOPS) != git(repo, "rev-parse", GITOPS)  # nothing pushed to the mirror
+
+
+def test_push_reaches_the_gitops_cluster_before_it_publishes_anything(tmp_path: Path) -> None:
+    """An unreachable --gitops-kubeconfig: the run stops before its first commit and push (exit 1), saying which
+    objects it could not read, instead of pushing the canary live and then failing to wait for it."""
+    repo = make_repo(tmp_path, {"canary-east": "canary"})
+    remote = tmp_path / "remote.git"
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(repo), str(remote)], check=True, env={**os.environ, **GIT_ENV}
+    )
+    git(repo, "remote", "add", "origin", str(remote))
+    kubeconfig = tmp_path / "hub.kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n"
+        "users:\n- name: u\n  user:\n    token: t\n"
+        "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+    )
+    heads = {b: git(repo, "rev-parse", b).strip() for b in ("main", GITOPS)}
+    remote_heads = git(remote, "for-each-ref").strip()
+    done = upgrade(
+        repo, "--push", "--gitops-kubeconfig", str(kubeconfig), "--gitops-tool", "flux", "--gitops-branch", GITOPS,
+        "--timeout", "8",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "stopped before the first push" in done.stdout and "out of reach" in done.stdout, done.stdout
+    assert {b: git(repo, "rev-parse", b).strip() for b in ("main", GITOPS)} == heads  # nothing committed
+    assert git(remote, "for-each-ref").strip() == remote_heads  # nothing pushed
+    assert not (repo / ".git" / "nodefleet-upgrade.json").exists()  # nothing recorded as done
