@@ -974,6 +974,9 @@ def _stage(ctx: Context, step: Step) -> None:
     rendered_stacks = [s for s in step.stacks if wave.modes[s] == "render"]
     label = f"{ctx.label(step)}: {step.phase}"
     print(f"{label}: {', '.join(step.stacks) or 'nothing to edit'}", file=sys.stderr, flush=True)
+    # What nodefleet cannot do, said where it is due (as the dry run says it): the gate waits for it.
+    for line in step.instructions:
+        print(f"  you: {line}", file=sys.stderr, flush=True)
     repo = ctx.repo
     source = render_commit = None
     if repo is not None and step.files:
@@ -1302,7 +1305,22 @@ def _gate(ctx: Context, step: Step) -> Verdict:
             )
             return upgrade_gates.verdict(readings, step.phase, wave.wave, release)
     if step.phase == "control-plane":
-        what = f"the control planes of wave {wave.wave} ({', '.join(stacks)}) have completed {release}"
+        held = sorted(s for s, c in hosted.items() if c)
+        what = " and ".join(
+            part
+            for part in (
+                f"the HostedClusters of wave {wave.wave} ({', '.join(held)}) have completed {release}"
+                if held
+                else "",
+                *(
+                    f"you have upgraded standalone cluster {name} itself and its ClusterVersion has completed "
+                    f"{release} (`oc adm upgrade --to {release}`; the nodes step then records {release} in its "
+                    "stack file)"
+                    for name in wave.standalone
+                ),
+            )
+            if part
+        )
     else:
         what = f"wave {wave.wave} ({', '.join(stacks)}) is healthy on {release}"
     if unseen:

@@ -564,3 +564,24 @@ def test_push_reaches_the_gitops_cluster_before_it_publishes_anything(tmp_path: 
     assert {b: git(repo, "rev-parse", b).strip() for b in ("main", GITOPS)} == heads  # nothing committed
     assert git(remote, "for-each-ref").strip() == remote_heads  # nothing pushed
     assert not (repo / ".git" / "nodefleet-upgrade.json").exists()  # nothing recorded as done
+
+
+def test_a_standalone_clusters_own_upgrade_is_said_at_its_step_and_at_its_gate(tmp_path: Path) -> None:
+    """The dry run says `you: … oc adm upgrade --to R`; the real run says it too, at the step, and its gate
+    names what --confirmed confirms: the cluster upgraded by you, its ClusterVersion at R."""
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    shutil.copy(PROJECT / "tests" / "fleet" / "upgrade" / "Pulumi.plant-last.yaml", stacks)
+    done = nodefleet(
+        "fleet", "upgrade", "--stacks-dir", str(stacks), "--out", str(tmp_path / "rendered"), "--release", NEW,
+        timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"  you: plant-last / plant: upgrade the cluster itself to {NEW} (`oc adm upgrade --to {NEW}`"
+        in done.stderr
+    ), done.stderr
+    assert (
+        f"waiting until you have upgraded standalone cluster plant-last/plant itself and its ClusterVersion has "
+        f"completed {NEW} (`oc adm upgrade --to {NEW}`; the nodes step then records {NEW} in its stack file)"
+    ) in done.stdout, done.stdout
