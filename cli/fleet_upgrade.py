@@ -1309,7 +1309,7 @@ def _gate(ctx: Context, step: Step) -> Verdict:
         what = " and ".join(
             part
             for part in (
-                f"the HostedClusters of wave {wave.wave} ({', '.join(held)}) have completed {release}"
+                f"the control planes of wave {wave.wave} ({', '.join(held)}) have completed {release}"
                 if held
                 else "",
                 *(
