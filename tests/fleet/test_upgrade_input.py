@@ -9,7 +9,9 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -329,6 +331,37 @@ def fleet_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_repo(tmp_path_factory.mktemp("fleet"))
 
 
+class _AnsweringHub(BaseHTTPRequestHandler):
+    """A GitOps cluster that answers every read with an object that reports nothing applied: enough for
+    ``--push`` to reach it before its first push (the run then pushes, and the tests end it there)."""
+
+    def do_GET(self) -> None:
+        body = json.dumps(
+            {"kind": "Kustomization", "metadata": {"name": self.path.rsplit("/", 1)[-1]}}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def answering_hub(tmp_path: Path) -> Iterator[Path]:
+    """The kubeconfig of a GitOps cluster that answers (a free port of this machine)."""
+    server = HTTPServer(("127.0.0.1", 0), _AnsweringHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    kubeconfig = tmp_path / "answering-hub.kubeconfig"
+    kubeconfig.write_text(KUBECONFIG.replace("https://127.0.0.1:1", f"http://127.0.0.1:{server.server_port}"))
+    try:
+        yield kubeconfig
+    finally:
+        server.shutdown()
+
+
 def _pushing(fleet_repo: Path, tmp_path: Path, remote: str | None) -> tuple[Path, Path]:
     """A copy of the fleet with ``remote`` as origin (None: a bare clone of it), and a kubeconfig of a GitOps
     cluster that does not answer."""
@@ -428,9 +461,10 @@ def _push_from_elsewhere(remote: Path, tmp_path: Path) -> str:
 
 
 def test_a_gitops_branch_someone_else_pushed_to_is_never_overwritten_and_the_fix_it_prints_works(
-    fleet_repo: Path, tmp_path: Path
+    fleet_repo: Path, tmp_path: Path, answering_hub: Path
 ) -> None:
-    repo, kubeconfig = _pushing(fleet_repo, tmp_path, None)
+    repo, _ = _pushing(fleet_repo, tmp_path, None)
+    kubeconfig = answering_hub  # reached before the first push
     remote = tmp_path / "remote.git"
     theirs = _push_from_elsewhere(remote, tmp_path)
     before = git(repo, "log", "--all", "--format=%H %D")
@@ -509,10 +543,13 @@ def test_a_missing_gitops_branch_is_refused_before_the_first_commit(fleet_repo: 
     )
 
 
-def test_a_resume_pushing_to_another_remote_is_refused(fleet_repo: Path, tmp_path: Path) -> None:
+def test_a_resume_pushing_to_another_remote_is_refused(
+    fleet_repo: Path, tmp_path: Path, answering_hub: Path
+) -> None:
     """The steps an upgrade pushed went to one remote; a rerun naming another would leave them there and push
     the rest elsewhere: refused, naming both, nothing written. Without --remote it pushes where it began."""
-    repo, kubeconfig = _pushing(fleet_repo, tmp_path, None)
+    repo, _ = _pushing(fleet_repo, tmp_path, None)
+    kubeconfig = answering_hub  # reached before the first push
     other = tmp_path / "other.git"
     subprocess.run(
         ["git", "clone", "-q", "--bare", str(repo), str(other)], check=True, env={**os.environ, **GIT_ENV}
