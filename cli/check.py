@@ -111,7 +111,8 @@ def _shared_namespace_advice(args: argparse.Namespace, stack: LoadedStack) -> li
     """The Namespaces this stack renders that other stacks of its GitOps tree (the stack files beside it and in
     stacks/ whose render directories share its parent) render too on the same management cluster
     (:func:`nodefleet.render.objects.shared_namespaces`): said, not refused; none of them deletes it."""
-    from cli.fleet import IN_FLEET_ENV, _read_config
+    from cli.fleet import _read_config
+    from cli.tree import IN_FLEET_ENV
     from mockruntime.run import PROJECT_DIR
     from nodefleet.fleet.registry import load_fleet_in
     from nodefleet.render.objects import shared_namespaces

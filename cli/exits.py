@@ -21,9 +21,14 @@ class InputError(Exception):
     """Input the user can fix. The message is complete: file, field or option, and the fix."""
 
 
+#: The longest an option may bound anything (a week): longer is a typo, and past about 24 days the operating
+#: system's own waits (``poll``'s milliseconds in an int) cannot be given the value at all.
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
 def seconds(text: str) -> float:
-    """An option's number of seconds (argparse ``type``): finite and above 0; anything else is refused with exit
-    2 as argparse refuses a value it cannot read."""
+    """An option's number of seconds (argparse ``type``): finite, above 0 and at most :data:`MAX_SECONDS`;
+    anything else is refused with exit 2 as argparse refuses a value it cannot read."""
     import argparse
     import math
 
@@ -33,4 +38,9 @@ def seconds(text: str) -> float:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0; give one, e.g. 600")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is more than a week ({MAX_SECONDS:.0f} seconds), the longest nodefleet waits for anything; "
+            f"give at most {MAX_SECONDS:.0f}"
+        )
     return value

@@ -36,13 +36,14 @@ from typing import Any
 
 from cli import forkrun
 from cli.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_VIOLATIONS, InputError
-from cli.tree import TREE_JUDGED_ENV
+from cli.tree import IN_FLEET_ENV, TREE_JUDGED_ENV
 from nodefleet.stackfile.waves import (
     DEFAULT_WAVE,
     WAVES,
     StackWave,
     WaveError,
     label_value,
+    management_clusters_of,
     normalize_wave,
     plan_waves,
 )
@@ -55,9 +56,6 @@ FORKED = ("check", "render", "forecast")
 #: Commands whose waves are gated by default: they change clusters, or the tree a GitOps tool applies.
 GATED = ("up", "render")
 _CONTRACT = (EXIT_OK, EXIT_VIOLATIONS, EXIT_INVALID, EXIT_INTERNAL)
-#: Set for each stack a fleet command runs: what concerns the whole tree (a Namespace several stacks render)
-#: the fleet says once, not every stack's run again.
-IN_FLEET_ENV = "NODEFLEET_IN_FLEET"
 
 
 @dataclass
@@ -131,8 +129,12 @@ def _summary(command: str, code: int, stdout: str) -> str:
         if stacks[0].get("invalid"):
             return f"invalid: {stacks[0]['invalid'].splitlines()[0]}"
         forecast = stacks[0].get("forecast") or {}
+        differ = sum(
+            len(paths) for folder in (stacks[0].get("renderDiff") or {}).values() for paths in folder.values()
+        )
         return (
-            f"{forecast.get('rollouts', 0)} rollouts, {len(stacks[0].get('violations', []))} policy results"
+            f"{forecast.get('rollouts', 0)} rollouts, {len(stacks[0].get('violations', []))} policy results, "
+            f"{differ} rendered file{'s' if differ != 1 else ''} differ{'s' if differ == 1 else ''} from the base"
         )
     if command == "render":
         lines = stdout.strip().splitlines()
@@ -169,40 +171,56 @@ def _run_one(args: argparse.Namespace, stack: str, path: Path) -> tuple[StackRes
     return StackResult(stack, code, seconds, _summary(args.fleet_command, code, out), error, cpu), out
 
 
-def add_wave_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``fleet`` that are about waves (the gate) and ``fleet matrix``."""
-    gate = p.add_mutually_exclusive_group()
-    gate.add_argument(
-        "--gate",
-        dest="gate",
-        action="store_true",
-        default=None,
-        help="stop before the next wave when a stack of this wave exits non-zero (default for up and render)",
-    )
-    gate.add_argument(
-        "--no-gate", dest="gate", action="store_false", help="run every wave whatever the earlier ones did"
-    )
+def add_gate_arguments(p: argparse.ArgumentParser, *, gated_by_default: bool, upgrade: bool = False) -> None:
+    """The options of a ``fleet`` command that are about the gate between waves."""
+    if not upgrade:
+        gate = p.add_mutually_exclusive_group()
+        gate.add_argument(
+            "--gate",
+            dest="gate",
+            action="store_true",
+            default=None,
+            help="stop before the next wave when a stack of this wave exits non-zero"
+            + (" (on by default for this command)" if gated_by_default else ""),
+        )
+        gate.add_argument(
+            "--no-gate",
+            dest="gate",
+            action="store_false",
+            default=None,
+            help="run every wave whatever the earlier ones did"
+            + ("" if gated_by_default else " (the default for this command, unless --health-command)"),
+        )
     p.add_argument(
         "--health-command",
         help="a shell command run after each wave with NODEFLEET_WAVE and NODEFLEET_WAVE_STACKS set; non-zero "
-        "stops the rollout (e.g. a script that waits for the wave's nodes to be Ready); turns the gate on",
+        "stops the rollout (e.g. a script that waits for the wave's nodes to be Ready)"
+        + ("" if upgrade else "; turns the gate on"),
     )
+
+
+def add_matrix_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``fleet matrix``."""
     p.add_argument(
         "--changed-files",
-        help="matrix: a file listing the changed paths (`git diff --name-only BASE`), `-` for stdin; only "
-        "the stacks they touch are kept (default: every stack)",
+        help="a file listing the changed paths (`git diff --name-only BASE`), `-` for stdin; only the stacks "
+        "they touch are kept (default: every stack)",
     )
     p.add_argument(
-        "--mode", choices=("apply", "render"), help="matrix: keep only stacks with this output.mode"
+        "--base",
+        help="with --changed-files: the git ref they were listed against; a change of the fleet registry then "
+        "touches only the stacks on the management clusters it changes (without it: every stack on any "
+        "management cluster)",
     )
-    p.add_argument("--stacks-per-job", type=int, default=1, help="matrix: stacks per job (default 1)")
+    p.add_argument("--mode", choices=("apply", "render"), help="keep only stacks with this output.mode")
+    p.add_argument("--stacks-per-job", type=int, default=1, help="stacks per job (default 1)")
     p.add_argument(
         "--max-jobs-per-wave",
         type=int,
         default=256,
-        help="matrix: more stacks per job when a wave would need more jobs (default 256, GitHub's limit)",
+        help="more stacks per job when a wave would need more jobs (default 256, GitHub's limit)",
     )
-    p.add_argument("--pretty", action="store_true", help="matrix: indented JSON instead of one line")
+    p.add_argument("--pretty", action="store_true", help="indented JSON instead of one line")
 
 
 def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list[StackWave]:
@@ -231,15 +249,16 @@ def _stack_waves(known: dict[str, Path], names: list[str], strict: bool) -> list
                 for c in (clusters if isinstance(clusters, list) else [])
                 if isinstance(c, dict) and isinstance(c.get("catalog"), str)
             )
+            managements = management_clusters_of(fleet)
         except YAMLFileError as e:
             if strict:
                 raise InputError(str(e)) from None
-            wave, mode, catalogs = WAVES[0], "render", ()
+            wave, mode, catalogs, managements = WAVES[0], "render", (), ()
         except WaveError as e:
             if strict:
                 raise InputError(f"{shown}: {CONFIG_KEY}.wave: {e}") from None
-            wave, mode, catalogs = WAVES[0], "render", ()
-        out.append(StackWave(name, wave, shown, mode, catalogs))
+            wave, mode, catalogs, managements = WAVES[0], "render", (), ()
+        out.append(StackWave(name, wave, shown, mode, catalogs, managements))
     return out
 
 
@@ -262,8 +281,13 @@ def _relative(path: Path) -> str:
 
 def matrix_run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> int:
     """``fleet matrix``: the stacks (a change touches) in wave order, as one GitHub Actions matrix per wave."""
+    from cli.stacks import registry_of
+    from nodefleet.fleet.registry import registry_path
     from nodefleet.stackfile.waves import matrix, touched_stacks
 
+    # The registry decides which stacks a change of it touches, and a broken one breaks every stack on it: a
+    # matrix of a fleet whose registry does not load would schedule jobs that all fail (exit 2 here instead).
+    registry = registry_of(args.stacks_dir)
     stacks = _stack_waves(known, names, strict=True)
     if args.mode:
         stacks = [s for s in stacks if s.mode == args.mode]
@@ -288,7 +312,17 @@ def matrix_run(args: argparse.Namespace, known: dict[str, Path], names: list[str
                 f"--changed-files {e.source}: {e.problem}; {e.fix} (the output of `git diff --name-only BASE`, "
                 "or - to read it from stdin)"
             ) from None
-        touched = touched_stacks(text.splitlines(), stacks)
+        changes = None
+        if args.base and registry.exists:
+            from cli.report import base_registry
+
+            changes = base_registry(args.base, args.stacks_dir, registry)
+        touched = touched_stacks(
+            text.splitlines(),
+            stacks,
+            registry_file=_relative(registry_path(args.stacks_dir)),
+            registry_changes=changes,
+        )
     try:
         out = matrix(
             stacks,
@@ -520,7 +554,12 @@ def _tree_problems(args: argparse.Namespace, stacks: list[tuple[str, Path]], reg
     for fleets in trees.values():
         for line in shared_namespaces(fleets) if len(fleets) > 1 else []:
             print(f"note: {line}", file=sys.stderr)
-    return problems + [p for fleets in trees.values() if len(fleets) > 1 for p in problems_in(fleets)]
+    # A collision on a management cluster between stacks of one tree is both the tree's and the fleet's: once.
+    return list(
+        dict.fromkeys(
+            problems + [p for fleets in trees.values() if len(fleets) > 1 for p in problems_in(fleets)]
+        )
+    )
 
 
 def _shown(path: Path) -> str:
@@ -583,8 +622,9 @@ def run_bounded(command: str, *, env: dict[str, str], cwd: Path, timeout: float)
     text = (kept["err"] or kept["out"]).decode("utf-8", "replace")
     # Control characters (a terminal's escape sequences) never reach the terminal or the state file as they are.
     text = "".join(ch if ch >= " " or ch in "\n\t" else "?" for ch in text)
-    lines = [line.strip()[:HEALTH_LINE_CHARS] for line in text.strip().splitlines()[-2:]]
-    return Bounded(code, redact(" ".join(line for line in lines if line)))
+    # Redacted whole, before any line is shortened: a credential cut in two by the limit is no longer one.
+    lines = [line.strip()[:HEALTH_LINE_CHARS] for line in redact(text).strip().splitlines()[-2:]]
+    return Bounded(code, " ".join(line for line in lines if line))
 
 
 def _health_gate(

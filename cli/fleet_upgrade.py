@@ -100,67 +100,67 @@ def crash_point(name: str) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``fleet upgrade`` (the ``fleet`` parser is shared with the other fleet commands)."""
-    p.add_argument("--release", help="upgrade: the release every cluster moves to, x.y.z (as in 4.22.4)")
+    """The options of ``fleet upgrade`` beside those every ``fleet`` command has."""
+    p.add_argument("--release", help="the release every cluster moves to, x.y.z (as in 4.22.4)")
     p.add_argument(
         "--state",
         type=Path,
-        help=f"upgrade: the state file, read to resume and written after every step (default: <stacks-dir>/{STATE_FILE}; "
+        help=f"the state file, read to resume and written after every step (default: <stacks-dir>/{STATE_FILE}; "
         f"with --commit, {STATE_FILE} in the repository's git folder, as git keeps a rebase's state, since it "
         "records the commits and so cannot be in them)",
     )
     p.add_argument(
         "--commit",
         action="store_true",
-        help="upgrade: commit each step, exactly its own paths (never what else is staged): the stack files on the "
+        help="commit each step, exactly its own paths (never what else is staged): the stack files on the "
         "current branch and the render on the branch the GitOps tool reads (--gitops-branch), without checking it "
         "out; one commit holds both when that is the current branch. Each commit names the upgrade in git trailers "
         "(Nodefleet-Upgrade, -Plan, -Wave, -Phase; a render commit also Nodefleet-Source, the commit it renders)",
     )
     p.add_argument(
         "--gitops-branch",
-        help=f"upgrade: the branch Argo CD or Flux reads the render from (default: gitops.branch of the fleet "
+        help=f"the branch Argo CD or Flux reads the render from (default: gitops.branch of the fleet "
         f"registry, else {GITOPS_BRANCH}, where `scripts/pipeline publish` puts it)",
     )
     p.add_argument(
         "--push",
         action="store_true",
-        help="upgrade (with --commit): push both branches to --remote after each step (both or neither, never forced: "
+        help="with --commit: push both branches to --remote after each step (both or neither, never forced: "
         "a branch someone else pushed to is refused, exit 2, with the merge to make), then wait until the GitOps "
         "tool reports the commit applied (Flux: lastAppliedRevision and Ready; Argo CD: sync.revision, Synced, "
         "Healthy) on the step's folders, at most --timeout seconds, before the gate",
     )
     p.add_argument(
         "--remote",
-        help="upgrade --push: the remote, by name or a URL without credentials (default origin; a resumed upgrade "
+        help="with --push: the remote, by name or a URL without credentials (default origin; a resumed upgrade "
         "pushes where it began); checked before anything is written",
     )
     p.add_argument(
         "--gitops-kubeconfig",
-        help="upgrade --push: the kubeconfig of the cluster Argo CD or Flux runs on (default: gitops.kubeconfig "
+        help="with --push: the kubeconfig of the cluster Argo CD or Flux runs on (default: gitops.kubeconfig "
         "of the fleet registry)",
     )
     p.add_argument(
         "--gitops-tool",
         choices=("flux", "argocd", "both"),
-        help="upgrade --push: whose objects report the commit applied (default: gitops.tool of the fleet registry)",
+        help="with --push: whose objects report the commit applied (default: gitops.tool of the fleet registry)",
     )
     p.add_argument(
         "--confirmed",
         action="store_true",
-        help="upgrade: the gate the last run stopped at has passed (you checked the control planes, or the wave's "
+        help="the gate the last run stopped at has passed (you checked the control planes, or the wave's "
         "health, yourself)",
     )
     p.add_argument(
         "--restart",
         action="store_true",
-        help="upgrade: set the state file aside and plan afresh from the stack files as they are (the commits made "
+        help="set the state file aside and plan afresh from the stack files as they are (the commits made "
         "stay; a cluster already moved is not moved again)",
     )
     p.add_argument(
         "--dry-run",
         action="store_true",
-        help="upgrade: print the whole plan and write nothing; exit 0 only when the plan is possible",
+        help="print the whole plan and write nothing; exit 0 only when the plan is possible",
     )
 
 
@@ -289,9 +289,28 @@ def _support(loaded: Sequence[Loaded], target: Any, registry: Any) -> dict[str, 
                 reach.setdefault(
                     name, upgrade_gates.management_kubeconfig(registry, item.input.fleet, cluster)
                 )
+    if reach:
+        _refuse_server_aliases(registry)
     for name, kubeconfig in sorted(reach.items()):
         out[name] = _read_supported_versions(name, kubeconfig)
     return out
+
+
+def _refuse_server_aliases(registry: Any) -> None:
+    """Before any management cluster is reached: two registry entries whose kubeconfigs reach one API server
+    are refused (exit 2, naming both), instead of a run that meets one cluster under two names. A kubeconfig
+    that is not there yet is left to the read that needs it, which names it."""
+    from cli.kube import kubeconfig_document
+    from nodefleet.fleet.registry import kubeconfig_server, server_alias_problems
+
+    servers = {}
+    for entry in registry.entries if registry.exists else ():
+        if entry.kubeconfig and Path(entry.kubeconfig).expanduser().is_file():
+            document = kubeconfig_document(entry.kubeconfig, f"management cluster {entry.name}")
+            servers[entry.name] = kubeconfig_server(document)
+    problems = server_alias_problems(registry, servers)
+    if problems:
+        raise InputError("\n".join(problems))
 
 
 class Unreadable(Exception):
@@ -631,6 +650,9 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     _check_files(ctx)
     if args.push:
         _check_push(ctx)
+        unreached = _unreached_gitops_cluster(ctx)
+        if unreached is not None:
+            return unreached
     if state is not None:
         print(
             f"nodefleet fleet upgrade to {release}: {_resume_point(ctx)} ({_shown(state_path)})",
@@ -804,6 +826,35 @@ def _check_push(ctx: Context) -> None:
         raise InputError(problem)
 
 
+def _unreached_gitops_cluster(ctx: Context) -> int | None:
+    """Before the first push, which makes a step live for the GitOps tool: its cluster answers, and every
+    Kustomization or Application the run will wait on can be read there. A run that could push but not wait
+    would leave a step applied with nobody judging its gate: it stops here instead (exit 1, nothing committed,
+    pushed or recorded). None when they can all be read."""
+    from cli.gitops_wait import targets, unreadable
+    from nodefleet.render.wiring import folders
+
+    if ctx.gitops_branch is None:
+        return None
+    tool, kubeconfig, namespaces = _gitops_settings(ctx.args, ctx.registry)
+    stacks = sorted({s for wave in ctx.plan.waves for s, mode in wave.modes.items() if mode == "render"})
+    wanted = targets(tool, [f for s in stacks for f in folders(ctx.fleet(s))], *namespaces)
+    lines = unreadable(kubeconfig, wanted, min(ctx.args.timeout, 30.0))
+    if not lines:
+        return None
+    print(
+        f"nodefleet fleet upgrade to {ctx.plan.release}: stopped before the first push: {tool}'s objects on the "
+        "GitOps cluster cannot be read, so the run could push but not wait for them; nothing was committed or pushed"
+    )
+    for line in lines:
+        print(f"  {line}")
+    print(
+        "  next: make them readable (the cluster reachable through the kubeconfig, the wiring from `nodefleet "
+        "gitops` applied), then run the same command again"
+    )
+    return EXIT_VIOLATIONS
+
+
 def _pushed_branches(ctx: Context) -> list[str]:
     return [ctx.repo.branch] + (
         [ctx.gitops_branch] if ctx.gitops_branch and ctx.gitops_branch != ctx.repo.branch else []
@@ -933,6 +984,9 @@ def _stage(ctx: Context, step: Step) -> None:
     rendered_stacks = [s for s in step.stacks if wave.modes[s] == "render"]
     label = f"{ctx.label(step)}: {step.phase}"
     print(f"{label}: {', '.join(step.stacks) or 'nothing to edit'}", file=sys.stderr, flush=True)
+    # What nodefleet cannot do, said where it is due (as the dry run says it): the gate waits for it.
+    for line in step.instructions:
+        print(f"  you: {line}", file=sys.stderr, flush=True)
     repo = ctx.repo
     source = render_commit = None
     if repo is not None and step.files:
@@ -1261,7 +1315,22 @@ def _gate(ctx: Context, step: Step) -> Verdict:
             )
             return upgrade_gates.verdict(readings, step.phase, wave.wave, release)
     if step.phase == "control-plane":
-        what = f"the control planes of wave {wave.wave} ({', '.join(stacks)}) have completed {release}"
+        held = sorted(s for s, c in hosted.items() if c)
+        what = " and ".join(
+            part
+            for part in (
+                f"the control planes of wave {wave.wave} ({', '.join(held)}) have completed {release}"
+                if held
+                else "",
+                *(
+                    f"you have upgraded standalone cluster {name} itself and its ClusterVersion has completed "
+                    f"{release} (`oc adm upgrade --to {release}`; the nodes step then records {release} in its "
+                    "stack file)"
+                    for name in wave.standalone
+                ),
+            )
+            if part
+        )
     else:
         what = f"wave {wave.wave} ({', '.join(stacks)}) is healthy on {release}"
     if unseen:

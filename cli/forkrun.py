@@ -83,13 +83,20 @@ def _child(argv: Sequence[str], cwd: str, env: Mapping[str, str], conn: Connecti
             runpy.run_module("nodefleet", run_name="__main__", alter_sys=True)
         except SystemExit as exit_:
             code = exit_.code
+        except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the fleet reports it, once
+            code = 130
     if not isinstance(code, int):  # sys.exit("message") prints it and exits 1, as the interpreter does
         err.write(f"{code}\n" if code is not None else "")
         code = 0 if code is None else 1
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = round(usage.ru_utime + usage.ru_stime, 2)
-    conn.send(Done(code, out.getvalue(), err.getvalue(), cpu, round(usage.ru_maxrss / 1024, 1)))
-    conn.close()
+    try:
+        conn.send(Done(code, out.getvalue(), err.getvalue(), cpu, round(usage.ru_maxrss / 1024, 1)))
+        conn.close()
+    except OSError:
+        # The fleet that asked is gone (killed, interrupted): nobody to tell, and nothing to print on a terminal
+        # that has moved on (BrokenPipeError, ConnectionResetError).
+        os._exit(code if 0 <= code < 256 else 1)
 
 
 def run(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float | None) -> Done | None:

@@ -397,7 +397,7 @@ def _run(args: argparse.Namespace) -> int:
         f"are; not wired here: {', '.join(partial)})"
     )
     print(
-        f"nodefleet gitops: {len(all_folders)} render folders of {len(fleets)} stacks wired as {what}"
+        f"nodefleet gitops: {_count(len(all_folders), 'render folder')} of {_count(len(fleets), 'stack')} wired as {what}"
         + (f" into {args.out}" if args.out else ""),
         file=sys.stderr,
     )
@@ -471,3 +471,7 @@ _CM_NOTE = (
     "# merge these keys into Argo CD's own argocd-cm, leaving its other keys, with\n"
     "#   kubectl apply --server-side --field-manager=nodefleet -f argocd-cm.yaml\n"
 )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

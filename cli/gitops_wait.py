@@ -85,23 +85,32 @@ _API = {
 }
 
 
-def _read(api: Any, target: Target) -> dict[str, Any] | str:
+def brief(text: str, limit: int = 300) -> str:
+    """``text`` at most ``limit`` characters, cut at a word with an ellipsis (never mid-word)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(" ,;:([")
+    return cut + " …"
+
+
+def _read(api: Any, target: Target, timeout: float | None = None) -> dict[str, Any] | str:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     from nodefleet.files import redact
 
     group, version, plural = _API[target.kind]
+    options: dict[str, Any] = {"_request_timeout": timeout} if timeout else {}
     try:
         found = client.CustomObjectsApi(api).get_namespaced_custom_object(
-            group, version, target.namespace, plural, target.name
+            group, version, target.namespace, plural, target.name, **options
         )
     except ApiException as exc:
         if exc.status == 404:
             return "not found (is the wiring from `nodefleet gitops` applied?)"
         return f"cannot be read: the GitOps cluster answered {exc.status} {exc.reason}"
     except Exception as exc:  # urllib3's connection errors share no base worth naming
-        return f"cannot be read: the GitOps cluster is out of reach ({redact(str(exc))[:300]})"
+        return f"cannot be read: the GitOps cluster is out of reach ({brief(redact(str(exc)))})"
     return found if isinstance(found, dict) else "cannot be read: not an object"
 
 
@@ -127,6 +136,26 @@ def read_once(
                 appset = appsets[key]
             out.append(argocd_application(obj, target.what, sha, contains, appset))
     return out
+
+
+def unreadable(kubeconfig: str | None, wanted: Sequence[Target], timeout: float) -> list[str]:
+    """Before anything is pushed: each of ``wanted`` that cannot be read now (the GitOps cluster out of reach,
+    refusing the kubeconfig's user, the object not there), one line each; empty when every one can be read.
+    Each read is bounded by ``timeout`` seconds."""
+    from cli.kube import api_client
+
+    api = api_client(kubeconfig, "the GitOps cluster (gitops.kubeconfig, --gitops-kubeconfig)")
+    try:
+        lines = []
+        for target in wanted:
+            found = _read(api, target, timeout)
+            if isinstance(found, str):
+                lines.append(f"{target.what}: {found}")
+                if "out of reach" in found:
+                    break  # the others would say the same
+        return lines
+    finally:
+        api.close()
 
 
 def wait_applied(

@@ -54,6 +54,12 @@ def _document(path: Path, shown: str, what: str) -> dict[str, Any]:
     return document
 
 
+def kubeconfig_document(kubeconfig: str, what: str) -> dict[str, Any]:
+    """The document of the kubeconfig file ``kubeconfig`` (a path; ``~/`` expanded), read as :func:`api_client`
+    reads it; :class:`InputError` naming the file, never its content."""
+    return _document(Path(kubeconfig).expanduser(), kubeconfig_shown(kubeconfig), what)
+
+
 def api_client(kubeconfig: str | None, what: str, context: str | None = None) -> Any:
     """A ``kubernetes.client.ApiClient`` for ``kubeconfig`` (None: ``$KUBECONFIG`` or ``~/.kube/config``), through
     its ``context`` (None: its current context).

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from cli.exits import seconds
+from cli.exits import MAX_SECONDS, seconds
 from cli.roots import add_roots
 from cli.stacks import add_source
 
@@ -22,7 +22,7 @@ def _policy_config(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    from cli import engine, fleet, fleet_upgrade, forecast, report, upgrade
+    from cli import engine, fleet, forecast, report, upgrade
 
     s = sub.add_parser(
         "forecast",
@@ -73,57 +73,7 @@ def register(sub: Any) -> None:
     _policy_config(s)
     s.set_defaults(run=report.run)
 
-    s = sub.add_parser(
-        "fleet",
-        help="run a command over many stacks, one process per stack, wave by wave",
-        description="Run a command over many stacks, one process per stack, wave by wave (canaries first), "
-        "with a health gate between waves. `fleet matrix` prints the waves as GitHub Actions matrices. "
-        "`fleet upgrade --release R` moves every cluster of the fleet to R through the waves, after judging all of "
-        "them (a downgrade, a skipped minor, a release a management cluster's HyperShift operator does not run are "
-        "refused, every one at once, before anything is written): per wave, the control planes (stack files edited "
-        "as `upgrade` does; a standalone cluster's own upgrade is yours), the render-mode stacks re-rendered, then "
-        "a gate (--health-command, or --confirmed on the next run; in apply mode the HostedClusters' status), then "
-        "the nodes (and each standalone cluster's release), and a gate before the next wave. With --commit each step "
-        "is one commit of exactly its paths: the stack files on the current branch, the render on the branch the "
-        "GitOps tool reads (--gitops-branch, default nodefleet-rendered), without checking it out; with --push both "
-        "are pushed and the gate waits until Flux or Argo CD reports the commit applied. It stops at a gate that "
-        "does not pass, records where in the state file (--state), and the same command resumes there, after a "
-        "crash at any point too; --dry-run prints the whole plan.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n"
-        "  python -m nodefleet fleet check --parallel 2\n"
-        "  python -m nodefleet fleet upgrade --release 4.22.4 --dry-run\n"
-        "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --health-command 'scripts/wave-healthy'\n"
-        "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --confirmed   # after checking the gate\n"
-        "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --push --gitops-tool flux "
-        "--gitops-kubeconfig ~/.kube/hub",
-    )
-    s.add_argument("fleet_command", choices=fleet.COMMANDS, metavar="{" + ",".join(fleet.COMMANDS) + "}")
-    s.add_argument("--stacks", help="comma-separated stack names (default: every stack)")
-    s.add_argument(
-        "--stacks-dir", type=Path, default=fleet.PROJECT / "stacks", help="where the stack files are"
-    )
-    s.add_argument("--parallel", type=int, default=2, help="stacks at a time (default 2)")
-    s.add_argument(
-        "--timeout",
-        type=seconds,
-        default=1800,
-        help="seconds per stack before it counts as failed; also the limit of each --health-command (then killed) and, "
-        "for upgrade, of each git push and of the wait for the GitOps tool (default 1800)",
-    )
-    s.add_argument("--json", action="store_true", help="print the summary as JSON")
-    s.add_argument(
-        "--out",
-        type=Path,
-        help="render: write each stack under <out>/<stack>/; forecast: compare with what is there "
-        "(default: each stack's output.directory)",
-    )
-    s.add_argument("--out-dir", type=Path, help="report: write <out-dir>/<stack>.md")
-    s.add_argument("--base", help="report: the git ref the change is compared with")
-    _policy_config(s)
-    fleet.add_wave_arguments(s)
-    fleet_upgrade.add_arguments(s)
-    s.set_defaults(run=fleet_upgrade.fleet_command)
+    _register_fleet(sub)
 
     s = sub.add_parser(
         "upgrade", help="stage a hosted cluster's release bump: control plane first, nodes after"
@@ -142,3 +92,119 @@ def register(sub: Any) -> None:
     s.add_argument("--dry-run", action="store_true", help="print the step and its forecast without writing")
     add_roots(s)
     s.set_defaults(run=upgrade.run)
+
+
+#: ``fleet``'s commands, each with its one-line help; ``upgrade``'s description is its own.
+_FLEET_COMMANDS = {
+    "check": "`check` every stack, one process per stack, wave by wave",
+    "preview": "`preview` every stack on the engine, wave by wave",
+    "up": "`up` every stack on the engine, wave by wave (gated by default)",
+    "render": "`render` every stack, wave by wave (gated by default)",
+    "forecast": "`forecast` every stack against its last render, wave by wave",
+    "report": "`report` every stack against --base, one Markdown file per stack with --out-dir",
+    "matrix": "print the waves as GitHub Actions matrices (JSON); runs no stack",
+    "upgrade": "move every cluster of the fleet to a release, wave by wave, resumable",
+}
+
+_UPGRADE_DESCRIPTION = (
+    "Move every cluster of the fleet to --release R through the waves, after judging all of them (a downgrade, "
+    "a skipped minor, a release a management cluster's HyperShift operator does not run are refused, every one "
+    "at once, before anything is written): per wave, the control planes (stack files edited as `upgrade` does; "
+    "a standalone cluster's own upgrade is yours), the render-mode stacks re-rendered, then a gate "
+    "(--health-command, or --confirmed on the next run; in apply mode the HostedClusters' status), then the nodes "
+    "(and each standalone cluster's release), and a gate before the next wave. With --commit each step is one "
+    "commit of exactly its paths: the stack files on the current branch, the render on the branch the GitOps "
+    "tool reads (--gitops-branch, default nodefleet-rendered), without checking it out; with --push both are "
+    "pushed and the gate waits until Flux or Argo CD reports the commit applied. It stops at a gate that does not "
+    "pass, records where in the state file (--state), and the same command resumes there, after a crash at any "
+    "point too; --dry-run prints the whole plan."
+)
+
+
+def _register_fleet(sub: Any) -> None:
+    """``fleet`` and its commands, each with its own options (``fleet check --help`` shows check's)."""
+    from cli import fleet, fleet_upgrade
+
+    s = sub.add_parser(
+        "fleet",
+        help="run a command over many stacks, one process per stack, wave by wave",
+        description="Run a command over many stacks, one process per stack, wave by wave (canaries first), "
+        "with a health gate between waves. `fleet matrix` prints the waves as GitHub Actions matrices; `fleet "
+        "upgrade --release R` moves every cluster of the fleet to R through the waves. `fleet COMMAND --help` "
+        "shows each command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  python -m nodefleet fleet check --parallel 2\n"
+        "  python -m nodefleet fleet upgrade --release 4.22.4 --dry-run\n"
+        "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --health-command 'scripts/wave-healthy'\n"
+        "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --confirmed   # after checking the gate\n"
+        "  python -m nodefleet fleet upgrade --release 4.22.4 --commit --push --gitops-tool flux "
+        "--gitops-kubeconfig ~/.kube/hub",
+    )
+    commands = s.add_subparsers(
+        dest="fleet_command", metavar="{" + ",".join(fleet.COMMANDS) + "}", required=True
+    )
+    made = []
+    for name in fleet.COMMANDS:
+        c = commands.add_parser(
+            name, help=_FLEET_COMMANDS[name], description=_UPGRADE_DESCRIPTION if name == "upgrade" else None
+        )
+        made.append(c)
+        c.set_defaults(run=fleet_upgrade.fleet_command)
+        c.add_argument("--stacks", help="comma-separated stack names (default: every stack)")
+        c.add_argument(
+            "--stacks-dir",
+            type=Path,
+            default=fleet.PROJECT / "stacks",
+            help="where the stack files are (default: stacks/ of the project)",
+        )
+        if name == "matrix":
+            fleet.add_matrix_arguments(c)
+            continue
+        c.add_argument(
+            "--parallel",
+            type=int,
+            default=2,
+            help="stacks at a time" + (" (renders and checks)" if name == "upgrade" else ""),
+        )
+        c.add_argument(
+            "--timeout",
+            type=seconds,
+            default=1800,
+            help="seconds per stack before it counts as failed; also the limit of each --health-command (then "
+            "killed)"
+            + (", of each git push and of the wait for the GitOps tool" if name == "upgrade" else "")
+            + f"; at most {MAX_SECONDS:.0f}",
+        )
+        c.add_argument("--json", action="store_true", help="print the summary as JSON")
+        if name in ("render", "forecast", "upgrade"):
+            c.add_argument(
+                "--out",
+                type=Path,
+                help={
+                    "render": "write each stack under <out>/<stack>/ (default: each stack's output.directory)",
+                    "forecast": "compare with what `fleet render --out` wrote there (default: each stack's "
+                    "output.directory)",
+                    "upgrade": "render each stack under <out>/<stack>/ (default: each stack's output.directory)",
+                }[name],
+            )
+        if name == "report":
+            c.add_argument("--out-dir", type=Path, help="write <out-dir>/<stack>.md")
+            c.add_argument("--base", help="the git ref the change is compared with (required)")
+        if name in ("check", "preview", "up", "report"):
+            _policy_config(c)
+        if name == "upgrade":
+            fleet.add_gate_arguments(c, gated_by_default=False, upgrade=True)
+            fleet_upgrade.add_arguments(c)
+        else:
+            fleet.add_gate_arguments(c, gated_by_default=name in fleet.GATED)
+    # The commands share one runner: every option any of them has is an attribute of every one's arguments.
+    defaults = {
+        a.dest: a.default
+        for c in made
+        for a in c._actions
+        if a.option_strings and a.default is not argparse.SUPPRESS and a.dest != "help"
+    }
+    for c in made:
+        own = {a.dest for a in c._actions}
+        c.set_defaults(**{k: v for k, v in defaults.items() if k not in own})

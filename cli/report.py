@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -47,18 +48,54 @@ def in_repository(stacks_dir: Path, project: Path = PROJECT) -> str | None:
         return None
 
 
+def base_registry(
+    ref: str, stacks_dir: Path, registry: Any, project: Path = PROJECT
+) -> dict[str, str] | None:
+    """What a change since ``ref`` (its merge base with HEAD) did to the fleet's registry beside the stack files
+    of ``stacks_dir``, by management cluster (:func:`nodefleet.fleet.registry.registry_changes`); None when the
+    base's registry cannot be read (every management cluster then counts as changed)."""
+    from nodefleet.fleet.registry import (
+        REGISTRY_FILE,
+        Registry,
+        RegistryError,
+        load_registry,
+        registry_changes,
+    )
+
+    rel = in_repository(stacks_dir, project)
+    if rel is None:
+        return {}  # not in the repository: no change of it is in the diff
+    base = _git("merge-base", ref, "HEAD", cwd=project).strip()
+    shown = f"{rel}/{REGISTRY_FILE} at {base[:12]}"
+    done = subprocess.run(
+        ["git", "show", f"{base}:{rel}/{REGISTRY_FILE}"], cwd=project, capture_output=True, timeout=60
+    )
+    if done.returncode != 0:
+        before = Registry(shown, exists=False)  # the base has none: the one implicit management cluster
+    else:
+        with tempfile.TemporaryDirectory(prefix="nodefleet-registry-") as tmp:
+            (Path(tmp) / REGISTRY_FILE).write_bytes(done.stdout)
+            try:
+                before = load_registry(Path(tmp), shown)
+            except RegistryError:
+                return None
+    return registry_changes(before, registry)
+
+
 def touched_stacks(
-    changed: list[str], project: Path = PROJECT, stacks_dir: Path | None = None
+    changed: list[str], project: Path = PROJECT, stacks_dir: Path | None = None, base: str | None = None
 ) -> tuple[list[str], str]:
     """The stacks a change touches, and why: their stack file, a catalog they use, or the program itself.
 
     The rules are ``fleet matrix``'s (:func:`nodefleet.stackfile.waves.touched_stacks`), so the report covers exactly the
     stacks the rollout would run.
     """
+    from cli.stacks import registry_of
     from mockruntime.run import read_stack_config
     from mockruntime.snapshots import shown_path
+    from nodefleet.fleet.registry import registry_path
     from nodefleet.stackfile.model import CONFIG_KEY
-    from nodefleet.stackfile.waves import DEFAULT_WAVE, StackWave, is_shared
+    from nodefleet.stackfile.waves import DEFAULT_WAVE, StackWave, is_shared, management_clusters_of
     from nodefleet.stackfile.waves import touched_stacks as touching
     from nodefleet.stackfile.yamlfile import YAMLFileError
 
@@ -82,8 +119,21 @@ def touched_stacks(
             for c in clusters or []
             if isinstance(c, dict) and isinstance(c.get("catalog"), str)
         )
-        fleet.append(StackWave(stack, DEFAULT_WAVE, f"{rel}/Pulumi.{stack}.yaml", catalogs=catalogs))
-    touched = touching(changed, fleet)
+        fleet.append(
+            StackWave(
+                stack,
+                DEFAULT_WAVE,
+                f"{rel}/Pulumi.{stack}.yaml",
+                catalogs=catalogs,
+                management_clusters=management_clusters_of(config),
+            )
+        )
+    registry_file = f"{rel}/{registry_path(Path()).name}"
+    changes = None
+    if registry_file in changed:
+        registry = registry_of(folder)
+        changes = base_registry(base, folder, registry, project) if base else None
+    touched = touching(changed, fleet, registry_file=registry_file, registry_changes=changes)
     removed = sorted(
         {
             f.removeprefix(f"{rel}/Pulumi.").removesuffix(".yaml")
@@ -93,6 +143,13 @@ def touched_stacks(
         - set(stacks)
     )
     why = "stack files and catalogs changed" + (f" (removed: {', '.join(removed)})" if removed else "")
+    if registry_file in changed:
+        said = (
+            "; ".join(f"{m}: {w}" for m, w in changes.items())
+            if changes
+            else "which management clusters: unknown"
+        )
+        why += f"; the fleet registry changed ({said}): the stacks on the management clusters it changes"
     return sorted(touched), why
 
 
@@ -142,16 +199,22 @@ def render_base(tree: Path, stack: str, out: Path, stack_file: Path | None = Non
         return BaseRender(
             missing=f"the base does not render (exit {result.returncode}): {result.stderr.strip()}"
         )
+    from nodefleet.render.gitops import ARGOCD_IGNORE_DIFFERENCES_FILE
+
+    # The manifests, and each folder's Argo CD file: where the folder goes (destination) is in it.
     files = {
         (p.relative_to(out).parts[0], "/".join(p.relative_to(out).parts[1:])): p.read_bytes()
-        for p in sorted(out.rglob("*.yaml"))
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and (p.suffix == ".yaml" or p.name == ARGOCD_IGNORE_DIFFERENCES_FILE)
     }
     return BaseRender(files, out)
 
 
 def render_diff(plan: Any, base: BaseRender) -> dict[str, dict[str, list[str]]]:
-    """Files added, changed and removed per cluster folder, head's plan against the base's render."""
+    """Files added, changed and removed per cluster folder, head's plan against the base's render: the manifests
+    and each folder's Argo CD file, which says where the folder goes (a registry change moves it)."""
     head = {(Path(f.target).name, f.path): f.content for f in plan.files}
+    head |= {(t.target, t.name): t.content for t in getattr(plan, "target_files", ())}
     diff: dict[str, dict[str, list[str]]] = {}
     for key in sorted(set(head) | set(base.files)):
         cluster, path = key
@@ -212,6 +275,7 @@ def _stack_report(
     else:
         checks.append(f"no pulumi preview: the engine is incomplete here ({engine.reason})")
     plan = plan_of(mock)
+    wired = _as_rendered(stack, mock, path, shown, None if own else str(path), stacks_dir) or plan
     before = snapshot_from_render_dir(plan, base.root) if base.root else None
     if before is not None:
         before = Snapshot(base.label, before.objects)
@@ -222,11 +286,31 @@ def _stack_report(
         "checks": checks,
         "violations": violations,
         "forecast": result,
-        "renderDiff": render_diff(plan, base),
+        "renderDiff": render_diff(wired, base),
         "baseMissing": base.missing,
         "exit": EXIT_VIOLATIONS if mandatory else EXIT_OK,
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def _as_rendered(
+    stack: str, mock: Any, path: Path, shown: str, source: str | None, stacks_dir: Path | None
+) -> Any:
+    """The files ``nodefleet render`` would write for the stack, its folders' Argo CD files included (their
+    destination from the fleet's registry, their wave); None when the stack does not load as a fleet (its
+    report says why)."""
+    from cli.stacks import fleet_of, registry_of
+    from mockruntime.rendering import RenderPlanError, plan_render
+    from mockruntime.run import read_stack_config
+    from nodefleet.render.wiring import folder_fields
+    from nodefleet.stackfile.yamlfile import YAMLFileError
+
+    try:
+        registry = registry_of(stacks_dir or PROJECT / "stacks")
+        fleet = fleet_of(stack, read_stack_config(path, shown), source, registry)
+        return plan_render(mock, fleet.render_directory, fleet.config.wave, folder_fields(fleet, registry))
+    except (InputError, YAMLFileError, RenderPlanError):
+        return None
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -312,14 +396,22 @@ def run(args: argparse.Namespace) -> int:
         )
     known = all_stacks(PROJECT, stacks_dir)
     if args.stacks:
-        stacks, why = [s for s in args.stacks.split(",") if s], "named with --stacks"
+        from cli.tree import IN_FLEET_ENV
+
+        stacks = [s for s in args.stacks.split(",") if s]
+        # `fleet report` reports each stack it was given on its own: none was named by the user here.
+        why = (
+            "one report per stack of `fleet report`"
+            if os.environ.get(IN_FLEET_ENV)
+            else "named with --stacks"
+        )
         unknown = sorted(set(stacks) - set(known))
         if unknown:
             raise InputError(
                 f"--stacks: no stack file for {', '.join(unknown)} in {stacks_dir}; stacks: {', '.join(known)}"
             )
     else:
-        stacks, why = touched_stacks(changed, PROJECT, stacks_dir)
+        stacks, why = touched_stacks(changed, PROJECT, stacks_dir, args.base)
     rel = in_repository(stacks_dir)
     policy_config = read_policy_config(args)
     with tempfile.TemporaryDirectory(prefix="nodefleet-report-") as tmp:

@@ -10,6 +10,9 @@ from typing import Any
 #: Set by ``fleet`` for the stacks it runs when it has already judged the tree of every stack file beside
 #: theirs: each stack then skips reading its siblings again (``fleet check`` of N stacks stays linear).
 TREE_JUDGED_ENV = "NODEFLEET_TREE_JUDGED"
+#: Set by ``fleet`` for every stack it runs: the stack's command is one of a fleet's (``check`` then leaves the
+#: fleet-wide judgments to ``fleet``, ``report`` says its stack was given by ``fleet report``).
+IN_FLEET_ENV = "NODEFLEET_IN_FLEET"
 
 
 def tree_problems(
@@ -81,7 +84,8 @@ def tree_problems(
     problems = fleet_problems(registry, neighbours) if len(neighbours) > 1 and not judged else []
     if fleet.config.output.mode != "render":
         return problems  # applied to its clusters, never in a GitOps tree
-    problems += problems_across(fleets) if len(fleets) > 1 else []
+    # A collision on a management cluster between stacks of one tree is both the tree's and the fleet's: once.
+    problems = list(dict.fromkeys(problems + (problems_across(fleets) if len(fleets) > 1 else [])))
     if not others:
         return problems
     rendered = []

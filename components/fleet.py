@@ -100,6 +100,15 @@ def _checked(where: str, kind: str, key: str, stack: str, value: str) -> str:
     return value
 
 
+def _supported_versions(registry: Registry, management_cluster: str) -> tuple[str, ...]:
+    """The release lines the registry declares for ``management_cluster`` (none for a name it lacks: the stack
+    was judged against the registry before, and a program built without one has nothing to say)."""
+    try:
+        return registry.get(management_cluster).supported_versions
+    except RegistryError:
+        return ()
+
+
 def build_fleet(
     fleet: Fleet, secrets: StackSecrets, registry: Registry | None = None
 ) -> dict[str, pulumi.ComponentResource]:
@@ -157,6 +166,8 @@ def build_fleet(
                 },
                 render=not apply,
                 declared_elsewhere={key: on_management[key] for key in plan.left_out(name)},
+                supported_versions=_supported_versions(registry, hc.management_cluster),
+                registry=registry.source,
             ),
         )
         on_management.update(hosted.declared)

@@ -41,6 +41,11 @@ class HostedClusterArgs:
     #: by (kind, namespace, name): this cluster does not declare them again (:mod:`nodefleet.render.objects`) but
     #: waits for them like for its own.
     declared_elsewhere: Mapping[tuple[str, str, str], pulumi.Resource] = field(default_factory=dict)
+    #: The release lines the HyperShift operator of its management cluster runs, as the fleet's registry
+    #: declares them (``hypershift.supportedVersions``; empty when it does not say), and the registry's name in
+    #: messages: recorded on the component for the ``hypershift-supported-versions`` policy.
+    supported_versions: tuple[str, ...] = ()
+    registry: str = ""
 
 
 class HostedClusterNodes(pulumi.ComponentResource):
@@ -53,8 +58,15 @@ class HostedClusterNodes(pulumi.ComponentResource):
     """
 
     def __init__(self, name: str, args: HostedClusterArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("nodefleet:hosted:Cluster", name, None, opts)
         hc = args.cluster
+        # What a policy needs to judge the cluster's releases against the management cluster they land on: the
+        # engine records a component's properties as its inputs, which a stack policy reads.
+        props = {
+            "managementCluster": hc.management_cluster,
+            "supportedVersions": list(args.supported_versions),
+            "registry": args.registry,
+        }
+        super().__init__("nodefleet:hosted:Cluster", name, props, opts)
         mgmt = pulumi.ResourceOptions(parent=self, provider=args.management)
         elsewhere = args.declared_elsewhere
         #: What this cluster declares that later clusters may share, by (kind, namespace, name).

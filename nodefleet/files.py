@@ -25,8 +25,10 @@ never quotes the file's content):
   ``Infinity`` refused (not JSON), errors by line and column.
 * :func:`redact` ``(text)``: text with credentials replaced by ``***``: the user and token of a URL, bearer
   and basic ``Authorization`` values, kubeconfig ``token``/``password``/``client-key-data`` and other
-  credential fields, private keys in PEM, JSON web tokens and OpenShift ``sha256~`` tokens; for anything
-  printed or stored that may hold what a user or a process wrote. :func:`url_without_credentials` for a URL.
+  credential fields, private keys in PEM, JSON web tokens and OpenShift ``sha256~`` tokens, AWS access key
+  ids, secret keys and session tokens in every form the AWS CLI and instance metadata print them, ECR and EKS
+  tokens, Vault, Slack and Git forge tokens; for anything printed or stored that may hold what a user or a
+  process wrote. :func:`url_without_credentials` for a URL.
 * :func:`looks_like_file_content` ``(value)``: whether a value given as a path is a file's content (an
   inline kubeconfig, a PEM block), so its message can say so without echoing it.
 
@@ -651,7 +653,17 @@ def load_json(text: str, source: str) -> Any:
 # --- Secrets -----------------------------------------------------------------------------------------------
 
 _REDACTED = "***"
+#: A quoted value, JSON's escapes included (an escaped quote does not end it), or a bare one.
+_VALUE = r"(?:\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,}\]\"']+)"
 #: What a credential looks like in text nodefleet prints or stores, each with the part that is kept.
+#:
+#: The shapes a health command on AWS prints follow the rule sets of gitleaks (``config/gitleaks.toml``: rules
+#: ``aws-access-token``, ``aws-secret-access-key``, ``slack-webhook-url``, ``slack-*-token``, ``vault-service-token``,
+#: ``vault-batch-token``, ``jwt``, ``private-key``, ``github-*``, ``gitlab-pat``) and of Yelp's detect-secrets
+#: (``plugins/aws.py``' AWSKeyDetector, ``plugins/keyword.py``, ``plugins/basic_auth.py``), written out here: no
+#: maintained package on PyPI exposes those rules as a list to read (detect-secrets' are classes bound to its
+#: scan settings, last released 2024), and a redactor must not pull in a scanner. Each shape has a test
+#: (tests/nodefleet/test_files.py).
 _SECRETS = (
     # PEM private keys: the whole block.
     (
@@ -662,14 +674,47 @@ _SECRETS = (
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]+@"), r"\1" + _REDACTED + "@"),
     # Authorization values: Bearer, Basic, token.
     (re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]+"), r"\1\2" + _REDACTED),
-    # Credential fields of kubeconfigs, pull secrets and environment assignments, in YAML, JSON or KEY=VALUE.
+    # `aws sts assume-role --output text`: the CREDENTIALS row holds the key id, secret key and session token
+    # with no name beside them.
+    (re.compile(r"(?m)^(\s*CREDENTIALS\t).*$"), r"\1" + _REDACTED),
+    # `--output table`: | SecretAccessKey | <value> |.
+    (
+        re.compile(r"(?i)\b(secretaccesskey|sessiontoken|accesskeyid)(\s*\|\s*)[^\s|]+"),
+        r"\1\2" + _REDACTED,
+    ),
+    # Credential fields of kubeconfigs, pull secrets, AWS credentials files, `aws sts` and instance-metadata JSON,
+    # Secrets Manager's SecretString and environment assignments (AWS_SECRET_ACCESS_KEY=, AWS_SESSION_TOKEN=,
+    # X-Amz-Security-Token=, X-Amz-Signature=), in YAML, JSON or KEY=VALUE.
     (
         re.compile(
-            r"(?i)([\"']?(?:[a-z0-9_-]*(?:token|password|passwd|secret|api[_-]?key)|client-key-data|auth|"
-            r"credentials?)[\"']?\s*[:=]\s*)(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s,}\]\"']+)"
+            r"(?i)([\"']?(?:[a-z0-9_-]*(?:token|password|passwd|secret|api[_-]?key|secret[_-]?access[_-]?key|"
+            r"access[_-]?key[_-]?id|secret[_-]?key|secretstring|secretbinary|signature)|client-key-data|auth|"
+            r"credentials?)[\"']?\s*[:=]\s*)" + _VALUE
         ),
         r"\1" + _REDACTED,
     ),
+    # A password or token given as a separate argument: `--password X`, `oc login -u kubeadmin -p X`,
+    # `docker login -u AWS -p X`.
+    (
+        re.compile(r"(?i)(--(?:password|passwd|token|secret[a-z-]*|aws-secret-access-key)\s+)\S+"),
+        r"\1" + _REDACTED,
+    ),
+    (re.compile(r"(\blogin\b[^\n]*?\s-p\s+)\S+"), r"\1" + _REDACTED),
+    # AWS access key ids (gitleaks aws-access-token; detect-secrets AWSKeyDetector): long-term AKIA, temporary
+    # ASIA (STS), ABIA, ACCA, A3T.
+    (re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"), _REDACTED),
+    # An AWS secret key near its name, however written (detect-secrets AWSKeyDetector's second pattern).
+    (
+        re.compile(
+            r"(?i)(aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"])[0-9a-zA-Z/+]{40}(['\"])"
+        ),
+        r"\1" + _REDACTED + r"\2",
+    ),
+    # STS session tokens, by the prefixes they are issued with (base64 of their binary header).
+    (re.compile(r"\b(?:IQoJb3JpZ2lu|FwoGZXIvYXdz|FQoGZXIvYXdz|AQoDYXdz)[A-Za-z0-9/+=]{16,}"), _REDACTED),
+    # `aws ecr get-login-password` (base64 of {"payload":...}) and `aws eks get-token` (k8s-aws-v1.<presigned URL>).
+    (re.compile(r"\beyJwYXlsb2FkIjoi[A-Za-z0-9/+=]{16,}"), _REDACTED),
+    (re.compile(r"\bk8s-aws-v1\.[A-Za-z0-9_-]{16,}"), _REDACTED),
     # JSON web tokens (service account tokens, OIDC id tokens).
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"), _REDACTED),
     # OpenShift OAuth access tokens (`oc whoami -t`).
@@ -678,6 +723,14 @@ _SECRETS = (
     (
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,})"),
         _REDACTED,
+    ),
+    # HashiCorp Vault tokens (gitleaks vault-service-token, vault-batch-token).
+    (re.compile(r"\bhv[sbr]\.[A-Za-z0-9_-]{20,}"), _REDACTED),
+    # Slack tokens and incoming webhooks (gitleaks slack-*-token, slack-webhook-url), where alerts go.
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), _REDACTED),
+    (
+        re.compile(r"(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9+/_-]{20,}"),
+        r"\1" + _REDACTED,
     ),
 )
 

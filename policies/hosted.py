@@ -1,5 +1,7 @@
 """HyperShift version skew: node releases never lead their HostedCluster and trail it by at most what the
-chosen skew profile allows (``nodefleet.bootimages.skew.node_version_skew``: ocp, hypershift or rosa)."""
+chosen skew profile allows (``nodefleet.bootimages.skew.node_version_skew``: ocp, hypershift or rosa); and
+HyperShift's supported versions: a HostedCluster or NodePool releases only what the HyperShift operator of its
+management cluster runs (``nodefleet.fleet.registry.unsupported_release``)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,12 @@ from nodefleet.apiserver.store import load_index
 from nodefleet.bootimages.releases import parse_release_image
 from nodefleet.bootimages.skew import DEFAULT_SKEW_PROFILE, SKEW_PROFILES, node_skew_rule, node_version_skew
 from nodefleet.bootimages.versions import OCPVersion, VersionError, parse_ocp
-from policies.props import ReportViolation, annotations_of, as_text, metadata_of, name_of, value_at
+from nodefleet.fleet.registry import unsupported_release
+from policies.props import ReportViolation, annotations_of, as_seq, as_text, metadata_of, name_of, value_at
+
+#: The component a hosted cluster's objects are children of (components/hosted.py); its inputs name the
+#: management cluster and the release lines its HyperShift operator runs.
+HOSTED_COMPONENT = "nodefleet:hosted:Cluster"
 
 
 def _name(resource: PolicyResource) -> str:
@@ -158,4 +165,47 @@ version_skew = StackValidationPolicy(
             },
         }
     ),
+)
+
+
+def _landing(resource: PolicyResource) -> tuple[str, tuple[str, ...], str] | None:
+    """(management cluster, its supported release lines, the registry's name) recorded on the hosted-cluster
+    component ``resource`` belongs to; None for an object outside one (hand-written, another program)."""
+    parent = resource.parent
+    while parent is not None and parent.resource_type != HOSTED_COMPONENT:
+        parent = parent.parent
+    if parent is None:
+        return None
+    props = parent.props
+    name = as_text(props.get("managementCluster"))
+    lines = tuple(v for v in as_seq(props.get("supportedVersions")) if isinstance(v, str))
+    if not name or not lines:
+        return None
+    return name, lines, as_text(props.get("registry")) or "the fleet registry"
+
+
+def _validate_supported_versions(args: StackValidationArgs, report: ReportViolation) -> None:
+    for r in args.resources:
+        if r.resource_type == k.HOSTED_CLUSTER.token:
+            what = f"HostedCluster '{_name(r)}' (spec.release.image)"
+        elif r.resource_type == k.HYPERSHIFT_NODE_POOL.token:
+            what = f"HyperShift NodePool '{_name(r)}' (spec.release.image)"
+        else:
+            continue
+        release = _release(r)
+        landing = _landing(r) if release is not None else None
+        if release is None or landing is None:
+            continue  # no readable release (crd-schema judges the field), or nothing declared to judge against
+        management, lines, source = landing
+        message = unsupported_release(what, str(release), management, lines, source)
+        if message:
+            report(message, r.urn)
+
+
+hypershift_supported_versions = StackValidationPolicy(
+    name="hypershift-supported-versions",
+    description="A HostedCluster or HyperShift NodePool releases only a release line the HyperShift operator "
+    "of its management cluster runs (hypershift.supportedVersions in the fleet registry).",
+    validate=_validate_supported_versions,
+    enforcement_level=EnforcementLevel.MANDATORY,
 )

@@ -12,7 +12,7 @@ from pulumi_policy import Policy
 from policies.boot_images import boot_image_advice, boot_image_ownership, boot_image_skew
 from policies.crd_schema import crd_schema, crd_schema_unchecked
 from policies.guard import guarded, policy_defects
-from policies.hosted import version_skew
+from policies.hosted import hypershift_supported_versions, version_skew
 from policies.karpenter import (
     drift_budget,
     karpenter_autonode_classes,
@@ -36,6 +36,7 @@ RULES: list[Policy] = [
     custom_pool_labeling,
     custom_pool_early_labels,
     version_skew,
+    hypershift_supported_versions,
     karpenter_userdata,
     karpenter_autonode_classes,
     karpenter_token_carry,

@@ -7,11 +7,13 @@ tests/test_bad_input_fleet_upgrade_and_gitops.py.
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import pytest
 
 from tests.badrun import CANARY, git, no_secret, refused, run, scratch
+from tests.conftest import PROJECT
 
 CANARY_STACK = "stacks/Pulumi.canary-east.yaml"
 #: ``fleet check`` of the canary stack alone.
@@ -186,3 +188,95 @@ def test_a_health_command_is_bounded_in_time_and_output(base: Path) -> None:
     assert len(loud.stdout) + len(loud.stderr) < 20_000, "the whole output was printed"
     assert "--health-command exited 1 after wave" in loud.stdout
     no_secret(loud, base)
+
+
+# --- the registry: two names for one API server, destinations that collide ------------------------------------
+
+
+def _registry_with(base: Path, entry: str, lines: str) -> None:
+    """The scratch registry with ``lines`` added under management cluster ``entry``, committed."""
+    path = base / "repo" / "stacks" / "nodefleet-fleet.yaml"
+    text = path.read_text()
+    head = f"  - name: {entry}\n"
+    assert head in text
+    path.write_text(text.replace(head, head + lines, 1))
+    git(base / "repo", "commit", "-qam", "registry")
+
+
+def _kubeconfig(path: Path, server: str) -> None:
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        f"clusters:\n- name: c\n  cluster:\n    server: {server}\n"
+        f"users:\n- name: u\n  user:\n    token: {CANARY}\n"
+        "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+    )
+
+
+def test_two_registry_entries_for_one_api_server_stop_fleet_upgrade_naming_both(base: Path) -> None:
+    """Two kubeconfigs, spelt differently, reach one API server: refused before any cluster is reached (exit 2)
+    instead of 'cannot reach the management cluster'."""
+    _kubeconfig(base / "a.kubeconfig", "https://api.mgmt.example.com:6443")
+    _kubeconfig(base / "b.kubeconfig", "https://API.mgmt.example.com:6443/")
+    path = base / "repo" / CANARY_STACK
+    path.write_text(path.read_text().replace("      mode: render\n", "      mode: apply\n"))
+    _registry_with(base, "mgmt-use2-a", f"    kubeconfig: {base / 'a.kubeconfig'}\n")
+    _registry_with(base, "mgmt-use2-b", f"    kubeconfig: {base / 'b.kubeconfig'}\n")
+    result = run(
+        base, "fleet", "upgrade", "--stacks-dir", "stacks", "--stacks", "canary-east", "--release", "4.22.4",
+        "--dry-run",
+    )  # fmt: skip
+    refused(
+        result,
+        "managementClusters[0] ('mgmt-use2-a') and managementClusters[1] ('mgmt-use2-b'): their kubeconfigs reach "
+        "one API server, https://api.mgmt.example.com:6443",
+    )
+    no_secret(result, base)
+
+
+def test_one_kubeconfig_under_two_names_is_refused(base: Path) -> None:
+    _registry_with(base, "mgmt-use2-a", "    kubeconfig: ~/.kube/mgmt\n")
+    _registry_with(base, "mgmt-use2-b", f"    kubeconfig: {Path('~').expanduser()}/.kube/./mgmt\n")
+    refused(
+        run(base, *FLEET_CHECK),
+        "managementClusters[1].kubeconfig: the same kubeconfig path is also managementClusters[0]'s",
+    )
+
+
+def test_a_hosted_clusters_destination_taken_by_a_management_cluster_is_refused(base: Path) -> None:
+    """The registry sends mgmt-use2-b's folders to the Argo CD cluster the wiring generates for the AutoNode
+    hosted cluster prod-east's own API server (<management cluster>-<namespace>-<cluster>)."""
+    hosted = (PROJECT / "stacks" / "Pulumi.hosted.yaml").read_text()
+    hosted = hosted.replace(
+        "        namespace: clusters\n",
+        "        namespace: clusters\n        managementCluster: mgmt-use2-a\n",
+    )
+    (base / "repo" / "stacks" / "Pulumi.hosted.yaml").write_text(hosted)
+    _registry_with(base, "mgmt-use2-b", "    argocdCluster: mgmt-use2-a-clusters-prod-east\n")
+    says = (
+        "goes to its own API server through the Argo CD cluster 'mgmt-use2-a-clusters-prod-east', which "
+        "stacks/nodefleet-fleet.yaml gives management cluster 'mgmt-use2-b' too (argocdCluster)"
+    )
+    refused(
+        run(base, "gitops", "--repo-url", "https://git.example.com/f.git", "--stacks-dir", "stacks"), says
+    )
+    checked = run(base, "fleet", "check", "--stacks-dir", "stacks", "--stacks", "hosted", "--json")
+    # fleet check names the files absolute (its stacks run from the project): the rest of the line is the same.
+    assert checked.code == 2 and says.split(", which ")[0] in checked.stdout, checked.where()
+    assert "gives management cluster 'mgmt-use2-b' too (argocdCluster)" in checked.stdout
+
+
+def test_an_argocd_cluster_named_as_argocd_names_it_is_accepted(base: Path) -> None:
+    name = "default/api-mgmt-use2-a-example-com:6443/kube:admin"
+    _registry_with(base, "mgmt-use2-a", f"    argocdCluster: '{name}'\n")
+    result = run(
+        base,
+        "gitops",
+        "--repo-url",
+        "https://git.example.com/f.git",
+        "--stacks-dir",
+        "stacks",
+        "--out",
+        "wiring",
+    )
+    assert result.code == 0, result.where()
+    assert f"--name {shlex.quote(name)} --upsert" in (base / "repo" / "wiring" / "secrets.sh").read_text()

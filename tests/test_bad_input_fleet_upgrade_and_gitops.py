@@ -192,6 +192,27 @@ def test_health_output_with_a_token_is_redacted(base: Path) -> None:
     no_secret(result, base)
 
 
+#: Made-up AWS credentials (none is or was valid) a health script on AWS may print: its environment, the STS
+#: JSON of an assumed role, a key id the line's length limit cuts in two.
+_AWS_SECRET = "q8Zr4Tm2Xv7Kp1Lw9Ns3Hd6Jf0Gb5Yc8Ue2Ia4O/"
+_AWS_SESSION = (
+    "IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQDq7fakeSessionTokenBody0123456789abcdefXYZ=="
+)
+_AWS_KEY_ID = "AKIAZ7Q3M5X2R4T6V8WB"
+
+
+def test_health_output_with_aws_credentials_is_redacted(base: Path) -> None:
+    command = (
+        f"echo 'AWS_SECRET_ACCESS_KEY={_AWS_SECRET} aws_access_key_id={_AWS_KEY_ID} "
+        f'{{"SessionToken": "{_AWS_SESSION}"}}\' >&2; '
+        f"echo '{'x' * 290} {_AWS_KEY_ID}' >&2; exit 1"
+    )
+    result = _upgrade(base, "--health-command", command)
+    assert result.code == 1, result.where()
+    for secret in (_AWS_SECRET, _AWS_SESSION, _AWS_KEY_ID, _AWS_KEY_ID[:9]):
+        no_secret(result, base, canary=secret)
+
+
 def test_a_token_in_the_repository_url_is_not_written(base: Path) -> None:
     result = _gitops(
         base, "--out", "wiring", repo_url=f"https://ci:{CANARY}@git.example.com/platform/fleet.git"

@@ -123,3 +123,54 @@ def test_preview_and_up_take_a_config_file(operation: str, tmp_path: Path) -> No
     stack.write_text((PROJECT / "stacks" / "Pulumi.dev.yaml").read_text())
     parsed = _parser().parse_args([operation, "--config-file", str(stack)])
     assert parsed.config_file == stack and parsed.stack is None
+
+
+@pytest.mark.parametrize(
+    ("command", "has", "lacks"),
+    [
+        (
+            "check",
+            ["--policy-config", "--health-command", "--gate"],
+            ["--release", "--out-dir", "--changed-files"],
+        ),
+        ("upgrade", ["--release", "--commit", "--out", "--health-command"], ["--out-dir", "--changed-files"]),
+        ("report", ["--base", "--out-dir", "--policy-config"], ["--release", "--changed-files"]),
+        ("matrix", ["--changed-files", "--stacks-per-job"], ["--release", "--health-command", "--timeout"]),
+    ],
+)
+def test_each_fleet_command_has_its_own_help(
+    command: str, has: list[str], lacks: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["fleet", command, "--help"])
+    text = capsys.readouterr().out
+    options = text.split("\noptions:\n", 1)[1]
+    for flag in has:
+        assert f"  {flag}" in options, (command, flag)
+    for flag in lacks:
+        assert f"  {flag}" not in options, (command, flag)
+    assert "(default: True)" not in text  # --no-gate: the gate's default depends on the command
+
+
+def test_the_gate_help_says_which_commands_are_gated(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["fleet", "render", "--help"])
+    assert "on by default for this command" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fleet", "check", "--timeout", "2200000"],
+        ["fleet", "upgrade", "--release", "4.22.4", "--timeout", "1e9"],
+    ],
+)
+def test_a_timeout_above_the_stated_maximum_is_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "is more than a week (604800 seconds)" in err and "give at most 604800" in err, err
+    assert "OverflowError" not in err and "internal error" not in err

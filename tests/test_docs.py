@@ -212,6 +212,16 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
     return dict(action.choices)
 
 
+def _children(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """A command's own commands (``fleet``'s ``check`` …), none for most."""
+    return {
+        n: c
+        for a in parser._actions
+        if isinstance(a, argparse._SubParsersAction)
+        for n, c in a.choices.items()
+    }
+
+
 def inline_commands(text: str) -> list[str]:
     """Commands named in running text: inline code spans (joined across line breaks) that start like one."""
     prose = re.sub(r"\n(?!\n)", " ", "\n".join(_outside_fences(text)))
@@ -240,7 +250,13 @@ def inline_problem(span: str) -> str | None:
             return f"no command {name!r}"
     sub = commands[args[0].split("|")[0]]
     known = set(sub._option_string_actions) | set(parser._option_string_actions)
-    unknown = [w.split("=")[0] for w in args[1:] if w.startswith("--") and w.split("=")[0] not in known]
+    rest = args[1:]
+    # A command of a command (`fleet check`): its own options.
+    while rest and rest[0] in _children(sub):
+        sub = _children(sub)[rest[0]]
+        known |= set(sub._option_string_actions)
+        rest = rest[1:]
+    unknown = [w.split("=")[0] for w in rest if w.startswith("--") and w.split("=")[0] not in known]
     return f"{args[0]} has no option {', '.join(unknown)}" if unknown else None
 
 

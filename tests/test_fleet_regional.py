@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pulumi
 import pytest
 import yaml
 
@@ -143,11 +144,18 @@ def test_apply_mode_reaches_each_management_cluster_through_the_registrys_kubeco
     )
     raw = _apply_mode(stack_fleet("hosted"))
     raw["clusters"][0]["managementCluster"] = "mgmt-a"
+    # With a registry the stack's output.kubeconfig reaches nothing here: refused, not silently overruled.
+    with pytest.raises(
+        pulumi.RunError, match=r"output.kubeconfig: is not the kubeconfig .* gives management"
+    ):
+        run_program("hosted", {"nodefleet:fleet": raw}, source=str(stacks / "Pulumi.hosted.yaml"))
+    del raw["output"]["kubeconfig"]
     run = run_program("hosted", {"nodefleet:fleet": raw}, source=str(stacks / "Pulumi.hosted.yaml"))
     providers = {r.name: r.inputs for r in run.registrations if r.type == "pulumi:providers:kubernetes"}
     assert providers["prod-east-k8s"]["kubeconfig"] == "/etc/mgmt-a"
     assert providers["prod-east-hosted-k8s"]["kubeconfig"] == "/etc/hosted"
     # Without a registry: the one management cluster, through the stack's output.kubeconfig.
+    raw["output"]["kubeconfig"] = "/etc/default-kubeconfig"
     del raw["clusters"][0]["managementCluster"]
     run = run_program("hosted", {"nodefleet:fleet": raw})
     providers = {r.name: r.inputs for r in run.registrations if r.type == "pulumi:providers:kubernetes"}
@@ -185,6 +193,32 @@ def test_collisions_are_judged_per_management_cluster() -> None:
     # The HostedCluster clusters/prod and its control-plane namespace collide there too.
     assert any("HostedCluster clusters/prod" in p for p in problems)
     assert any("namespace 'clusters-prod'" in p for p in problems)
+
+
+def test_a_release_the_management_clusters_hypershift_operator_does_not_run_is_refused(
+    tmp_path: Path,
+) -> None:
+    """mgmt-euw1-a runs 4.22 and 4.21 (the registry's hypershift.supportedVersions): Team_B on 4.20.5 is refused
+    by check and fleet check alike, as a policy (so preview --policy-pack refuses it too: tests/engine)."""
+    shutil.copytree(FLEET, tmp_path / "stacks")
+    path = tmp_path / "stacks" / "Pulumi.Team_B.yaml"
+    path.write_text(path.read_text().replace("release: 4.22.3", "release: 4.20.5"))
+    checked = nodefleet("check", "--config-file", str(path), "--json")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    found = [
+        v for v in json.loads(checked.stdout)["violations"] if v["policy"] == "hypershift-supported-versions"
+    ]
+    assert {v["level"] for v in found} == {"mandatory"}
+    assert len(found) == 1 + len(_raw("Team_B")["clusters"][0]["nodePools"]), found
+    assert "runs 4.22, 4.21 (hypershift.supportedVersions in " in found[0]["message"]
+    assert "'mgmt-euw1-a'" in found[0]["message"]
+    fleet = nodefleet("fleet", "check", "--stacks-dir", str(tmp_path / "stacks"), "--stacks", "Team_B")
+    assert fleet.returncode == 1, fleet.stdout + fleet.stderr
+    assert f"{len(found)} mandatory" in fleet.stdout
+    # The line it runs passes.
+    path.write_text(path.read_text().replace("release: 4.20.5", "release: 4.21.9"))
+    checked = nodefleet("check", "--config-file", str(path), "--json")
+    assert "hypershift-supported-versions" not in checked.stdout, checked.stdout
 
 
 # --- classic NodePool names --------------------------------------------------------------------------------
@@ -657,6 +691,7 @@ def test_every_management_side_folder_carries_its_namespace_in_render_mode(tmp_p
     assert namespaces("mgmt-a", "mgmt-a") == both
     assert namespaces("mgmt-a", "mgmt-b") == both
     _apply_mode(raw)
+    del raw["output"]["kubeconfig"]  # the registry's reaches mgmt-a
     for cluster in raw["clusters"]:
         cluster.update(hostedKubeconfig="/etc/hosted", managementCluster="mgmt-a")
     applied = run_program("hosted", {"nodefleet:fleet": raw}, source=source)

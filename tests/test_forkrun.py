@@ -48,3 +48,24 @@ def test_a_forked_command_past_its_timeout_is_killed() -> None:
     assert (
         forkrun.run(["check", "--stack", "hosted"], cwd=PROJECT, env=dict(os.environ), timeout=0.001) is None
     )
+
+
+def test_a_forked_command_whose_fleet_is_gone_exits_without_a_traceback(tmp_path: Path) -> None:
+    """Killing `fleet upgrade` leaves its forked stacks finishing with nobody to report to: each ends quietly
+    instead of printing a BrokenPipeError traceback on the terminal."""
+    import subprocess
+    import sys
+
+    script = (
+        "import multiprocessing, os\n"
+        "from cli import forkrun\n"
+        "receive, send = multiprocessing.Pipe(duplex=False)\n"
+        "receive.close()\n"
+        f"forkrun._child(['check', '--help'], {str(PROJECT)!r}, dict(os.environ), send)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.returncode == 0

@@ -347,10 +347,16 @@ def test_a_single_stack_check_predicts_the_fleet_check(tmp_path: Path) -> None:
             assert f"stack '{other}' (stacks/Pulumi.{other}.yaml)" in result.stderr
             assert "NodePool clusters/infra" in result.stderr
     assert not (project / "rendered").exists()
-    # A stack file rendering into another tree is not part of this one.
+    # A stack file rendering into another tree still lands on the same management cluster: the collision is
+    # judged per management cluster (the API server), not per render folder.
     west = project / "stacks" / "Pulumi.west.yaml"
     raw = yaml.safe_load(west.read_text())
     raw["config"]["nodefleet:fleet"]["output"] = {"mode": "render", "directory": "elsewhere/{stack}"}
     west.write_text(yaml.safe_dump(raw))
-    assert nodefleet("check", "--stack", "east", cwd=project, env=alone).returncode == 0
-    assert nodefleet("fleet", "check", cwd=project, env=alone).returncode == 0
+    for result in (
+        nodefleet("check", "--stack", "east", cwd=project, env=alone),
+        nodefleet("fleet", "check", cwd=project, env=alone),
+    ):
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "NodePool clusters/infra" in result.stdout + result.stderr
+        assert "on management cluster 'management'" in result.stdout + result.stderr

@@ -19,8 +19,16 @@ What is judged here, each refusal one line naming the file, the field and the fi
   a repository URL without credentials;
 - a stack against it (:func:`stack_problems`): every ``managementCluster`` is declared, each hosted cluster
   is in its management cluster's region, an apply-mode stack has a kubeconfig for each management cluster;
-- the fleet as a whole (:func:`fleet_problems`): no ``infraId`` twice across stacks, and without a registry
-  every apply-mode stack reaches the one management cluster through one kubeconfig.
+- a stack against it (continued): an apply-mode ``output.kubeconfig`` the registry would silently overrule; a
+  standalone or hosted cluster's render folder sent to a management cluster's Argo CD cluster or Flux Secret;
+- the fleet as a whole (:func:`fleet_problems`): no object declared differently by two stacks on one
+  management cluster (whatever render tree each uses), no ``infraId`` twice across stacks, and without a
+  registry every apply-mode stack reaches the one management cluster through one kubeconfig.
+
+A release the management cluster's HyperShift operator does not run (:func:`unsupported_release`) is judged
+where every release is judged, by the policy pack (``hypershift-supported-versions``), so ``check`` and
+``preview --policy-pack`` refuse it alike; the program hands each hosted cluster's component its management
+cluster and that cluster's ``hypershift.supportedVersions``.
 """
 
 from __future__ import annotations
@@ -31,12 +39,13 @@ import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from nodefleet.files import looks_like_file_content
-from nodefleet.render.objects import load_fleet
+from nodefleet.render.objects import load_fleet, management_problems
+from nodefleet.render.wiring import folders
 from nodefleet.stackfile.hosted import (
     DEFAULT_MANAGEMENT_CLUSTER,
     MAX_MANAGEMENT_CLUSTER_NAME,
@@ -58,13 +67,18 @@ __all__ = [
     "Registry",
     "RegistryError",
     "RegistryFile",
+    "argocd_name_problem",
     "check_stack",
     "fleet_problems",
+    "kubeconfig_server",
     "load_fleet_in",
     "load_registry",
     "redact_url",
+    "registry_changes",
     "registry_path",
+    "server_alias_problems",
     "stack_problems",
+    "unsupported_release",
     "url_credentials_problem",
 ]
 
@@ -82,6 +96,9 @@ _SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
 _MINOR = r"^[0-9]+\.[0-9]+$"
 #: A kubeconfig path is a path: longer is a paste of something else.
 _MAX_PATH = 1024
+#: An Argo CD cluster name is free-form (`argocd cluster add --name`, the cluster Secret's data.name); longer than
+#: this is a paste of something else.
+_MAX_ARGOCD_NAME = 1024
 
 
 class RegistryError(ValueError):
@@ -106,11 +123,37 @@ def _path_problem(value: str) -> str | None:
         return (
             f"is {len(value)} characters long, more than any path ({_MAX_PATH}); give the kubeconfig's path"
         )
+    if value.startswith("$"):
+        return (
+            f"'{value}' starts with an environment variable, which nodefleet, the engine and the set-up scripts do "
+            "not expand alike; write it from ~/ or absolute"
+        )
     if not (value.startswith("~/") or os.path.isabs(value)):
         return (
             f"'{value}' is a relative path, which would mean another file in every folder nodefleet, the engine "
             "and Argo CD's or Flux's set-up scripts run from; give it absolute or from ~/ (a kubeconfig holds "
             "credentials: keep it outside the repository)"
+        )
+    return None
+
+
+def argocd_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be the Argo CD cluster a folder's Application is sent to, or None.
+
+    Argo CD takes any cluster name (``argocd cluster add --name``, the default being the kubeconfig context's,
+    such as ``default/api-mgmt-use2-a-example-com:6443/kube:admin``), and matches an Application's
+    ``destination.name`` against it exactly. Refused is only what breaks the wiring."""
+    if not name.strip():
+        return "is empty; give the name Argo CD knows the management cluster under (`argocd cluster list`)"
+    if name != name.strip():
+        return (
+            f"'{name}' begins or ends with a space: Argo CD matches destination.name exactly, and a name with an "
+            "invisible space matches no cluster it lists; remove the space"
+        )
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return (
+            "has a line break or control character, which no cluster name Argo CD lists has and which the "
+            "wiring's files and secrets.sh would carry into every log; give the name `argocd cluster list` shows"
         )
     return None
 
@@ -188,10 +231,11 @@ class ManagementClusterEntry(ConfigModel):
         description="Apply mode (the program, fleet upgrade's gates): the path of its kubeconfig file, never "
         "the content.",
     )
-    argocd_cluster_name: Annotated[str, Field(pattern=DNS_SUBDOMAIN, max_length=253)] | None = Field(
+    argocd_cluster_name: Annotated[str, Field(max_length=_MAX_ARGOCD_NAME)] | None = Field(
         None,
         alias="argocdCluster",
-        description="Render mode: the Argo CD cluster (its cluster Secret's name) its folders go to (default: name).",
+        description="Render mode: the Argo CD cluster its folders go to, by the name Argo CD knows it under "
+        "(`argocd cluster add --name`, free-form; default: name).",
     )
     flux_kube_config: FluxKubeConfig = Field(
         FluxKubeConfig(), description="Render mode: the Secret Flux reaches it through."
@@ -209,6 +253,11 @@ class ManagementClusterEntry(ConfigModel):
         problem = _path_problem(self.kubeconfig) if self.kubeconfig is not None else None
         if problem:
             raise ValueError(f"kubeconfig: {problem}")
+        problem = (
+            argocd_name_problem(self.argocd_cluster_name) if self.argocd_cluster_name is not None else None
+        )
+        if problem:
+            raise ValueError(f"argocdCluster: {problem}")
         return self
 
     @property
@@ -313,8 +362,124 @@ class RegistryFile(ConfigModel):
 def _identity(entry: ManagementClusterEntry, what: str) -> str | None:
     """What names ``entry`` one way (its name, Argo CD cluster, Flux Secret, kubeconfig path)."""
     if what == "kubeconfig":
-        return os.path.normpath(entry.kubeconfig) if entry.kubeconfig else None
+        # The file it names: ~/ expanded and links followed, so ~/.kube/a and /home/me/.kube/a are one file.
+        return os.path.realpath(os.path.expanduser(entry.kubeconfig)) if entry.kubeconfig else None
     return {"name": entry.name, "argocdCluster": entry.argocd_cluster}.get(what, entry.flux_secret_name)
+
+
+def unsupported_release(
+    what: str, release: str, management_cluster: str, supported: Sequence[str], source: str
+) -> str | None:
+    """Why ``what`` (an object releasing ``release``, ``x.y.z``) cannot run on ``management_cluster``, whose
+    HyperShift operator runs the release lines ``supported`` (``hypershift.supportedVersions`` of ``source``);
+    None when it runs that line, or when the lines are not declared (nothing to judge against).
+
+    The operator refuses a HostedCluster or NodePool whose release line it does not list (its
+    ``supported-versions`` ConfigMap; openshift/hypershift ``support/supportedversion``): the object is
+    accepted by the API server and then never reconciled."""
+    if not supported:
+        return None
+    parts = release.split(".")
+    line = ".".join(parts[:2])
+    if len(parts) < 2 or line in supported:
+        return None
+    return (
+        f"{what} releases {release}, but the HyperShift operator of management cluster '{management_cluster}' "
+        f"runs {', '.join(supported)} (hypershift.supportedVersions in {source}): it would accept the object "
+        f"and never reconcile it. Choose a release of {' or '.join(supported)}, put the cluster on a management "
+        f"cluster that runs {line}, or upgrade that operator first and add {line} to its supportedVersions"
+    )
+
+
+def kubeconfig_server(document: Any) -> str | None:
+    """The API server a kubeconfig's current context reaches (``server`` of its cluster), normalised so that two
+    spellings of one server compare equal (scheme and host lowercased, the default port and a trailing slash
+    dropped); None when the document does not say (the client's own error names that later)."""
+    if not isinstance(document, Mapping):
+        return None
+    current = document.get("current-context")
+
+    def named(section: str, name: Any) -> Mapping[str, Any]:
+        items = document.get(section)
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, Mapping) and item.get("name") == name:
+                inner = item.get(section[:-1])
+                return inner if isinstance(inner, Mapping) else {}
+        return {}
+
+    server = named("clusters", named("contexts", current).get("cluster")).get("server")
+    if not isinstance(server, str) or not server.strip():
+        return None
+    try:
+        parts = urllib.parse.urlsplit(server.strip())
+        port = parts.port
+    except ValueError:
+        return server.strip()
+    scheme = parts.scheme.lower()
+    default = {"https": 443, "http": 80}.get(scheme)
+    host = (parts.hostname or "").rstrip(".")
+    netloc = host if port in (None, default) else f"{host}:{port}"
+    return urllib.parse.urlunsplit((scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def server_alias_problems(registry: Registry, servers: Mapping[str, str | None]) -> list[str]:
+    """Registry entries whose kubeconfigs reach one API server (``servers``: management cluster -> the server
+    its kubeconfig reaches, :func:`kubeconfig_server`): two names for one management cluster, whose stacks'
+    objects would meet there unjudged. One line per server, naming every entry."""
+    index = {e.name: i for i, e in enumerate(registry.entries)}
+    by_server: dict[str, list[str]] = {}
+    for name, server in servers.items():
+        if server is not None and name in index:
+            by_server.setdefault(server, []).append(name)
+    problems = []
+    for server, names in by_server.items():
+        if len(names) < 2:
+            continue
+        names.sort(key=index.__getitem__)
+        listed = " and ".join(f"managementClusters[{index[n]}] ('{n}')" for n in names)
+        problems.append(
+            f"{registry.source}: {listed}: their kubeconfigs reach one API server, {server}; one management "
+            "cluster is declared once (the objects of stacks naming either would meet there unjudged). Merge the "
+            "entries, or correct the kubeconfig of the one that is another cluster"
+        )
+    return problems
+
+
+def registry_changes(before: Registry, after: Registry) -> dict[str, str]:
+    """Management cluster -> what a change of the registry changes about it, for a review: where its folders
+    go (Argo CD cluster, Flux Secret), how apply mode reaches it (kubeconfig), the releases its HyperShift
+    operator runs, its region; or that it was added or removed. Only the clusters it changes; each stack on
+    one of them is touched by the change (:func:`nodefleet.stackfile.waves.touched_stacks`)."""
+    old = {e.name: e for e in before.entries}
+    new = {e.name: e for e in after.entries}
+    out: dict[str, str] = {}
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name), new.get(name)
+        if a is None:
+            out[name] = "added"
+            continue
+        if b is None:
+            out[name] = "removed"
+            continue
+        what = []
+        for label, x, y in (
+            ("argocdCluster", a.argocd_cluster, b.argocd_cluster),
+            ("fluxKubeConfig.secretName", a.flux_secret_name, b.flux_secret_name),
+            ("fluxKubeConfig.key", a.flux_secret_key, b.flux_secret_key),
+            ("region", a.region, b.region),
+            (
+                "hypershift.supportedVersions",
+                ", ".join(a.supported_versions),
+                ", ".join(b.supported_versions),
+            ),
+        ):
+            if x != y:
+                what.append(f"{label} {x or '(none)'} → {y or '(none)'}")
+        if (a.kubeconfig or "") != (b.kubeconfig or ""):
+            what.append("kubeconfig (the credentials apply mode reaches it with)")
+        if what:
+            out[name] = "; ".join(what)
+    return out
 
 
 def registry_path(stacks_dir: Path) -> Path:
@@ -339,15 +504,19 @@ class Registry:
     def names(self) -> tuple[str, ...]:
         return tuple(e.name for e in self.entries)
 
-    def get(self, name: str) -> ManagementClusterEntry:
-        """The management cluster ``name``; :class:`RegistryError` with a did-you-mean when there is none."""
+    def get(self, name: str, region: str | None = None) -> ManagementClusterEntry:
+        """The management cluster ``name``; :class:`RegistryError` with a did-you-mean when there is none (among
+        the management clusters of ``region``, the hosted cluster's, when given)."""
         for entry in self.entries:
             if entry.name == name:
                 return entry
-        raise RegistryError(self.unknown(name))
+        raise RegistryError(self.unknown(name, region))
 
-    def unknown(self, name: str) -> str:
-        """Why ``name`` is not a management cluster of this fleet, and the fix (no file or field prefix)."""
+    def unknown(self, name: str, region: str | None = None) -> str:
+        """Why ``name`` is not a management cluster of this fleet, and the fix (no file or field prefix). A
+        did-you-mean suggests only a management cluster of ``region`` (a hosted cluster's): one in another region
+        would be refused next, and a name one letter off is more often another region's (mgmt-use1-a,
+        mgmt-use2-a)."""
         if not self.exists:
             return (
                 f"'{name}' is not a management cluster: without {self.source} the fleet has one, "
@@ -355,8 +524,11 @@ class Registry:
                 "region, kubeconfig or argocdCluster; docs/configuration.md, 'Management clusters'), or remove "
                 "managementCluster"
             )
-        hint = difflib.get_close_matches(name, self.names, n=1, cutoff=0.6)
+        near = [e.name for e in self.entries if not region or not e.region or e.region == region]
+        hint = difflib.get_close_matches(name, near, n=1, cutoff=0.6)
         mean = f"did you mean '{hint[0]}'? " if hint else ""
+        if region and not near:
+            mean = f"none of them is in {region}, the cluster's region; "
         return (
             f"'{name}' is not a management cluster of {self.source}; {mean}its management clusters are "
             f"{', '.join(self.names)} (add '{name}' there if it is a new one)"
@@ -378,7 +550,7 @@ def load_registry(stacks_dir: Path, source: str | None = None) -> Registry:
     if not os.path.lexists(path):
         return Registry(shown, exists=False)
     try:
-        document = load_yaml(read_text(path, shown), shown)
+        document = load_yaml(read_text(path, shown, what="fleet registry"), shown)
     except YAMLFileError as e:
         raise RegistryError(str(e)) from None
     if not isinstance(document, dict):
@@ -407,7 +579,7 @@ def stack_problems(registry: Registry, fleet: Fleet, source: str) -> list[str]:
     for i, hc in _hosted(fleet):
         base = f"{source}: {CONFIG_KEY}.clusters[{i}]"
         try:
-            entry = registry.get(hc.management_cluster)
+            entry = registry.get(hc.management_cluster, hc.region)
         except RegistryError as e:
             problems.append(f"{base}.managementCluster: {e}")
             continue
@@ -423,6 +595,65 @@ def stack_problems(registry: Registry, fleet: Fleet, source: str) -> list[str]:
                 f"{base}.managementCluster: '{entry.name}' has no kubeconfig in {registry.source}, and "
                 "output.mode is apply: the program reaches a management cluster through the kubeconfig the "
                 f"registry gives it. Add kubeconfig (a path) to '{entry.name}' there"
+            )
+    if problems:
+        return problems
+    problems += _unused_output_kubeconfig(registry, fleet, source)
+    if fleet.config.output.mode == "render":
+        problems += _destination_problems(registry, fleet, source)
+    return problems
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.realpath(os.path.expanduser(a)) == os.path.realpath(os.path.expanduser(b))
+
+
+def _unused_output_kubeconfig(registry: Registry, fleet: Fleet, source: str) -> list[str]:
+    """An apply-mode stack's ``output.kubeconfig`` that the registry overrules: with a registry, hosted clusters
+    reach their management clusters through its kubeconfigs, so on a stack without a standalone cluster (the
+    only other thing it reaches) a different one would be silently ignored."""
+    output = fleet.config.output
+    if output.mode != "apply" or not registry.exists or not output.kubeconfig:
+        return []
+    if any(not isinstance(c, HostedCluster) for c in fleet.config.clusters):
+        return []  # it reaches the standalone cluster
+    names = sorted({hc.management_cluster for _, hc in _hosted(fleet)})
+    others = [n for n in names if not _same_file(output.kubeconfig, registry.get(n).kubeconfig or "")]
+    if not others:
+        return []
+    return [
+        f"{source}: {CONFIG_KEY}.output.kubeconfig: is not the kubeconfig {registry.source} gives management "
+        f"cluster{'s' if len(others) != 1 else ''} {', '.join(others)}, and nothing in this stack is reached "
+        "through it (no standalone cluster): the registry's is used and this one ignored. Remove "
+        "output.kubeconfig, or correct the registry's kubeconfig if this one is right"
+    ]
+
+
+def _destination_problems(registry: Registry, fleet: Fleet, source: str) -> list[str]:
+    """A standalone or hosted cluster's render folder whose Argo CD cluster or Flux Secret is a management
+    cluster's in the registry: the wiring would send both folders to one cluster (each Application or
+    Kustomization applying to whichever cluster that name reaches)."""
+    index = {c.name: i for i, c in enumerate(fleet.config.clusters)}
+    by_argocd = {e.argocd_cluster: e for e in registry.entries}
+    by_flux = {e.flux_secret_name: e for e in registry.entries}
+    problems = []
+    for f in folders(fleet, registry):
+        if f.side == "management":
+            continue
+        what = "its own API server" if f.side == "hosted" else "the standalone cluster"
+        base = f"{source}: {CONFIG_KEY}.clusters[{index[f.cluster]}] (cluster '{f.cluster}')"
+        for field_name, name, entry in (
+            ("argocdCluster", f.argocd_cluster, by_argocd.get(f.argocd_cluster)),
+            ("fluxKubeConfig.secretName", f.flux_secret, by_flux.get(f.flux_secret)),
+        ):
+            if entry is None:
+                continue
+            kind = "Argo CD cluster" if field_name == "argocdCluster" else "Flux kubeconfig Secret"
+            problems.append(
+                f"{base}: its render folder {f.target} goes to {what} through the {kind} '{name}', which "
+                f"{registry.source} gives management cluster '{entry.name}' too ({field_name}): both folders "
+                f"would be applied to one cluster. Give '{entry.name}' another {field_name} there, or rename "
+                "the cluster"
             )
     return problems
 
@@ -451,9 +682,11 @@ def load_fleet_in(
 
 
 def fleet_problems(registry: Registry, fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
-    """What only the fleet as a whole shows: one ``infraId`` in two stacks, and, without a registry, apply-mode
-    stacks reaching the one management cluster through different kubeconfigs."""
-    problems = []
+    """What only the fleet as a whole shows: two stacks declaring one object on a management cluster differently
+    (judged per management cluster, whatever render tree or mode each stack has:
+    :func:`nodefleet.render.objects.management_problems`), one ``infraId`` in two stacks, and, without a
+    registry, apply-mode stacks reaching the one management cluster through different kubeconfigs."""
+    problems = management_problems(fleets)
     infra: dict[str, tuple[str, str, int]] = {}
     for fleet, source in fleets:
         for i, cluster in enumerate(fleet.config.clusters):

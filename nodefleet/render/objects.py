@@ -64,6 +64,11 @@ def management(name: str) -> str:
     return f"management cluster '{name}'"
 
 
+def on_management_cluster(destination: str) -> bool:
+    """Whether ``destination`` is a management cluster's (:func:`management`)."""
+    return destination.startswith("management cluster '")
+
+
 @dataclass(frozen=True)
 class ObjectKey:
     """What the API server identifies an object by, and which API server."""
@@ -430,6 +435,27 @@ def tree_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
         hosted += _hosted_entries(fleet, source)
     problems = _shared_folder_problems(fleets) + plan_objects(objects, across_stacks=True).problems
     return problems + control_plane_problems(hosted, across_stacks=True)
+
+
+def management_problems(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:
+    """Collisions on the management clusters across every stack of a fleet, whatever tree each renders into and
+    in either mode: a management cluster is one API server, named once in the fleet's registry, so two stacks'
+    declarations of one object there fight whether their folders share a tree or not (each naming both places).
+    The control-plane namespaces HyperShift derives are judged there too. Namespaces, which stacks share by
+    design and which neither mode ever deletes, are left to the judgment of each tree (:func:`tree_problems`)."""
+    objects: list[StackObject] = []
+    hosted: list[tuple[StackObject, str]] = []
+    for fleet, source in fleets:
+        objects += [
+            o
+            for o in fleet_plan(fleet, source).emitted
+            if on_management_cluster(o.key.destination)
+            and not (o.key.kind == "Namespace" and o.key.group == "")
+        ]
+        hosted += _hosted_entries(fleet, source)
+    return plan_objects(objects, across_stacks=True).problems + control_plane_problems(
+        hosted, across_stacks=True
+    )
 
 
 def shared_namespaces(fleets: Sequence[tuple[Fleet, str]]) -> list[str]:

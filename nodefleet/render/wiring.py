@@ -856,7 +856,10 @@ def secrets_script(
     hosted cluster's namespace, where HyperShift keeps its ``<cluster>-admin-kubeconfig``. For Flux, each
     kubeconfig Secret is written flattened (the CA and credentials inline: Flux refuses file references) under the
     key the wiring reads; for Argo CD, ``argocd cluster add`` registers each destination under the name the wiring
-    sends folders to. Idempotent: ``kubectl apply`` of a client-side dry run, ``argocd cluster add --upsert``."""
+    sends folders to. Idempotent: each Secret created, or replaced when it exists (never ``kubectl apply``, which
+    would keep a second copy of the kubeconfig in its last-applied-configuration annotation; a replace also drops
+    one an earlier script left), ``argocd cluster add --upsert``. A hosted cluster whose control plane is not up
+    yet is named and skipped; the others go on, and the script exits 1 at the end."""
     flux = tool in ("flux", "both")
     argocd = tool in ("argocd", "both")
     q = shlex.quote
@@ -866,9 +869,20 @@ def secrets_script(
         "# \"Credentials the wiring needs\"), reading the clusters' own kubeconfigs and HyperShift's admin kubeconfig",
         "# Secrets. No secret value is in this file. Needs kubectl"
         + (", and an `argocd` CLI logged in to the Argo CD that runs the wiring." if argocd else "."),
-        "# The Flux Secrets go to the cluster of NODEFLEET_HUB_KUBECONFIG (default: the registry's gitops.kubeconfig,",
-        "# else kubectl's own); a cluster the registry gives no kubeconfig is read from NODEFLEET_KUBECONFIG_<NAME>.",
+        *(
+            [
+                "# The Flux Secrets go to the cluster of NODEFLEET_HUB_KUBECONFIG (default: the registry's "
+                "gitops.kubeconfig,",
+                "# else kubectl's own).",
+            ]
+            if flux
+            else [
+                "# Each cluster is registered in Argo CD with `argocd cluster add`, as the argocd CLI is logged in."
+            ]
+        ),
+        "# A cluster the registry gives no kubeconfig is read from NODEFLEET_KUBECONFIG_<NAME>.",
         "set -euo pipefail",
+        "pending=()",
         'hub_kubeconfig="${NODEFLEET_HUB_KUBECONFIG:-}"',
         *(
             [f'[ -n "$hub_kubeconfig" ] || hub_kubeconfig={_shell_path(hub_kubeconfig)}']
@@ -881,9 +895,15 @@ def secrets_script(
     ]
 
     def flux_secret(name: str, key: str, file: str) -> list[str]:
+        # create or replace: the kubeconfig exists once, in the Secret's data (kubectl apply would copy it into
+        # the last-applied-configuration annotation too).
+        made = f'hub -n {q(flux_namespace)} create secret generic {q(name)} --from-file={q(key)}="{file}"'
         return [
-            f'hub -n {q(flux_namespace)} create secret generic {q(name)} --from-file={q(key)}="{file}" '
-            "--dry-run=client -o yaml | hub apply -f -"
+            f"if hub -n {q(flux_namespace)} get secret {q(name)} >/dev/null 2>&1; then",
+            f"  {made} --dry-run=client -o yaml | hub replace -f -",
+            "else",
+            f"  {made}",
+            "fi",
         ]
 
     def argocd_cluster(name: str, file: str, folder: Folder) -> list[str]:
@@ -934,13 +954,24 @@ def secrets_script(
             f'if ! kubectl --kubeconfig "$work/{f.management_cluster}" -n {q(namespace)} get secret '
             f"{q(f.cluster + '-admin-kubeconfig')} -o jsonpath='{{.data.{HOSTED_KUBECONFIG_KEY}}}' > \"{file}.b64\" "
             f'|| [ ! -s "{file}.b64" ]; then',
+            # Named and skipped: one hosted cluster not up yet does not hold back the others.
             f"  echo {q(missing)} >&2",
-            "  exit 1",
-            "fi",
-            f'base64 -d < "{file}.b64" > "{file}"',
+            f"  pending+=({q(f.cluster)})",
+            "else",
+            f'  base64 -d < "{file}.b64" > "{file}"',
         ]
+        body: list[str] = []
         if flux:
-            lines += flux_secret(f.flux_secret, f.flux_secret_key, file)
+            body += flux_secret(f.flux_secret, f.flux_secret_key, file)
         if argocd:
-            lines += argocd_cluster(f.argocd_cluster, file, f)
+            body += argocd_cluster(f.argocd_cluster, file, f)
+        lines += [f"  {line}" for line in body] + ["fi"]
+    lines += [
+        "",
+        'if [ "${#pending[@]}" -gt 0 ]; then',
+        '  echo "secrets.sh: not registered yet: ${pending[*]}; run this script again once their control planes are '
+        'up" >&2',
+        "  exit 1",
+        "fi",
+    ]
     return "\n".join(lines) + "\n"

@@ -515,6 +515,13 @@ class FleetConfig(ConfigModel):
                 "kubeconfig), or output.mode render"
             )
         for i, c in enumerate(self.clusters):
+            if isinstance(c, HostedCluster) and c.hosted_kubeconfig and self.output.mode == "render":
+                raise ValueError(
+                    f"clusters[{i}].hostedKubeconfig: is set but output.mode is render, where nothing reaches the "
+                    "hosted cluster through it (the wiring reaches it through HyperShift's admin kubeconfig "
+                    "Secret: gitops' secrets.sh), as output.kubeconfig is refused there; remove hostedKubeconfig "
+                    "or set output.mode apply"
+                )
             if (
                 isinstance(c, HostedCluster)
                 and c.auto_node
@@ -948,7 +955,7 @@ def describe_error(
     # Cross-field checks name their own sub-path first ("machineSets[1].pool: ..."): join it to the path.
     sub = re.match(r"^([a-z][A-Za-z]*(?:\[\d+\])?(?:\.[a-z][A-Za-z]*(?:\[\d+\])?)*): (.*)$", msg, re.S)
     if sub:
-        path, msg = f"{path}.{sub.group(1)}", sub.group(2)
+        path, msg = f"{path}.{sub.group(1)}" if path else sub.group(1), sub.group(2)
     value = err.get("input")
     shown = f" (got {_shown_value(value)})" if isinstance(value, str | int | float | bool) else ""
     note = ""

@@ -36,6 +36,7 @@ __all__ = [
     "WaveSetting",
     "is_shared",
     "label_value",
+    "management_clusters_of",
     "matrix",
     "normalize_wave",
     "plan_waves",
@@ -115,6 +116,23 @@ class StackWave:
     mode: str = "render"
     #: The boot image catalogs its clusters name (``clusters[].catalog``), relative to the project.
     catalogs: tuple[str, ...] = ()
+    #: The management clusters its hosted clusters are on (``clusters[].managementCluster``).
+    management_clusters: tuple[str, ...] = ()
+
+
+def management_clusters_of(fleet_config: Any) -> tuple[str, ...]:
+    """The management clusters the hosted clusters of a stack's raw ``nodefleet:fleet`` are on (without reading
+    it whole: scheduling reads hundreds of stack files); the default one where a hosted cluster names none."""
+    from nodefleet.stackfile.hosted import DEFAULT_MANAGEMENT_CLUSTER
+
+    clusters = fleet_config.get("clusters") if isinstance(fleet_config, Mapping) else None
+    names = []
+    for c in clusters if isinstance(clusters, list) else []:
+        if isinstance(c, Mapping) and c.get("kind") == "hosted":
+            name = c.get("managementCluster", DEFAULT_MANAGEMENT_CLUSTER)
+            if isinstance(name, str) and name not in names:
+                names.append(name)
+    return tuple(names)
 
 
 def plan_waves(stacks: Iterable[StackWave]) -> list[tuple[str, list[StackWave]]]:
@@ -131,12 +149,21 @@ def is_shared(path: str) -> bool:
     return any(path == p or (p.endswith("/") and path.startswith(p)) for p in SHARED_PATHS)
 
 
-def touched_stacks(changed: Iterable[str], stacks: Sequence[StackWave]) -> dict[str, str]:
+def touched_stacks(
+    changed: Iterable[str],
+    stacks: Sequence[StackWave],
+    *,
+    registry_file: str | None = None,
+    registry_changes: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """Stack name -> the first changed path that touches it, for the files of a change.
 
     ``changed`` is what ``git diff --name-only <base>`` prints: paths relative to the repository root. A stack
     file touches its stack, a catalog the stacks that name it; a path under :data:`SHARED_PATHS` (the
-    program, the policies) touches every stack, because every stack is built from it.
+    program, the policies) touches every stack, because every stack is built from it. The fleet's registry
+    (``registry_file``) touches every stack on a management cluster it changes: those of
+    ``registry_changes`` (management cluster -> what changed) when the base's registry was compared, else
+    every stack on any management cluster.
     """
     by_file = {s.file: s.stack for s in stacks}
     out: dict[str, str] = {}
@@ -144,7 +171,17 @@ def touched_stacks(changed: Iterable[str], stacks: Sequence[StackWave]) -> dict[
         path = raw.strip().removeprefix("./")
         if not path:
             continue
-        if path in by_file:
+        if registry_file is not None and path == registry_file:
+            for s in stacks:
+                hit = [m for m in s.management_clusters if registry_changes is None or m in registry_changes]
+                if hit:
+                    what = (
+                        f" ({'; '.join(f'{m}: {registry_changes[m]}' for m in hit)})"
+                        if registry_changes
+                        else ""
+                    )
+                    out.setdefault(s.stack, path + what)
+        elif path in by_file:
             out.setdefault(by_file[path], path)
         elif is_shared(path):
             for s in stacks:

@@ -227,11 +227,11 @@ def _plain(node: yaml.Node) -> Any:
     raise _NotPlain
 
 
-def read_text(path: str | os.PathLike[str], source: str | None = None) -> str:
+def read_text(path: str | os.PathLike[str], source: str | None = None, *, what: str = "stack file") -> str:
     """The UTF-8 text of the stack file (or project file) ``path``, read by :func:`nodefleet.files.read_text`;
-    ``source`` names it in messages (default: the path)."""
+    ``source`` names it in messages (default: the path), ``what`` the kind of file (the fleet registry)."""
     try:
-        return files.read_text(path, what="stack file", source=source)
+        return files.read_text(path, what=what, source=source)
     except FileProblem as exc:
         raise YAMLFileError(str(exc)) from None
 

@@ -9,7 +9,9 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -329,6 +331,37 @@ def fleet_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_repo(tmp_path_factory.mktemp("fleet"))
 
 
+class _AnsweringHub(BaseHTTPRequestHandler):
+    """A GitOps cluster that answers every read with an object that reports nothing applied: enough for
+    ``--push`` to reach it before its first push (the run then pushes, and the tests end it there)."""
+
+    def do_GET(self) -> None:
+        body = json.dumps(
+            {"kind": "Kustomization", "metadata": {"name": self.path.rsplit("/", 1)[-1]}}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def answering_hub(tmp_path: Path) -> Iterator[Path]:
+    """The kubeconfig of a GitOps cluster that answers (a free port of this machine)."""
+    server = HTTPServer(("127.0.0.1", 0), _AnsweringHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    kubeconfig = tmp_path / "answering-hub.kubeconfig"
+    kubeconfig.write_text(KUBECONFIG.replace("https://127.0.0.1:1", f"http://127.0.0.1:{server.server_port}"))
+    try:
+        yield kubeconfig
+    finally:
+        server.shutdown()
+
+
 def _pushing(fleet_repo: Path, tmp_path: Path, remote: str | None) -> tuple[Path, Path]:
     """A copy of the fleet with ``remote`` as origin (None: a bare clone of it), and a kubeconfig of a GitOps
     cluster that does not answer."""
@@ -428,9 +461,10 @@ def _push_from_elsewhere(remote: Path, tmp_path: Path) -> str:
 
 
 def test_a_gitops_branch_someone_else_pushed_to_is_never_overwritten_and_the_fix_it_prints_works(
-    fleet_repo: Path, tmp_path: Path
+    fleet_repo: Path, tmp_path: Path, answering_hub: Path
 ) -> None:
-    repo, kubeconfig = _pushing(fleet_repo, tmp_path, None)
+    repo, _ = _pushing(fleet_repo, tmp_path, None)
+    kubeconfig = answering_hub  # reached before the first push
     remote = tmp_path / "remote.git"
     theirs = _push_from_elsewhere(remote, tmp_path)
     before = git(repo, "log", "--all", "--format=%H %D")
@@ -509,10 +543,13 @@ def test_a_missing_gitops_branch_is_refused_before_the_first_commit(fleet_repo: 
     )
 
 
-def test_a_resume_pushing_to_another_remote_is_refused(fleet_repo: Path, tmp_path: Path) -> None:
+def test_a_resume_pushing_to_another_remote_is_refused(
+    fleet_repo: Path, tmp_path: Path, answering_hub: Path
+) -> None:
     """The steps an upgrade pushed went to one remote; a rerun naming another would leave them there and push
     the rest elsewhere: refused, naming both, nothing written. Without --remote it pushes where it began."""
-    repo, kubeconfig = _pushing(fleet_repo, tmp_path, None)
+    repo, _ = _pushing(fleet_repo, tmp_path, None)
+    kubeconfig = answering_hub  # reached before the first push
     other = tmp_path / "other.git"
     subprocess.run(
         ["git", "clone", "-q", "--bare", str(repo), str(other)], check=True, env={**os.environ, **GIT_ENV}
@@ -534,3 +571,54 @@ def test_a_resume_pushing_to_another_remote_is_refused(fleet_repo: Path, tmp_pat
     assert git(repo, "log", "--all", "--format=%H %D") == before
     assert (repo / ".git" / "nodefleet-upgrade.json").read_bytes() == state
     assert git(other, "rev-parse", GITOPS) != git(repo, "rev-parse", GITOPS)  # nothing pushed to the mirror
+
+
+def test_push_reaches_the_gitops_cluster_before_it_publishes_anything(tmp_path: Path) -> None:
+    """An unreachable --gitops-kubeconfig: the run stops before its first commit and push (exit 1), saying which
+    objects it could not read, instead of pushing the canary live and then failing to wait for it."""
+    repo = make_repo(tmp_path, {"canary-east": "canary"})
+    remote = tmp_path / "remote.git"
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(repo), str(remote)], check=True, env={**os.environ, **GIT_ENV}
+    )
+    git(repo, "remote", "add", "origin", str(remote))
+    kubeconfig = tmp_path / "hub.kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n"
+        "users:\n- name: u\n  user:\n    token: t\n"
+        "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+    )
+    heads = {b: git(repo, "rev-parse", b).strip() for b in ("main", GITOPS)}
+    remote_heads = git(remote, "for-each-ref").strip()
+    done = upgrade(
+        repo, "--push", "--gitops-kubeconfig", str(kubeconfig), "--gitops-tool", "flux", "--gitops-branch", GITOPS,
+        "--timeout", "8",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "stopped before the first push" in done.stdout and "out of reach" in done.stdout, done.stdout
+    assert {b: git(repo, "rev-parse", b).strip() for b in ("main", GITOPS)} == heads  # nothing committed
+    assert git(remote, "for-each-ref").strip() == remote_heads  # nothing pushed
+    assert not (repo / ".git" / "nodefleet-upgrade.json").exists()  # nothing recorded as done
+
+
+def test_a_standalone_clusters_own_upgrade_is_said_at_its_step_and_at_its_gate(tmp_path: Path) -> None:
+    """The dry run says `you: … oc adm upgrade --to R`; the real run says it too, at the step, and its gate
+    names what --confirmed confirms: the cluster upgraded by you, its ClusterVersion at R."""
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    shutil.copy(PROJECT / "tests" / "fleet" / "upgrade" / "Pulumi.plant-last.yaml", stacks)
+    done = nodefleet(
+        "fleet", "upgrade", "--stacks-dir", str(stacks), "--out", str(tmp_path / "rendered"), "--release", NEW,
+        timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"  you: plant-last / plant: upgrade the cluster itself to {NEW} (`oc adm upgrade --to {NEW}`"
+        in done.stderr
+    ), done.stderr
+    assert (
+        f"waiting until you have upgraded standalone cluster plant-last/plant itself and its ClusterVersion has "
+        f"completed {NEW} (`oc adm upgrade --to {NEW}`; the nodes step then records {NEW} in its stack file)"
+    ) in done.stdout, done.stdout

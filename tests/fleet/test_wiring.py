@@ -236,7 +236,7 @@ case "$*" in
   *"config current-context"*) echo ctx ;;
   *"get secret"*) printf 'a2luZDogQ29uZmln' ;;
   *"--dry-run=client"*) echo "kind: Secret" ;;
-  *apply*) cat > /dev/null ;;
+  *apply*|*replace*) cat > /dev/null ;;
 esac
 """
 
@@ -327,3 +327,80 @@ def test_check_names_the_secrets_nodefleet_does_not_write_in_either_mode() -> No
             "clusters/prod-east-ssh-key (sshKey of prod-east)"
         ]  # the pull secret is written from the stack secret
     }
+
+
+def test_gitops_counts_in_words_that_agree(tmp_path: Path) -> None:
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    for name in ("Pulumi.canary-east.yaml", "nodefleet-fleet.yaml"):
+        shutil.copy2(FLEET / name, stacks / name)
+    wired = nodefleet("gitops", "--stacks-dir", str(stacks), "--out", str(tmp_path / "out"))
+    assert wired.returncode == 0, wired.stderr
+    assert re.search(r"nodefleet gitops: \d+ render folders? of 1 stack wired", wired.stderr), wired.stderr
+
+
+_FAKE_ONE_DOWN = """#!/usr/bin/env bash
+echo "$(basename "$0") $*" >> "$NODEFLEET_TEST_LOG"
+case "$*" in
+  *"config view"*) echo "apiVersion: v1 # flattened" ;;
+  *"config current-context"*) echo ctx ;;
+  *"get secret prod-east-admin-kubeconfig"*) exit 1 ;;
+  *"-n flux-system get secret"*) exit 1 ;;
+  *"get secret"*) printf 'a2luZDogQ29uZmln' ;;
+  *"--dry-run=client"*) echo "kind: Secret" ;;
+  *apply*|*replace*) cat > /dev/null ;;
+esac
+"""
+
+
+def _two_hosted(tmp_path: Path, tool: str) -> tuple[Path, dict[str, str], Path]:
+    """The fleet with two AutoNode hosted clusters on mgmt-use2-a (prod-east, prod-west), wired for ``tool``, and
+    fake kubectl and argocd under which prod-east's control plane is not up yet."""
+    stacks = tmp_path / "stacks"
+    shutil.copytree(FLEET, stacks)
+    hosted = (FLEET.parent.parent.parent / "stacks" / "Pulumi.hosted.yaml").read_text()
+    hosted = hosted.replace(
+        "        region: us-east-2\n",
+        "        region: us-east-2\n        managementCluster: mgmt-use2-a\n",
+        1,
+    )
+    (stacks / "Pulumi.hosted.yaml").write_text(hosted)
+    (stacks / "Pulumi.hosted2.yaml").write_text(hosted.replace("prod-east", "prod-west"))
+    result = nodefleet("gitops", "--stacks-dir", str(stacks), "--out", str(tmp_path / "out"), "--tool", tool)
+    assert result.returncode == 0, result.stdout + result.stderr
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("kubectl", "argocd"):
+        (bin_dir / name).write_text(_FAKE_ONE_DOWN)
+        (bin_dir / name).chmod(0o755)
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "NODEFLEET_TEST_LOG": str(tmp_path / "calls.log"),
+        **{f"NODEFLEET_KUBECONFIG_MGMT_{n}": f"/etc/{n}" for n in ("USE2_A", "USE2_B", "EUW1_A")},
+    }
+    return tmp_path / "out" / "secrets.sh", env, tmp_path / "calls.log"
+
+
+def test_the_secrets_script_keeps_one_copy_and_one_hosted_cluster_down_holds_back_no_other(
+    tmp_path: Path,
+) -> None:
+    script, env, log = _two_hosted(tmp_path, "both")
+    run = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert (
+        "not registered yet: prod-east;" in run.stderr
+        and "prod-west" not in run.stderr.split("not registered")[1]
+    )
+    calls = log.read_text().splitlines()
+    # The cluster after the one that is not up is registered all the same.
+    assert any("create secret generic mgmt-use2-a-clusters-prod-west-kubeconfig" in c for c in calls), calls
+    assert any(re.search(r"argocd cluster add .* --name mgmt-use2-a-clusters-prod-west ", c) for c in calls)
+    # Created, or replaced where it exists: never `kubectl apply`, whose annotation would copy the kubeconfig.
+    assert not [c for c in calls if re.search(r"^kubectl .*\bapply\b", c)], calls
+    assert "apply" not in script.read_text().replace("applied", "")
+
+
+def test_the_secrets_script_for_argo_cd_speaks_of_argo_cd_only(tmp_path: Path) -> None:
+    script, _, _ = _two_hosted(tmp_path, "argocd")
+    header = [line for line in script.read_text().splitlines() if line.startswith("#")]
+    assert not [line for line in header if "Flux" in line or "NODEFLEET_HUB_KUBECONFIG" in line], header

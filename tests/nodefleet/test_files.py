@@ -252,6 +252,105 @@ def test_redact_removes_every_kind_of_credential(text: str) -> None:
     assert CANARY not in redact(text), redact(text)
 
 
+#: Made-up credentials in the shapes AWS issues them (none is or was valid).
+AWS_KEY_ID = "AKIAZ7Q3M5X2R4T6V8WB"
+AWS_TEMP_KEY_ID = "ASIAZ7Q3M5X2R4T6V8WB"
+AWS_SECRET = "q8Zr4Tm2Xv7Kp1Lw9Ns3Hd6Jf0Gb5Yc8Ue2Ia4O/"
+AWS_SESSION = (
+    "IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQDq7fakeSessionTokenBody0123456789abcdefXYZ=="
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # The environment a health script runs in, printed (`env`, `set -x`).
+        (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET} aws_access_key_id={AWS_KEY_ID}", AWS_SECRET),
+        (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET} aws_access_key_id={AWS_KEY_ID}", AWS_KEY_ID),
+        (f'export AWS_SECRET_ACCESS_KEY="{AWS_SECRET}"', AWS_SECRET),
+        (f"AWS_SESSION_TOKEN={AWS_SESSION}", AWS_SESSION),
+        # ~/.aws/credentials, printed.
+        (f"[default]\naws_access_key_id = {AWS_KEY_ID}\naws_secret_access_key = {AWS_SECRET}\n", AWS_SECRET),
+        (f"[default]\naws_access_key_id = {AWS_KEY_ID}\naws_secret_access_key = {AWS_SECRET}\n", AWS_KEY_ID),
+        # An access key id alone, anywhere (an error message, a log line).
+        (f"using credentials of {AWS_TEMP_KEY_ID} for role ops", AWS_TEMP_KEY_ID),
+        # `aws sts assume-role` / `get-session-token`, JSON, text and table output.
+        (
+            f'{{"Credentials": {{"AccessKeyId": "{AWS_TEMP_KEY_ID}", "SecretAccessKey": "{AWS_SECRET}"}}}}',
+            AWS_SECRET,
+        ),
+        (f'{{"Credentials": {{"SessionToken": "{AWS_SESSION}"}}}}', AWS_SESSION),
+        (f"CREDENTIALS\t{AWS_TEMP_KEY_ID}\t2026-11-28T23:00:00Z\t{AWS_SECRET}\t{AWS_SESSION}", AWS_SECRET),
+        (f"||  SecretAccessKey |  {AWS_SECRET}  ||", AWS_SECRET),
+        # The instance metadata service's role credentials (IMDS security-credentials).
+        (
+            f'{{"Code" : "Success", "SecretAccessKey" : "{AWS_SECRET}", "Token" : "{AWS_SESSION}"}}',
+            AWS_SECRET,
+        ),
+        (
+            f'{{"Code" : "Success", "SecretAccessKey" : "{AWS_SECRET}", "Token" : "{AWS_SESSION}"}}',
+            AWS_SESSION,
+        ),
+        # A session token with no name beside it.
+        (f"token was {AWS_SESSION} then", AWS_SESSION),
+        # A secret key near its name in any other writing (detect-secrets' AWS pattern).
+        (f"aws secret key is '{AWS_SECRET}'", AWS_SECRET),
+        # A presigned URL (S3, `aws rds generate-db-auth-token`): its signature and security token.
+        (
+            "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature="
+            "9f2c4e1a7b3d5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8",
+            "9f2c4e1a7b3d5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8",
+        ),
+        (f"db.example:5432/?Action=connect&X-Amz-Security-Token={AWS_SESSION}", AWS_SESSION),
+        # A SigV4 Authorization header.
+        (
+            f"Authorization: AWS4-HMAC-SHA256 Credential={AWS_KEY_ID}/20261128/us-east-1/sts/aws4_request, "
+            "SignedHeaders=host;x-amz-date, Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7",
+            "5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7",
+        ),
+        # Secrets Manager's get-secret-value: the whole SecretString, escaped quotes and all.
+        (
+            '{"Name": "db", "SecretString": "{\\"username\\":\\"app\\",\\"password\\":\\"hunter2-xyzzy\\"}"}',
+            "hunter2-xyzzy",
+        ),
+        # `aws ecr get-login-password` and `aws eks get-token`.
+        ("eyJwYXlsb2FkIjoiQ2FuYXJ5RUNSdG9rZW5ib2R5MDEyMzQ1Njc4OWFiY2RlZg==", "Q2FuYXJ5RUNSdG9rZW5ib2R5"),
+        (
+            '{"status": {"token": "k8s-aws-v1.aHR0cHM6Ly9zdHMuYW1hem9uYXdzLmNvbS8_QWN0aW9uPUdldENhbGxlcklkZW50aXR5"}}',
+            "aHR0cHM6Ly9zdHMuYW1hem9uYXdzLmNvbS8",
+        ),
+        (
+            "k8s-aws-v1.aHR0cHM6Ly9zdHMuYW1hem9uYXdzLmNvbS8_QWN0aW9uPUdldENhbGxlcklkZW50aXR5",
+            "aHR0cHM6Ly9zdHMu",
+        ),
+        # Logins echoed by `set -x`: oc, docker.
+        (
+            "+ oc login https://api.example.com:6443 -u kubeadmin -p Xq7Rt-8Zb2K-mW4pY-3nVd9",
+            "Xq7Rt-8Zb2K-mW4pY-3nVd9",
+        ),
+        (f"+ docker login -u AWS -p {AWS_SECRET} 123456789012.dkr.ecr.us-east-1.amazonaws.com", AWS_SECRET),
+        (f"+ tool --password {AWS_SECRET} --region us-east-1", AWS_SECRET),
+        # Vault and Slack, where scripts read secrets and send alerts.
+        ("VAULT: hvs.CAESIJ7q8Zr4Tm2Xv7Kp1Lw9Ns3Hd6Jf0Gb5Yc8Ue2Ia4O/", "CAESIJ7q8Zr4Tm2Xv7Kp1Lw9Ns3"),
+        (
+            "posting to https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/q8Zr4Tm2Xv7Kp1Lw9Ns3Hd6J",
+            "q8Zr4Tm2Xv7Kp1Lw9Ns3Hd6J",
+        ),
+        ("slack xoxb-123456789012-1234567890123-q8Zr4Tm2Xv7Kp1Lw9Ns3Hd6J", "q8Zr4Tm2Xv7Kp1Lw9Ns3Hd6J"),
+    ],
+)
+def test_redact_removes_the_credentials_a_health_command_on_aws_prints(text: str, secret: str) -> None:
+    assert secret not in redact(text), redact(text)
+
+
+def test_redact_keeps_aws_names_that_are_not_credentials() -> None:
+    text = (
+        "arn:aws:iam::123456789012:role/shop-a-7f2k9-node-pool us-east-2 ami-0a1b2c3d4e5f60718 "
+        "vpc-0a1b2c3d4e5f60702 i-0abcdef1234567890 AKIA-looking words ASIAN AKIAXX"
+    )
+    assert redact(text) == text
+
+
 def test_redact_keeps_what_is_not_a_credential() -> None:
     text = "wave 1: stack hosted at 4.22.3; https://git.example.com/fleet.git; kind: Secret; tokens: 3"
     assert redact(text) == text

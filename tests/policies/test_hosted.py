@@ -11,7 +11,7 @@ from pulumi_policy import PolicyResource
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from nodefleet import kinds as k
-from policies.hosted import version_skew
+from policies.hosted import hypershift_supported_versions, version_skew
 from tests.crdschema import _schemas, validate_manifest
 from tests.policies.helpers import component, run_stack_policy, stack_resource
 
@@ -302,4 +302,57 @@ def test_config_max_minors_behind() -> None:
             (HC, _hosted_cluster("4.22.3")), (NP, _node_pool("4.23.0")), config={"version-skew": "disabled"}
         )
         == []
+    )
+
+
+# --- hypershift-supported-versions: a release the management cluster's HyperShift operator runs -------------
+
+
+def _on_management(
+    supported: list[str], *objects: tuple[str, dict[str, Any]], management: str = "mgmt-use1-a"
+) -> list[str]:
+    parent = stack_resource(
+        "nodefleet:hosted:Cluster",
+        {
+            "managementCluster": management,
+            "supportedVersions": supported,
+            "registry": "stacks/nodefleet-fleet.yaml",
+        },
+        name="example",
+    )
+    resources = [parent] + [stack_resource(token, props, parent=parent) for token, props in objects]
+    return [v.message for v in run_stack_policy(hypershift_supported_versions, resources)]
+
+
+def test_a_release_the_management_clusters_operator_does_not_run_is_refused() -> None:
+    (hc_message, np_message) = _on_management(
+        ["4.22", "4.21"], (HC, _hosted_cluster("4.20.5")), (NP, _node_pool("4.20.5"))
+    )
+    assert hc_message.startswith(
+        "HostedCluster 'example' (spec.release.image) releases 4.20.5, but the HyperShift operator of management "
+        "cluster 'mgmt-use1-a' runs 4.22, 4.21 (hypershift.supportedVersions in stacks/nodefleet-fleet.yaml)"
+    ), hc_message
+    assert "Choose a release of 4.22 or 4.21" in hc_message
+    assert np_message.startswith("HyperShift NodePool 'workers' (spec.release.image) releases 4.20.5")
+
+
+@pytest.mark.parametrize(
+    ("supported", "release"),
+    [
+        (["4.22", "4.21"], "4.21.9"),  # a line it runs
+        ([], "4.20.5"),  # not declared: nothing to judge against (fleet upgrade notes it)
+        (["5.0", "4.22"], "5.0.0-ec.2"),  # a pre-release of a line it runs
+    ],
+)
+def test_a_release_it_runs_or_an_undeclared_operator_passes(supported: list[str], release: str) -> None:
+    assert _on_management(supported, (HC, _hosted_cluster(release)), (NP, _node_pool(release))) == []
+
+
+def test_supported_versions_in_any_shape_or_no_component_are_not_judged() -> None:
+    for shape in ("4.22", None, [4.22], {"x": "y"}):
+        parent = stack_resource("nodefleet:hosted:Cluster", {"supportedVersions": shape}, name="x")
+        hc = stack_resource(HC, _hosted_cluster("4.20.5"), parent=parent)
+        assert run_stack_policy(hypershift_supported_versions, [parent, hc]) == []
+    assert (
+        run_stack_policy(hypershift_supported_versions, [stack_resource(HC, _hosted_cluster("4.20.5"))]) == []
     )

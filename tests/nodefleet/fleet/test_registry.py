@@ -14,9 +14,11 @@ from nodefleet.fleet.registry import (
     Registry,
     RegistryError,
     fleet_problems,
+    kubeconfig_server,
     load_fleet_in,
     load_registry,
     redact_url,
+    server_alias_problems,
     url_credentials_problem,
 )
 from nodefleet.stackfile.model import ConfigError
@@ -234,10 +236,198 @@ def test_without_a_registry_two_apply_mode_stacks_may_not_reach_management_diffe
     ):
         raw = stack_fleet("hosted")
         raw["output"] = {"mode": "apply", "kubeconfig": kubeconfig}
-        raw["clusters"][0].update(infraId=infra, hostedKubeconfig="/etc/hosted")
+        # A cluster of its own in each stack: one HostedCluster in both would be a collision on the management
+        # cluster as well (judged by the fleet: test_objects_on_one_management_cluster_collide_across_trees).
+        raw["clusters"][0].update(name=f"prod-{stack}", infraId=infra, hostedKubeconfig="/etc/hosted")
         fleets.append((load_fleet_in(registry, raw, stack, PROJECT), f"stacks/Pulumi.{stack}.yaml"))
     (problem,) = fleet_problems(registry, fleets)
     assert problem.startswith(
         "stacks/Pulumi.west.yaml: nodefleet:fleet.output.kubeconfig: its hosted clusters are on"
     )
     assert f"Declare the fleet's management clusters in {SOURCE}" in problem
+
+
+# --- messages ----------------------------------------------------------------------------------------------
+
+
+def test_a_duplicate_entry_is_named_without_a_leading_dot(tmp_path: Path) -> None:
+    error = _error(tmp_path, {"managementClusters": [_entry(), _entry("b"), _entry()]})
+    assert error.startswith(f"{SOURCE}: managementClusters[2].name: 'mgmt-use1-a' is also"), error
+
+
+def test_a_registry_too_large_is_named_as_a_registry(tmp_path: Path) -> None:
+    (tmp_path / "nodefleet-fleet.yaml").write_bytes(b"#" * (17 * 1024 * 1024))
+    with pytest.raises(RegistryError) as e:
+        load_registry(tmp_path, SOURCE)
+    assert "larger than any fleet registry nodefleet reads" in str(e.value)
+    assert "stack file" not in str(e.value)
+
+
+def _in_sydney(registry: Registry, name: str) -> str:
+    raw = stack_fleet("hosted")
+    raw["clusters"][0].update(managementCluster=name, region="ap-southeast-2", zone="ap-southeast-2a")
+    with pytest.raises(ConfigError) as e:
+        load_fleet_in(registry, raw, "hosted", PROJECT)
+    return str(e.value)
+
+
+def test_did_you_mean_suggests_a_management_cluster_of_the_clusters_region(tmp_path: Path) -> None:
+    only_virginia = load_registry(_write(tmp_path, {"managementClusters": [_entry()]}), SOURCE)
+    error = _in_sydney(only_virginia, "mgmt-apse2-a")
+    assert "did you mean" not in error, error
+    assert "none of them is in ap-southeast-2, the cluster's region" in error
+    both = load_registry(
+        _write(tmp_path, {"managementClusters": [_entry(), _entry("mgmt-apse2-b", region="ap-southeast-2")]}),
+        SOURCE,
+    )
+    assert "did you mean 'mgmt-apse2-b'?" in _in_sydney(both, "mgmt-apse2-a")
+
+
+# --- two names for one API server, destinations that collide (issue 39, item 3) ---------------------------
+
+
+def _kubeconfig(server: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"token": TOKEN}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("https://api.mgmt-a.example.com:6443", "https://API.mgmt-a.example.com:6443/"),
+        ("https://api.mgmt-a.example.com", "https://api.mgmt-a.example.com:443"),
+    ],
+)
+def test_two_entries_whose_kubeconfigs_reach_one_server_are_refused_naming_both(
+    tmp_path: Path, a: str, b: str
+) -> None:
+    registry = load_registry(
+        _write(tmp_path, {"managementClusters": [_entry(), _entry("b"), _entry("mgmt-use1-c")]}), SOURCE
+    )
+    servers = {
+        "mgmt-use1-a": kubeconfig_server(_kubeconfig(a)),
+        "b": kubeconfig_server(_kubeconfig("https://api.b.example.com:6443")),
+        "mgmt-use1-c": kubeconfig_server(_kubeconfig(b)),
+    }
+    (problem,) = server_alias_problems(registry, servers)
+    assert problem.startswith(
+        f"{SOURCE}: managementClusters[0] ('mgmt-use1-a') and managementClusters[2] ('mgmt-use1-c'): their "
+        "kubeconfigs reach one API server"
+    ), problem
+    assert TOKEN not in problem
+    assert kubeconfig_server({"current-context": "nowhere"}) is None
+    assert kubeconfig_server("not a kubeconfig") is None
+
+
+def test_one_kubeconfig_written_two_ways_is_one_kubeconfig(tmp_path: Path) -> None:
+    home = str(Path("~").expanduser())
+    error = _error(
+        tmp_path,
+        {
+            "managementClusters": [
+                _entry(kubeconfig="~/.kube/mgmt"),
+                _entry("mgmt-use1-b", kubeconfig=f"{home}/.kube/../.kube/mgmt"),
+            ]
+        },
+    )
+    assert (
+        "managementClusters[1].kubeconfig: the same kubeconfig path is also managementClusters[0]'s" in error
+    )
+    assert "starts with an environment variable" in _error(
+        tmp_path, {"managementClusters": [_entry(kubeconfig="$HOME/.kube/mgmt")]}
+    )
+
+
+@pytest.mark.parametrize(
+    "name", ["default/api-mgmt-use2-a-example-com:6443/kube:admin", "in-cluster", "Mgmt A (prod)"]
+)
+def test_an_argocd_cluster_name_is_what_argocd_accepts(tmp_path: Path, name: str) -> None:
+    registry = load_registry(_write(tmp_path, {"managementClusters": [_entry(argocdCluster=name)]}), SOURCE)
+    assert registry.get("mgmt-use1-a").argocd_cluster == name
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        (" mgmt-a", "begins or ends with a space"),
+        ("mgmt\na", "has a line break or control character"),
+        ("  ", "is empty"),
+    ],
+)
+def test_an_argocd_cluster_name_that_breaks_the_wiring_is_refused_saying_why(
+    tmp_path: Path, name: str, says: str
+) -> None:
+    error = _error(tmp_path, {"managementClusters": [_entry(argocdCluster=name)]})
+    assert f"{SOURCE}: managementClusters[0].argocdCluster: " in error and says in error, error
+
+
+def test_a_folder_sent_to_a_management_clusters_destination_is_refused(tmp_path: Path) -> None:
+    """A registry argocdCluster (or Flux Secret) equal to a hosted cluster's own generated destination
+    (<management cluster>-<namespace>-<cluster>): both folders would go to one cluster."""
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["managementCluster"] = "mgmt-use2-a"
+    hosted = "mgmt-use2-a-clusters-prod-east"
+    for extra, field in (
+        ({"argocdCluster": hosted}, "argocdCluster"),
+        ({"fluxKubeConfig": {"secretName": f"{hosted}-kubeconfig"}}, "fluxKubeConfig.secretName"),
+    ):
+        entries = [
+            _entry("mgmt-use2-a", region="us-east-2"),
+            _entry("mgmt-use2-b", region="us-east-2", **extra),
+        ]
+        registry = load_registry(_write(tmp_path, {"managementClusters": entries}), SOURCE)
+        with pytest.raises(ConfigError) as e:
+            load_fleet_in(registry, copy.deepcopy(raw), "hosted", PROJECT, source="stacks/Pulumi.hosted.yaml")
+        assert (
+            "stacks/Pulumi.hosted.yaml: nodefleet:fleet.clusters[0] (cluster 'prod-east'): its render folder "
+            in (str(e.value))
+        )
+        assert f"which {SOURCE} gives management cluster 'mgmt-use2-b' too ({field})" in str(e.value)
+
+
+def test_an_output_kubeconfig_the_registry_overrules_is_refused(tmp_path: Path) -> None:
+    registry = _registry(tmp_path, kubeconfig="/etc/mgmt-use2-a")
+    raw = stack_fleet("hosted")
+    raw["output"] = {"mode": "apply", "kubeconfig": "/etc/other"}
+    raw["clusters"][0].update(managementCluster="mgmt-use2-a", hostedKubeconfig="/etc/hosted")
+    for ref in ("pullSecret", "sshKey"):
+        raw["clusters"][0].get(ref, {}).pop("fromConfig", None)
+    with pytest.raises(
+        ConfigError, match=r"output.kubeconfig: is not the kubeconfig .* gives management cluster "
+    ):
+        load_fleet_in(registry, raw, "hosted", PROJECT)
+    raw["output"]["kubeconfig"] = "/etc/mgmt-use2-a"  # the same one: said twice, not contradicted
+    load_fleet_in(registry, raw, "hosted", PROJECT)
+
+
+def test_a_hosted_kubeconfig_in_render_mode_is_refused(tmp_path: Path) -> None:
+    raw = stack_fleet("hosted")
+    raw["clusters"][0]["hostedKubeconfig"] = "/etc/hosted"
+    with pytest.raises(
+        ConfigError, match=r"clusters\[0\]\.hostedKubeconfig: is set but output.mode is render"
+    ):
+        load_fleet_in(load_registry(tmp_path, SOURCE), raw, "hosted", PROJECT)
+
+
+def test_objects_on_one_management_cluster_collide_across_trees(tmp_path: Path) -> None:
+    """Two stacks declaring NodePool clusters/infra differently on one management cluster, rendering into
+    different trees: judged per management cluster, not per render folder."""
+    registry = _registry(tmp_path)
+    fleets = []
+    for stack, infra, replicas in (("east", "prod-e-4kq8z", 2), ("west", "prod-w-9zz1a", 3)):
+        raw = stack_fleet("hosted")
+        raw["output"] = {"mode": "render", "directory": f"tree-{stack}/{{stack}}"}
+        raw["clusters"][0].update(name="prod", infraId=infra, managementCluster="mgmt-use2-a")
+        raw["clusters"][0]["nodePools"][0].update(objectName="infra", replicas=replicas)
+        fleets.append((load_fleet_in(registry, raw, stack, PROJECT), f"stacks/Pulumi.{stack}.yaml"))
+    problems = fleet_problems(registry, fleets)
+    assert any(
+        "NodePool clusters/infra" in p and "on management cluster 'mgmt-use2-a'" in p for p in problems
+    )
+    assert all("Namespace clusters " not in p for p in problems)  # shared by design
