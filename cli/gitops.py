@@ -240,6 +240,7 @@ def _run(args: argparse.Namespace) -> int:
         ARGOCD_OBJECT_BUDGET,
         BARRIER_FOLDER,
         DEFAULT_WIRING_NAME,
+        LABEL_BARRIER,
         WiringError,
         argocd_application_sets,
         argocd_health_config_map,
@@ -283,9 +284,17 @@ def _run(args: argparse.Namespace) -> int:
     all_folders = []
     paths: dict[tuple[str, str], str] = {}
     barrier_paths: dict[str, str] = {}
+    # The barriers' empty folder belongs to the wiring, not to a render: a tree written by `pulumi up` in render
+    # mode has what `render` writes and nothing more, and every stack's barriers share the one folder.
+    barrier_base = out if out is not None else repo_root
+    barrier_rel = Path(os.path.relpath(barrier_base / BARRIER_FOLDER, repo_root)).as_posix()
+    if barrier_rel.startswith(
+        ".."
+    ):  # the wiring is written elsewhere; the folder goes at the repository's root
+        barrier_rel = BARRIER_FOLDER
     for fleet, shown in fleets:
         base = (args.rendered / fleet.stack).resolve() if args.rendered else fleet.render_dir.path
-        barrier_paths[fleet.stack] = Path(os.path.relpath(base / BARRIER_FOLDER, repo_root)).as_posix()
+        barrier_paths[fleet.stack] = barrier_rel
         for f in folders(fleet, registry):
             rel = os.path.relpath(base / f.target, repo_root)
             if rel.startswith(".."):
@@ -385,6 +394,21 @@ def _run(args: argparse.Namespace) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         print(f"  wrote {path}")
+    barriers = any(
+        LABEL_BARRIER in d["metadata"].get("labels", {}) for d in documents.get(files.get("flux", ""), [])
+    )
+    if barriers and out is not None:
+        if write_barrier_folder(out):
+            print(
+                f"  wrote {out / BARRIER_FOLDER} (the empty folder the Flux wave barriers apply; commit it as "
+                f"{barrier_rel} in the repository)"
+            )
+    elif barriers:
+        print(
+            f"note: commit an empty folder {barrier_rel} (a README, no manifest) with the wiring: its wave barriers "
+            "apply it (`gitops --out` writes it)",
+            file=sys.stderr,
+        )
     if out is not None:
         path = out / files["secrets"]
         path.write_text(script, encoding="utf-8")
@@ -402,6 +426,24 @@ def _run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return EXIT_OK
+
+
+def write_barrier_folder(root: Path) -> bool:
+    """Write ``root``'s :data:`BARRIER_FOLDER` (its README only) when it is missing or differs; True when written."""
+    from nodefleet.render.wiring import BARRIER_FOLDER, BARRIER_README
+
+    folder = root / BARRIER_FOLDER
+    readme = folder / "README"
+    try:
+        if readme.read_text(encoding="utf-8") == BARRIER_README:
+            return False
+    except OSError:
+        pass
+    folder.mkdir(parents=True, exist_ok=True)
+    staged = folder / f".README.{os.getpid()}.nodefleet-tmp"
+    staged.write_text(BARRIER_README, encoding="utf-8")
+    os.replace(staged, readme)
+    return True
 
 
 def _groups(registry: Any) -> Any:

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from mockruntime.evaluate import evaluate_run
     from mockruntime.render_tree import RenderTreeError, write_tree
     from mockruntime.rendering import plan_render
-    from nodefleet.render.wiring import BARRIER_FOLDER, folder_fields
+    from nodefleet.render.wiring import folder_fields
     from policies.pack import POLICIES
 
     policy_config = read_policy_config(args)
@@ -56,8 +56,6 @@ def run(args: argparse.Namespace) -> int:
         )
     except RenderTreeError as e:
         raise InputError(str(e)) from None
-    if fleet.config.output.mode == "render" and _barrier_folder(root):
-        print(f"  wrote {_show(root / BARRIER_FOLDER)} (the empty folder Flux's wave barriers apply)")
     if result.recovered:
         print(f"  completed an interrupted render of {_show(root)} first")
     for rel in result.written:
@@ -76,26 +74,6 @@ def run(args: argparse.Namespace) -> int:
         "from the mock runtime, not the provider)"
     )
     return EXIT_OK
-
-
-def _barrier_folder(root: Path) -> bool:
-    """Write ``root``'s :data:`BARRIER_FOLDER` (its README only) when it is missing or differs; True when written.
-    Written beside the render, outside its record: every stack sharing ``root`` writes the same bytes."""
-    from nodefleet.render.wiring import BARRIER_FOLDER, BARRIER_README
-
-    folder = root / BARRIER_FOLDER
-    readme = folder / "README"
-    try:
-        if readme.read_text(encoding="utf-8") == BARRIER_README:
-            return False
-    except OSError:
-        pass
-    folder.mkdir(mode=0o700, exist_ok=True)
-    staged = folder / f".README.{os.getpid()}.nodefleet-tmp"
-    staged.write_text(BARRIER_README, encoding="utf-8")
-    staged.chmod(0o600)
-    os.replace(staged, readme)
-    return True
 
 
 def out_folder(out: Path, option: str = "--out", what: str = "the manifests") -> Path:

@@ -321,10 +321,11 @@ def test_gitops_shards_by_the_registrys_groups_and_labels_the_controller_shards(
         )
 
 
-def test_render_writes_the_empty_folder_the_barriers_apply(tmp_path: Path) -> None:
-    from cli.render import _barrier_folder
+def test_gitops_writes_the_empty_folder_the_barriers_apply(tmp_path: Path) -> None:
+    """The folder belongs to the wiring: a render (by `render` or by `pulumi up`) has nothing of it."""
+    from cli.gitops import write_barrier_folder
 
-    assert _barrier_folder(tmp_path) is True
+    assert write_barrier_folder(tmp_path) is True
     assert (tmp_path / BARRIER_FOLDER / "README").read_text() == BARRIER_README
     assert [p.name for p in (tmp_path / BARRIER_FOLDER).iterdir()] == ["README"]  # no manifest in it
-    assert _barrier_folder(tmp_path) is False  # unchanged: not written again
+    assert write_barrier_folder(tmp_path) is False  # unchanged: not written again
