@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -28,7 +27,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +34,7 @@ from typing import Any
 import yaml
 
 from engine import gomod
+from tests.goref import locked
 from tests.testcluster import (
     PORT_ATTEMPTS,
     PROJECT,
@@ -156,18 +155,6 @@ def _go(args: list[str], cwd: Path, recipe: Recipe) -> str:
     return result.stdout
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One build of a recipe at a time on this machine (two sessions starting together wait for the first)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def is_built(recipe: Recipe, into: Path = CACHE) -> bool:
     """Whether :func:`build` would return at once."""
     return (into / f"{recipe.name}-{recipe.digest()}" / "SOURCES").exists()
@@ -178,7 +165,7 @@ def build(recipe: Recipe, into: Path = CACHE) -> Built:
     out = into / f"{recipe.name}-{recipe.digest()}"
     done = out / "SOURCES"
     if not done.exists():
-        with _locked(into / f"{recipe.name}.lock"):
+        with locked(into / f"{recipe.name}.lock"):
             if not done.exists():
                 _build(recipe, out)
     return Built(out / "bin" / recipe.name, out / "src", done.read_text().strip())
