@@ -110,12 +110,6 @@ def parts() -> list[Part]:
     ]
 
 
-def needed(tiers: Iterable[str]) -> list[Part]:
-    """The parts the tests of ``tiers`` (markers) need that this machine has not built."""
-    wanted = set(tiers)
-    return [p for p in parts() if wanted.intersection(p.tiers) and not p.built()]
-
-
 def _record(name: str, seconds: float, error: str | None) -> None:
     CACHE.mkdir(parents=True, exist_ok=True)
     row = {
