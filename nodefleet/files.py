@@ -482,18 +482,23 @@ def load_yaml(text: str, source: str, *, loader: type[Any] = BoundedLoader) -> A
         node, instance = compose_bounded(text, source, loader)
         return construct(node, instance, source)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = (exc.problem or exc.context or "not valid YAML").strip()
-        raise FileProblem(
-            source,
-            f"{_position(mark)}: {problem}",
-            "fix the YAML syntax there (indentation, a missing ':' or an unclosed quote or bracket)",
-            syntax=True,
-        ) from None
+        raise _syntax_problem(source, exc) from None
     except yaml.YAMLError as exc:
         raise FileProblem(
             source, f"not valid YAML ({type(exc).__name__})", "check the file", syntax=True
         ) from None
+
+
+def _syntax_problem(source: str, exc: yaml.MarkedYAMLError) -> FileProblem:
+    """A YAML syntax error, worded with its line and column and the usual fix."""
+    mark = exc.problem_mark or exc.context_mark
+    problem = (exc.problem or exc.context or "not valid YAML").strip()
+    return FileProblem(
+        source,
+        f"{_position(mark)}: {problem}",
+        "fix the YAML syntax there (indentation, a missing ':' or an unclosed quote or bracket)",
+        syntax=True,
+    )
 
 
 def load_yaml_documents(text: str, source: str, *, loader: type[Any] = FastBoundedLoader) -> list[Any]:
@@ -524,14 +529,7 @@ def load_yaml_documents(text: str, source: str, *, loader: type[Any] = FastBound
     except yaml.MarkedYAMLError as exc:
         if loader is not BoundedLoader:
             return load_yaml_documents(text, source, loader=BoundedLoader)
-        mark = exc.problem_mark or exc.context_mark
-        problem = (exc.problem or exc.context or "not valid YAML").strip()
-        raise FileProblem(
-            source,
-            f"{_position(mark)}: {problem}",
-            "fix the YAML syntax there (indentation, a missing ':' or an unclosed quote or bracket)",
-            syntax=True,
-        ) from None
+        raise _syntax_problem(source, exc) from None
     except yaml.YAMLError as exc:
         if loader is not BoundedLoader:
             return load_yaml_documents(text, source, loader=BoundedLoader)
