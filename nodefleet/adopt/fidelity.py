@@ -174,22 +174,34 @@ def _segment(key: str) -> str:
 _KEYED = frozenset({"labels", "annotations", "matchLabels", "nodeSelector", "tags"})
 
 
-def _diff(obj: str, path: str, live: Any, rendered: Any, out: list[Difference], keyed: bool = False) -> None:
+def _diff(
+    obj: str,
+    path: str,
+    live: Any,
+    rendered: Any,
+    out: list[Difference],
+    keyed: bool = False,
+    atomic: bool = False,
+) -> None:
+    """``atomic``: inside a list's item. A list is replaced whole by an apply (an atomic list, and every list under
+    ``x-kubernetes-preserve-unknown-fields``, such as a MachineSet's ``providerSpec.value.blockDevices``), so a
+    zero value one side has and the other lacks is stored, or dropped, by Flux's or Argo CD's apply: a change
+    of the object (its generation), however little it means to the controller reading it."""
     if isinstance(live, Mapping) and isinstance(rendered, Mapping):
         for key in [*live.keys(), *(k for k in rendered if k not in live)]:
             a = live.get(key, ABSENT)
             b = rendered.get(key, ABSENT)
             sub = f"{path}{_segment(str(key))}"
             if a is ABSENT or b is ABSENT:
-                if not keyed and _zero(a) and _zero(b):
+                if not keyed and not atomic and _zero(a) and _zero(b):
                     continue
                 out.append(Difference(obj, sub.lstrip("."), a, b))
             else:
-                _diff(obj, sub, a, b, out, str(key) in _KEYED)
+                _diff(obj, sub, a, b, out, str(key) in _KEYED, atomic)
         return
     if isinstance(live, list) and isinstance(rendered, list) and len(live) == len(rendered):
         for i, (a, b) in enumerate(zip(live, rendered, strict=True)):
-            _diff(obj, f"{path}[{i}]", a, b, out)
+            _diff(obj, f"{path}[{i}]", a, b, out, atomic=True)
         return
     if live == rendered and type(live) is type(rendered):
         return

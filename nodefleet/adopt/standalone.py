@@ -222,6 +222,12 @@ def _machine_set(
         if ebs.get("volumeType"):
             entry["rootVolumeType"] = ebs["volumeType"]
         entry["rootVolumeEncrypted"] = ebs.get("encrypted")
+        # The installer's zero values (iops: 0, kmsKey.arn: ""), kept: blockDevices is replaced whole by an apply.
+        if isinstance(ebs.get("iops"), int):
+            entry["rootVolumeIops"] = ebs["iops"]
+        kms = ebs.get("kmsKey")
+        if isinstance(kms, Mapping) and isinstance(kms.get("arn"), str):
+            entry["rootVolumeKMSKey"] = kms["arn"]
     tags = [t for t in value.get("tags") or [] if isinstance(t, Mapping)]
     owned = {"name": f"kubernetes.io/cluster/{infra}", "value": "owned"}
     if tags and tags[0] == owned:

@@ -63,7 +63,8 @@ def render_machine_set(cluster: StandaloneCluster, ms: ResolvedMachineSet, catal
     if spec.pool != "worker":
         node_labels[f"{k.NODE_ROLE_PREFIX}{spec.pool}"] = ""
     template_spec: dict[str, Any] = {
-        "metadata": {"labels": node_labels},
+        # No labels: {} as the installer writes it; an empty labels map would be stored, a change of the object.
+        "metadata": {"labels": node_labels} if node_labels else {},
         "providerSpec": {"value": _aws_provider_spec(cluster, ms)},
     }
     if spec.taints:
@@ -127,6 +128,10 @@ def _root_volume(ms: ResolvedMachineSet) -> dict[str, Any]:
     ebs: dict[str, Any] = {"volumeSize": spec.root_volume_gib, "volumeType": spec.root_volume_type}
     if spec.root_volume_encrypted is not None:
         ebs["encrypted"] = spec.root_volume_encrypted
+    if spec.root_volume_iops is not None:
+        ebs["iops"] = spec.root_volume_iops
+    if spec.root_volume_kms_key is not None:
+        ebs["kmsKey"] = {"arn": spec.root_volume_kms_key}
     return ebs
 
 

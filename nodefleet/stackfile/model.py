@@ -221,6 +221,18 @@ class MachineSetSpec(ConfigModel):
         description="blockDevices[0].ebs.encrypted; null leaves the field out, so the AWS account's EBS "
         "encryption by default decides, as MachineSets written from OpenShift's documentation have it.",
     )
+    root_volume_iops: Annotated[int, Field(ge=0, le=256000)] | None = Field(
+        None,
+        alias="rootVolumeIops",
+        description="blockDevices[0].ebs.iops; null leaves the field out (the volume type's own rate). The "
+        "installer writes 0: an adopted MachineSet keeps it, since an apply replaces blockDevices whole.",
+    )
+    root_volume_kms_key: Annotated[str, Field(max_length=2048)] | None = Field(
+        None,
+        alias="rootVolumeKMSKey",
+        description="blockDevices[0].ebs.kmsKey.arn; null leaves kmsKey out (the account's default key). The "
+        "installer writes '' without a key of its own: an adopted MachineSet keeps it.",
+    )
     tags: AwsTags = Field(
         {},
         description="AWS tags of the instances, after `kubernetes.io/cluster/<infraId>: owned` "
