@@ -79,7 +79,8 @@ def add_parser(sub: Any) -> None:
         help="a YAML source of live objects; repeatable; '-' reads standard input",
     )
     live = s.add_argument_group(
-        "a live API server (read only: list and get, never a Secret)",
+        "a live API server (read only: list and get; one Secret, HyperShift's admin kubeconfig of an AutoNode "
+        "hosted cluster, when no --hosted-kubeconfig is given)",
         "Give any of these to read a cluster: a management cluster's HostedClusters and NodePools, or, where it "
         "serves none and no --namespace/--cluster is given, a standalone cluster's MachineSets, pools and "
         "singletons.",
@@ -95,7 +96,8 @@ def add_parser(sub: Any) -> None:
     live.add_argument(
         "--hosted-kubeconfig",
         metavar="FILE",
-        help="the hosted cluster's kubeconfig, to read its AutoNode classes and Karpenter NodePools too",
+        help="the hosted cluster's kubeconfig, to read its AutoNode classes and Karpenter NodePools too (default: "
+        "HyperShift's <name>-admin-kubeconfig Secret of each AutoNode HostedCluster, read in memory, never saved)",
     )
     s.add_argument(
         "--release",
@@ -107,7 +109,8 @@ def add_parser(sub: Any) -> None:
         "--management-cluster",
         metavar="NAME",
         help="the registry name (nodefleet-fleet.yaml) of the management cluster the hosted clusters live on "
-        "(default: the fleet's only one, 'management')",
+        "(default: the fleet's only one, 'management'); one the registry lacks is added to it (name, the hosted "
+        "clusters' region, the --kubeconfig path)",
     )
     s.add_argument(
         "--catalog",
@@ -120,7 +123,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="accept the fields nodefleet's render adds that the live objects lack (listed), instead of refusing",
     )
-    s.add_argument("--force", action="store_true", help="overwrite an existing stack file of that name")
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing stack file of that name, and replace the registry's entry of the management "
+        "cluster",
+    )
     add_roots(s)
     s.set_defaults(run=run)
 
@@ -139,7 +147,7 @@ def _read(name: str) -> str:
 
 
 def _live_objects(args: argparse.Namespace) -> list[Any]:
-    from cli.adopt_live import LiveSource, read_live
+    from cli.adopt_live import LiveSource, read_inside, read_live
     from cli.kube import api_client, kubeconfig_shown
     from nodefleet.adopt.documents import LiveObject
 
@@ -152,6 +160,8 @@ def _live_objects(args: argparse.Namespace) -> list[Any]:
         inside = f"hosted cluster kubeconfig {kubeconfig_shown(args.hosted_kubeconfig)}"
         hosted = LiveSource(api_client(args.hosted_kubeconfig, inside), inside)
     found = read_live(source, namespace=args.namespace, cluster=args.cluster, hosted=hosted)
+    if hosted is None:  # HyperShift's admin kubeconfig of each AutoNode cluster, for the objects inside it
+        found += read_inside(source, [m for m in found if m.get("kind") == "HostedCluster"])
     return [LiveObject(manifest, _live_name(manifest)) for manifest in found]
 
 
@@ -272,12 +282,71 @@ def run(args: argparse.Namespace) -> int:
         clash = already_declared(part, others)
         if clash:
             raise InputError(f"{clash}\nnothing was written")
+    registry = _registry_update(args, stacks_dir, adoption)
     print(f"nodefleet import: stack{'s' if grouped else ''} '{args.stack}' from {', '.join(sources)}")
     if not _report(adoption, args.adopt_defaults):
         return EXIT_INVALID
     named = ["an API server"] if live else []
     named += ["standard input" if f == "-" else Path(f).name for f in args.from_file]
-    return _write_and_check(args, stacks_dir, stacks, targets, named)
+    return _write_and_check(args, stacks_dir, stacks, targets, named, registry)
+
+
+def _registry_update(
+    args: argparse.Namespace, stacks_dir: Path, adoption: Any
+) -> tuple[Path, str, str] | None:
+    """The registry's new text when the adopted hosted clusters' management cluster is not in it (or the user
+    forces its entry): its path, the text, what changed. None when nothing is to change. A result the registry
+    refuses (a kubeconfig, Argo CD cluster or Flux Secret another entry has) is an :class:`InputError` now, before
+    anything is written."""
+    import yaml
+    from pydantic import ValidationError
+
+    from nodefleet.adopt.documents import AdoptError
+    from nodefleet.adopt.registry_entry import management_entry, registry_text
+    from nodefleet.fleet.registry import (
+        DEFAULT_MANAGEMENT_CLUSTER,
+        RegistryError,
+        RegistryFile,
+        load_registry,
+        registry_path,
+    )
+    from nodefleet.stackfile.model import describe_errors
+
+    if not any(c.get("kind") == "hosted" for c in adoption.clusters):
+        return None
+    name = args.management_cluster or DEFAULT_MANAGEMENT_CLUSTER
+    path = registry_path(stacks_dir)
+    shown = _shown(path)
+    try:
+        registry = load_registry(stacks_dir, str(shown))
+    except RegistryError as e:
+        raise InputError(f"{e}\nnothing was written") from None
+    declared = registry.exists and name in registry.names
+    if (declared and not args.force) or (not registry.exists and name == DEFAULT_MANAGEMENT_CLUSTER):
+        return None
+    kubeconfig = args.kubeconfig
+    if kubeconfig is not None and not (kubeconfig.startswith("~/") or os.path.isabs(kubeconfig)):
+        kubeconfig = os.path.abspath(kubeconfig)  # the registry takes a path every tool reads alike
+    try:
+        entry = management_entry(name, adoption.clusters, kubeconfig)
+        existing = path.read_text(encoding="utf-8") if registry.exists else None
+        text = registry_text(existing, entry, replace=declared)
+    except AdoptError as e:
+        raise InputError(f"{shown}: {e}\nnothing was written") from None
+    try:
+        RegistryFile.model_validate(yaml.safe_load(text))
+    except ValidationError as e:
+        problem = describe_errors(str(shown), e.errors(), root="", model=RegistryFile)
+        raise InputError(
+            f"{problem}\n(the entry import would add for management cluster '{name}'); correct "
+            f"{shown} or give another --kubeconfig or --management-cluster; nothing was written"
+        ) from None
+    what = "replaced" if declared else "added"
+    return (
+        path,
+        text,
+        f"{what} management cluster '{name}' ({', '.join(f'{k}: {v}' for k, v in entry.items() if k != 'name')})",
+    )
 
 
 def _report(adoption: Any, adopt_defaults: bool) -> bool:
@@ -323,20 +392,29 @@ def _write_and_check(
     stacks: list[tuple[str, Any]],
     targets: dict[str, Path],
     named: list[str],
+    registry: tuple[Path, str, str] | None = None,
 ) -> int:
-    """Write every stack, then check them as `check` (one stack) or `fleet check` (several) does; a check that
-    refuses them (exit 2 or 3) takes the written files back."""
+    """Write the registry's new entry and every stack, then check them as `check` (one stack) or `fleet check`
+    (several) does; a check that refuses them (exit 2 or 3) takes the written files back."""
     from cli import check
     from mockruntime.run import PROJECT_DIR
     from nodefleet.adopt.importer import stack_text
 
     previous = {name: (t.read_bytes() if t.exists() else None) for name, t in targets.items()}
+    if registry is not None:
+        path, text, what = registry
+        previous[" registry"] = path.read_bytes() if path.exists() else None
+        _write(path, text)
+        print(f"  wrote {_shown(path)}: {what}; review it, then commit it")
     for name, part in stacks:
         _write(targets[name], stack_text(part, named))
         print(f"  wrote {targets[name]}: {len(part.clusters)} cluster(s); review it, then commit it")
 
     def take_back() -> None:
-        for name, target in targets.items():
+        undo = dict(targets)
+        if registry is not None:
+            undo[" registry"] = _shown(registry[0])
+        for name, target in undo.items():
             before = previous[name]
             if before is None:
                 target.unlink(missing_ok=True)

@@ -8,6 +8,12 @@ MachineConfigPools and their MachineConfigs, the ``MachineConfiguration``, ``Clu
 ``Infrastructure`` singletons; inside a hosted cluster (``--hosted-kubeconfig``) the AutoNode classes and
 Karpenter NodePools. A kind the API server does not serve (404) is simply not there; a refusal (401, 403) or
 an unreachable server stops the import with one message naming the verb, the resource and the fix.
+
+One Secret is read, and only without ``--hosted-kubeconfig``: HyperShift's admin kubeconfig of an AutoNode
+hosted cluster (``<name>-admin-kubeconfig``, the HostedCluster's ``status.kubeconfig``, in its namespace), to
+reach the Karpenter objects inside it (:func:`read_inside`). Its content stays in memory: the client is built
+from it directly, and the certificates and keys the client library writes to files go to a private temporary
+folder removed as soon as the objects are read. It is never printed, and never written anywhere else.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 from cli.exits import InputError
 
-__all__ = ["LiveSource", "read_live"]
+__all__ = ["LiveSource", "read_inside", "read_live"]
 
 #: (group, version, plural, kind, namespaced) of what a management or standalone cluster is read for.
 _MANAGEMENT = (("hypershift.openshift.io", "v1beta1", "hostedclusters", "HostedCluster"),)
@@ -109,6 +115,95 @@ class LiveSource:
         document.setdefault("apiVersion", "v1")
         document.setdefault("kind", "Namespace")
         return document
+
+    def secret_value(self, namespace: str, name: str, key: str) -> bytes | None:
+        """The decoded value of ``key`` in Secret ``namespace/name``; None when there is no such Secret or key."""
+        import base64
+        import json
+
+        found = self._call(
+            "get",
+            "secrets",
+            f" ({namespace}/{name})",
+            lambda: self.core.read_namespaced_secret(name, namespace, _preload_content=False),
+        )
+        if found is None:
+            return None
+        data = (json.loads(found.data).get("data") or {}).get(key)
+        return base64.b64decode(data) if isinstance(data, str) else None
+
+
+#: The key HyperShift writes the admin kubeconfig under (its ``<name>-admin-kubeconfig`` Secret).
+ADMIN_KUBECONFIG_KEY = "kubeconfig"
+
+
+def read_inside(source: LiveSource, hosted_clusters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Karpenter objects inside each AutoNode hosted cluster of ``hosted_clusters`` (HostedClusters as
+    ``source`` returned them), reached through HyperShift's admin kubeconfig Secret; each object marked with its
+    hosted cluster (``nodefleet.io/hosted-cluster``, nodefleet's own annotation, which an import never adopts).
+    A hosted cluster without AutoNode has none, and its Secret is not read."""
+    import tempfile
+
+    from kubernetes import config
+    from kubernetes.config.config_exception import ConfigException
+
+    from nodefleet import kinds as k
+    from nodefleet.files import FileProblem, load_yaml
+
+    objects: list[dict[str, Any]] = []
+    for hc in hosted_clusters:
+        meta, spec = hc.get("metadata") or {}, hc.get("spec") or {}
+        if not spec.get("autoNode"):
+            continue
+        namespace, cluster = str(meta.get("namespace")), str(meta.get("name"))
+        secret = str(
+            ((hc.get("status") or {}).get("kubeconfig") or {}).get("name") or f"{cluster}-admin-kubeconfig"
+        )
+        shown = f"hosted cluster {namespace}/{cluster} (admin kubeconfig Secret {namespace}/{secret})"
+        data = source.secret_value(namespace, secret, ADMIN_KUBECONFIG_KEY)
+        if data is None:
+            raise InputError(
+                f"{source.shown}: HostedCluster {namespace}/{cluster} has AutoNode, and its admin kubeconfig Secret "
+                f"{namespace}/{secret} (key {ADMIN_KUBECONFIG_KEY}) is not there: the hosted cluster's API server is "
+                "not up yet, or HyperShift names it otherwise; pass --hosted-kubeconfig with its kubeconfig"
+            )
+        try:
+            document = load_yaml(data.decode("utf-8"), shown)
+        except (FileProblem, UnicodeDecodeError):
+            document = None
+        if not isinstance(document, dict):
+            raise InputError(f"{shown}: is not a kubeconfig; pass --hosted-kubeconfig with its kubeconfig")
+        with tempfile.TemporaryDirectory(prefix="nodefleet-import-") as folder:
+            try:
+                client = config.new_client_from_config_dict(
+                    document, persist_config=False, temp_file_path=folder
+                )  # type: ignore[no-untyped-call]
+            except (ConfigException, OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+                raise InputError(
+                    f"{shown}: not a usable kubeconfig ({type(exc).__name__}); pass --hosted-kubeconfig with its "
+                    "kubeconfig"
+                ) from None
+            try:
+                inside = LiveSource(client, shown)
+                for group, version, plural, kind in _INSIDE:
+                    for item in inside.list(group, version, plural, kind):
+                        notes = item.setdefault("metadata", {}).setdefault("annotations", {})
+                        notes.setdefault(k.ANNOTATION_HOSTED_CLUSTER, f"{namespace}/{cluster}")
+                        objects.append(item)
+            finally:
+                client.close()
+                _forget_files(folder)
+    return objects
+
+
+def _forget_files(folder: str) -> None:
+    """The client library remembers the files it wrote certificates to, by content, to reuse them: forget those
+    in ``folder`` (removed with it), so that no later client is handed a file that is gone."""
+    from kubernetes.config import kube_config
+
+    remembered = getattr(kube_config, "_temp_files", {})
+    for key in [key for key, path in remembered.items() if str(path).startswith(folder)]:
+        del remembered[key]
 
 
 def read_live(
