@@ -84,7 +84,11 @@ def _standalone_sources() -> list[dict[str, Any]]:
         if kind == "MachineConfiguration":
             item["spec"]["managedBootImages"] = {
                 "machineManagers": [
-                    {"resource": "machinesets", "apiGroup": "machine.openshift.io", "selection": {"mode": "None"}}
+                    {
+                        "resource": "machinesets",
+                        "apiGroup": "machine.openshift.io",
+                        "selection": {"mode": "None"},
+                    }
                 ]
             }
             item["spec"]["bootImageSkewEnforcement"] = {
@@ -164,7 +168,9 @@ def _snapshot(servers: dict[str, ApiServer], rendered: dict[str, list[dict[str, 
         server = where[folder]
         for manifest in objects:
             meta = manifest["metadata"]
-            live = get(servers[server], manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace"))
+            live = get(
+                servers[server], manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace")
+            )
             out[f"{server} {manifest['kind']} {meta.get('namespace', '')}/{meta['name']}"] = live
     return out
 
@@ -210,8 +216,8 @@ def _dry_run(server: ApiServer, manifest: dict[str, Any], manager: str) -> dict[
 
 
 def _sync_again(ctl: Controllers, tool: str, names: set[str]) -> str:
-    """Ask for the next sync of every folder now (``flux reconcile``; Argo CD's hard refresh and a sync); the
-    token :func:`_synced_again` waits for."""
+    """Ask for the next sync of every folder now (``flux reconcile kustomization``; ``argocd app sync``, with the
+    Application's own sync options); the token :func:`_synced_again` waits for."""
     import time
 
     token = f"again-{time.time_ns()}"
@@ -220,18 +226,23 @@ def _sync_again(ctl: Controllers, tool: str, names: set[str]) -> str:
             annotate(ctl, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", name, FLUX_NAMESPACE,
                      {"reconcile.fluxcd.io/requestedAt": token})  # fmt: skip
         return token
+    for name in names:
+        _argocd_sync(ctl, name, token)
+    return token
+
+
+def _argocd_sync(ctl: Controllers, name: str, token: str) -> None:
     from tests.gitopsctl import ARGOCD_NAMESPACE
 
+    app = applications(ctl)[name]
     api = ctl.hub_client.resources.get(api_version="argoproj.io/v1alpha1", kind="Application")
-    for name, app in applications(ctl).items():
-        operation = {
-            "initiatedBy": {"username": token},
-            "sync": {"revision": app["status"]["sync"]["revision"],
-                     "syncOptions": app["spec"]["syncPolicy"]["syncOptions"]},
-        }  # fmt: skip
-        ctl.hub_client.patch(api, name=name, namespace=ARGOCD_NAMESPACE, body={"operation": operation},
-                             content_type="application/merge-patch+json")  # fmt: skip
-    return token
+    operation = {
+        "initiatedBy": {"username": token},
+        "sync": {"revision": app["status"]["sync"]["revision"],
+                 "syncOptions": app["spec"]["syncPolicy"]["syncOptions"]},
+    }  # fmt: skip
+    ctl.hub_client.patch(api, name=name, namespace=ARGOCD_NAMESPACE, body={"operation": operation},
+                         content_type="application/merge-patch+json")  # fmt: skip
 
 
 def _synced_again(ctl: Controllers, tool: str, names: set[str], token: str) -> bool:
@@ -244,14 +255,20 @@ def _synced_again(ctl: Controllers, tool: str, names: set[str], token: str) -> b
             and condition(found[n], "Ready").get("status") == "True"
             for n in names
         )
-    apps = applications(ctl)
-    for name in names:
-        op = (apps[name].get("status") or {}).get("operationState") or {}
-        if ((op.get("operation") or {}).get("initiatedBy") or {}).get("username") != token:
-            return False
-        if op.get("phase") != "Succeeded":
-            return False
-    return True
+    done = True
+    for name, app in applications(ctl).items():
+        if name not in names:
+            continue
+        op = (app.get("status") or {}).get("operationState") or {}
+        ours = ((op.get("operation") or {}).get("initiatedBy") or {}).get("username") == token
+        if ours and op.get("phase") == "Succeeded":
+            continue
+        done = False
+        if not ours and not app.get("operation") and op.get("phase") != "Running":
+            # The request was taken over by an operation of the controller's own (its automated sync, still
+            # running when it was made): ask again, as a user re-running `argocd app sync` does.
+            _argocd_sync(ctl, name, token)
+    return done
 
 
 def test_flux_and_argocd_adopt_the_imported_render_and_change_nothing(
@@ -259,9 +276,10 @@ def test_flux_and_argocd_adopt_the_imported_render_and_change_nothing(
 ) -> None:
     ctl, tool, repo = gitops_controllers, adopted.tool, adopted.repo
     # import said what it adopted from each API server, and which of nodefleet's annotations it adds.
-    assert "adopted  HostedCluster clusters/cesar (live hostedclusters.hypershift.openshift.io)" in adopted.printed[
-        "cesar"
-    ]
+    assert (
+        "adopted  HostedCluster clusters/cesar (live hostedclusters.hypershift.openshift.io)"
+        in adopted.printed["cesar"]
+    )
     assert "adopted  MachineConfigPool infra (live machineconfigpools." in adopted.printed["shop"]
     commit = repo.publish()
     rendered = repo.rendered(commit)
@@ -295,7 +313,9 @@ def test_flux_and_argocd_adopt_the_imported_render_and_change_nothing(
             if doc["kind"] == "Kustomization" and doc["spec"].get("kubeConfig"):
                 folder = doc["spec"]["path"].removeprefix("./")
                 ref = doc["spec"]["kubeConfig"]["secretRef"]
-                ctl.flux_kubeconfig_secret(adopted.servers[where[folder]], ref["name"], ref.get("key", "value"))
+                ctl.flux_kubeconfig_secret(
+                    adopted.servers[where[folder]], ref["name"], ref.get("key", "value")
+                )
     ctl.apply(wiring)
     (refresh_flux if tool == "flux" else refresh_argocd)(ctl)
     names = {"nodefleet-cesar-cesar", "nodefleet-shop-shop"}
@@ -324,11 +344,19 @@ def test_flux_and_argocd_adopt_the_imported_render_and_change_nothing(
         if now["kind"] == "Namespace" and tool == "argocd":
             continue  # the Application's destination namespace: Argo CD leaves an existing one alone
         managers = {m.get("manager") for m in now["metadata"].get("managedFields") or []}
-        assert TOOL_MANAGER[tool] in managers, f"{key}: not applied by {TOOL_MANAGER[tool]} ({sorted(managers)})"
+        assert TOOL_MANAGER[tool] in managers, (
+            f"{key}: not applied by {TOOL_MANAGER[tool]} ({sorted(managers)})"
+        )
 
     # Adopted, a sync is a no-op: not one resourceVersion moves.
     token = _sync_again(ctl, tool, names)
-    wait_for(f"both folders synced again ({token})", lambda: _synced_again(ctl, tool, names, token), ctl, tool)
+    wait_for(
+        f"both folders synced again ({token})", lambda: _synced_again(ctl, tool, names, token), ctl, tool
+    )
     again = _snapshot(adopted.servers, rendered, where)
-    moved = [k for k, v in again.items() if v["metadata"]["resourceVersion"] != after[k]["metadata"]["resourceVersion"]]
+    moved = [
+        k
+        for k, v in again.items()
+        if v["metadata"]["resourceVersion"] != after[k]["metadata"]["resourceVersion"]
+    ]
     assert not moved, "\n".join(f"{k}: {_changes(tool, after[k], again[k])}" for k in moved)
