@@ -282,13 +282,28 @@ def run(args: argparse.Namespace) -> int:
         clash = already_declared(part, others)
         if clash:
             raise InputError(f"{clash}\nnothing was written")
-    registry = _registry_update(args, stacks_dir, adoption)
     print(f"nodefleet import: stack{'s' if grouped else ''} '{args.stack}' from {', '.join(sources)}")
+    registry = _registry_update(args, stacks_dir, adoption)
     if not _report(adoption, args.adopt_defaults):
         return EXIT_INVALID
     named = ["an API server"] if live else []
     named += ["standard input" if f == "-" else Path(f).name for f in args.from_file]
     return _write_and_check(args, stacks_dir, stacks, targets, named, registry)
+
+
+def _supported_versions(args: argparse.Namespace) -> tuple[str, ...]:
+    """The release lines the management cluster's HyperShift operator runs, for its new registry entry; a note
+    and none when they cannot be read (the entry is written without them)."""
+    from cli.adopt_live import LiveSource
+    from cli.kube import api_client, kubeconfig_shown
+
+    shown = f"kubeconfig {kubeconfig_shown(args.kubeconfig)}"
+    found, why = LiveSource(api_client(args.kubeconfig, shown, args.context), shown).supported_versions()
+    if found is None:
+        print(
+            f"  note     hypershift.supportedVersions not read ({why}): add them to the registry entry by hand"
+        )
+    return found or ()
 
 
 def _registry_update(
@@ -327,8 +342,11 @@ def _registry_update(
     kubeconfig = args.kubeconfig
     if kubeconfig is not None and not (kubeconfig.startswith("~/") or os.path.isabs(kubeconfig)):
         kubeconfig = os.path.abspath(kubeconfig)  # the registry takes a path every tool reads alike
+    supported: tuple[str, ...] = ()
+    if any(getattr(args, a) is not None for a in ("kubeconfig", "context", "namespace", "cluster")):
+        supported = _supported_versions(args)
     try:
-        entry = management_entry(name, adoption.clusters, kubeconfig)
+        entry = management_entry(name, adoption.clusters, kubeconfig, supported)
         existing = path.read_text(encoding="utf-8") if registry.exists else None
         text = registry_text(existing, entry, replace=declared)
     except AdoptError as e:

@@ -1,7 +1,7 @@
 """``import --kubeconfig/--context``: the live objects of an API server, read with the Kubernetes Python client and
 handed to :mod:`nodefleet.adopt` as the dicts the API server returns (the domain never talks to a cluster).
 
-What it lists, and only that (never a Secret: import references Secrets by name): on a management cluster the
+What it lists, and only that (no Secret but the one below: import references Secrets by name): on a management cluster the
 HostedClusters (one namespace with ``--namespace``, one cluster with ``--cluster``), their NodePools and
 Namespaces; on a standalone cluster the MachineSets of ``openshift-machine-api``, the custom
 MachineConfigPools and their MachineConfigs, the ``MachineConfiguration``, ``ClusterVersion`` and
@@ -131,6 +131,36 @@ class LiveSource:
             return None
         data = (json.loads(found.data).get("data") or {}).get(key)
         return base64.b64decode(data) if isinstance(data, str) else None
+
+    def supported_versions(self) -> tuple[tuple[str, ...] | None, str | None]:
+        """The release lines the HyperShift operator runs, from its ``hypershift/supported-versions`` ConfigMap
+        (key ``supported-versions``: ``{"versions": ["4.22", ...]}``), and why they are not there when they
+        are not (not served, not readable, not in that form). A refusal is not an error here: the registry entry
+        is written without them, and the user adds them."""
+        import json
+
+        try:
+            found = self._call(
+                "get",
+                "configmaps",
+                " (hypershift/supported-versions)",
+                lambda: self.core.read_namespaced_config_map(
+                    "supported-versions", "hypershift", _preload_content=False
+                ),
+            )
+        except InputError as e:
+            return None, str(e).partition(": ")[2].partition(";")[0]
+        if found is None:
+            return None, "no ConfigMap hypershift/supported-versions on the management cluster"
+        try:
+            versions = json.loads((json.loads(found.data).get("data") or {}).get("supported-versions") or "")
+            lines = tuple(str(v) for v in versions["versions"])
+        except (ValueError, KeyError, TypeError):
+            return (
+                None,
+                'ConfigMap hypershift/supported-versions holds no {"versions": [...]} under supported-versions',
+            )
+        return lines, None
 
 
 #: The key HyperShift writes the admin kubeconfig under (its ``<name>-admin-kubeconfig`` Secret).

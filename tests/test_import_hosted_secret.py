@@ -126,6 +126,44 @@ def test_the_karpenter_objects_are_read_through_hypershifts_admin_kubeconfig_sec
     assert sorted(p.name for p in stacks.iterdir()) == ["Pulumi.cesar.yaml"]
 
 
+def test_a_new_management_clusters_entry_has_its_kubeconfig_path_and_hypershifts_releases(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    """Read live, the registry entry gets the --kubeconfig path as given and the release lines of the HyperShift
+    operator's supported-versions ConfigMap (as HyperShift writes it)."""
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    args = ["import", "--stack", "cesar", "--stacks-dir", str(stacks), "--cluster", "cesar",
+            "--kubeconfig", str(fleet.management.kubeconfig), "--management-cluster", "mgmt-use2-a"]  # fmt: skip
+    result = nodefleet(*args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        "hypershift.supportedVersions not read (no ConfigMap hypershift/supported-versions" in result.stdout
+    )
+    entry = yaml.safe_load((stacks / "nodefleet-fleet.yaml").read_text())["managementClusters"]
+    assert entry == [
+        {"name": "mgmt-use2-a", "region": "us-east-2", "kubeconfig": str(fleet.management.kubeconfig)}
+    ]
+    _create(fleet.management, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "hypershift"}})
+    _create(
+        fleet.management,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "supported-versions", "namespace": "hypershift"},
+            "data": {
+                "server-version": "a1b2c3d",
+                "supported-versions": '{"versions":["4.22","4.21","4.20","4.19"]}',
+            },
+        },
+    )
+    result = nodefleet(*args, "--force")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "replaced management cluster 'mgmt-use2-a'" in result.stdout
+    (entry,) = yaml.safe_load((stacks / "nodefleet-fleet.yaml").read_text())["managementClusters"]
+    assert entry["hypershift"] == {"supportedVersions": ["4.22", "4.21", "4.20", "4.19"]}
+
+
 def _limited_kubeconfig(server: ApiServer, tmp_path: Path) -> Path:
     """A ServiceAccount that may read HostedClusters, NodePools and Namespaces, and no Secret."""
     from kubernetes import client

@@ -3,10 +3,10 @@
 Adopted hosted clusters name their management cluster (``--management-cluster``); a name the registry
 (``nodefleet-fleet.yaml`` beside the stack files) does not declare would make every later ``check`` refuse
 the stack. So the import declares it, from what the sources hold and the user gave: the name, the region its
-hosted clusters run in (every hosted cluster of a management cluster is in its region), and the kubeconfig
-*path* the user read it through (never its content, never a Secret). Everything else (an Argo CD cluster
-name, a Flux Secret, the HyperShift operator's releases) keeps the registry's defaults and is the user's to
-add.
+hosted clusters run in (every hosted cluster of a management cluster is in its region), the kubeconfig
+*path* the user read it through (never its content, never a Secret) and, read live, the release lines its
+HyperShift operator runs. Everything else (an Argo CD cluster name, a Flux Secret) keeps the registry's
+defaults and is the user's to add.
 
 The file is edited as text through a round-trip YAML library (ruamel.yaml): the other entries, their order,
 comments and layout are kept; only the new entry is appended (or, when the user forces it, the entry of that
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nodefleet.adopt.documents import AdoptError
@@ -34,10 +34,15 @@ REGISTRY_HEADER = (
 
 
 def management_entry(
-    name: str, clusters: Iterable[Mapping[str, Any]], kubeconfig: str | None
+    name: str,
+    clusters: Iterable[Mapping[str, Any]],
+    kubeconfig: str | None,
+    supported_versions: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The entry of management cluster ``name`` for the adopted hosted ``clusters`` (stack-file entries), reached
-    through ``kubeconfig`` (a path as the user gave it, or None when the objects came from files).
+    through ``kubeconfig`` (a path as the user gave it, or None when the objects came from files), whose
+    HyperShift operator runs the release lines ``supported_versions`` (its ``supported-versions`` ConfigMap, when
+    the import read it).
 
     Refused (:class:`AdoptError`) when the hosted clusters run in more than one region: a management cluster has
     one, and the registry refuses a hosted cluster outside it."""
@@ -59,6 +64,9 @@ def management_entry(
     entry: dict[str, Any] = {"name": name, "region": next(iter(regions))}
     if kubeconfig is not None:
         entry["kubeconfig"] = kubeconfig
+    lines = [v for v in supported_versions if re.fullmatch(r"[0-9]+\.[0-9]+", v)]
+    if lines:
+        entry["hypershift"] = {"supportedVersions": list(dict.fromkeys(lines))}
     return entry
 
 
