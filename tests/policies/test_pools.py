@@ -57,7 +57,11 @@ INFRA_MS = "dev-7xk2p-infra-us-east-1a"
 
 
 def _template_labels(ms: dict[str, Any]) -> dict[str, Any]:
-    return ms["spec"]["template"]["spec"]["metadata"]["labels"]
+    """The node labels of a MachineSet's template (a worker MachineSet renders none: ``metadata: {}``)."""
+    labels: dict[str, Any] = (
+        ms["spec"]["template"]["spec"].setdefault("metadata", {}).setdefault("labels", {})
+    )
+    return labels
 
 
 def _provider_value(ms: dict[str, Any]) -> dict[str, Any]:
