@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import difflib
 import functools
-import gc
 import json
 import os
 import re
@@ -397,9 +396,6 @@ def run_program(
             _cancel_pending(loop)
             loop.set_exception_handler(functools.partial(_quiet_about_reported_errors, raised))
             loop.close()
-        # Loops the runtime made on its own threads are unreachable now; collecting them here closes them
-        # while their sockets still exist, instead of noisily at interpreter exit.
-        gc.collect()
     return MockRun(stack, monitor.registrations)
 
 

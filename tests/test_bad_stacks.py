@@ -128,7 +128,7 @@ results = {}
 for name, runs in json.loads(Path(sys.argv[1]).read_text()).items():
     if name == '_frozen':
         import gc
-        gc.freeze()  # what the warm-up loaded stays: every run's gc.collect() then scans only its own objects
+        gc.freeze()  # what the warm-up loaded stays: the interpreter's own collections then skip it
         continue
     for label, argv in runs.items():
         before = snapshot()
