@@ -265,10 +265,13 @@ def provider_resource(run: MockRun, reg: Registration) -> PolicyProviderResource
 def evaluate_run(
     run: MockRun, policies: Iterable[Policy], config: Mapping[str, Any] | None = None
 ) -> list[Violation]:
-    """Every policy over every registration of a mock run, resource policies first, then stack policies."""
+    """Every policy over every registration of a mock run, resource policies first, then stack policies.
+
+    Resources are judged in the order of their URNs: registrations arrive from the runtime's worker threads in
+    whatever order their inputs resolved, and a report pasted into a ticket twice must read the same."""
     policies = list(policies)
     out: list[Violation] = []
-    for reg in run.registrations:
+    for reg in sorted(run.registrations, key=lambda r: r.urn):
         for policy in policies:
             if isinstance(policy, ResourceValidationPolicy):
                 out += evaluate_resource(
