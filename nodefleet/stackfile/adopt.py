@@ -96,7 +96,7 @@ def import_ids(
     objects = set(declared)
     ids: dict[ObjectId, str] = {}
     for target, entries in adopt.items():
-        here = sorted(o for o in objects if o[0] == target)
+        here = sorted(o for o in objects if o[0] == target and (o[1], o[2]) not in PATCHED)
         for i, text in enumerate(entries):
             group, kind, namespace, name = parse_entry(text)
             key = (target, group, kind, namespace, name)

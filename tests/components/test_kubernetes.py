@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pulumi
 import pytest
 import yaml
 
@@ -69,3 +70,26 @@ def test_a_stale_list_is_refused_in_either_mode(mode: str, tmp_path: Any) -> Non
 def test_without_a_list_nothing_is_imported(mode: str) -> None:
     run = run_program("hosted", {"nodefleet:fleet": _hosted(mode, {})})
     assert [r.urn for r in run.registrations if r.import_id] == []
+
+
+def test_a_standalone_cluster_imports_its_machine_sets_and_pools_never_the_machine_configuration() -> None:
+    raw = copy.deepcopy(stack_fleet("dev"))
+    machine_set = "dev-7xk2p-worker-us-east-1a"
+    raw["output"] = {
+        "mode": "apply",
+        "kubeconfig": "dev.kubeconfig",
+        "adopt": {"dev": [f"MachineSet.machine.openshift.io openshift-machine-api/{machine_set}"]},
+    }
+    pools = [p["name"] for p in raw["clusters"][0].get("pools") or []]
+    raw["output"]["adopt"]["dev"] += [
+        f"MachineConfigPool.machineconfiguration.openshift.io {p}" for p in pools
+    ]
+    run = run_program("dev", {"nodefleet:fleet": raw})
+    imported = {(r.type, r.import_id) for r in run.registrations if r.import_id}
+    assert imported == {(k.MACHINE_SET.token, f"openshift-machine-api/{machine_set}")} | {
+        (k.MACHINE_CONFIG_POOL.token, p) for p in pools
+    }
+    assert pools, "dev declares a custom pool"
+    raw["output"]["adopt"]["dev"].append("MachineConfiguration.operator.openshift.io cluster")
+    with pytest.raises(pulumi.RunError, match="nothing to adopt"):
+        run_program("dev", {"nodefleet:fleet": raw})

@@ -128,3 +128,35 @@ def test_the_model_refuses_what_it_cannot_adopt_naming_file_and_field(adopt: Any
     message = str(e.value)
     assert message.startswith("stacks/Pulumi.hosted.yaml"), message
     assert says in message, message
+
+
+def test_one_stack_per_cluster_keeps_each_clusters_own_list() -> None:
+    """``import --stack team-{cluster}``: each stack lists its own cluster's objects, and only those."""
+    import yaml
+
+    from nodefleet.adopt.documents import LiveObject
+    from nodefleet.adopt.importer import ImportOptions, adopt, per_cluster
+    from tests.nodefleet.adopt.roundtrip import hypershift_fixture
+
+    example = yaml.safe_load((PROJECT / "examples" / "import" / "prod-west.yaml").read_text())["items"]
+    cesar = [d for d in hypershift_fixture("default_creation_flags_for_cesar") if d["kind"] != "Secret"]
+    live = [LiveObject(d, "test") for d in [*cesar, *example]]
+    adoption = adopt(live, ImportOptions(stack="team", project_dir=PROJECT))
+    stacks = dict(per_cluster(adoption, "team-{cluster}"))
+    assert {
+        name: a.document["config"]["nodefleet:fleet"]["output"]["adopt"] for name, a in stacks.items()
+    } == {
+        "team-cesar": {
+            "cesar": [
+                "HostedCluster.hypershift.openshift.io clusters/cesar",
+                "NodePool.hypershift.openshift.io clusters/cesar-us-east-2a",
+            ]
+        },
+        "team-prod-west": {
+            "prod-west": [
+                "HostedCluster.hypershift.openshift.io clusters/prod-west",
+                "NodePool.hypershift.openshift.io clusters/prod-west-us-west-2a",
+                "NodePool.hypershift.openshift.io clusters/prod-west-infra",
+            ]
+        },
+    }
