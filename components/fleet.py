@@ -25,9 +25,17 @@ from nodefleet.fleet.registry import (
     load_registry,
     registry_path,
 )
-from nodefleet.render.objects import fleet_plan
+from nodefleet.render.objects import ObjectPlan, fleet_plan
 from nodefleet.render_layout import render_targets
-from nodefleet.stackfile.model import STACK_FILE_ENV, ConfigError, Fleet, ResolvedCluster, stack_file
+from nodefleet.stackfile.adopt import AdoptError, import_ids
+from nodefleet.stackfile.model import (
+    CONFIG_KEY,
+    STACK_FILE_ENV,
+    ConfigError,
+    Fleet,
+    ResolvedCluster,
+    stack_file,
+)
 from nodefleet.stackfile.secrets import secret_value_problem
 
 #: Stack secrets by key (``nodefleet:<key>``), read before anything is registered so a missing one stops cleanly.
@@ -121,11 +129,12 @@ def build_fleet(
     plan = fleet_plan(fleet)
     # By management cluster: hosted clusters share an object only with those on the same API server.
     declared: dict[str, dict[tuple[str, str, str], pulumi.Resource]] = {}
+    adopting = _adopting(fleet, plan)
     for resolved in fleet.clusters:
         name = resolved.config.name
         if isinstance(resolved, ResolvedCluster):
             (target,) = render_targets(name, hosted=False)
-            provider = cluster_provider(target, fleet.stack, output)
+            provider = cluster_provider(target, fleet.stack, output, adopting=adopting.get(target))
             built[name] = StandaloneCluster(name, StandaloneClusterArgs(resolved, provider))
             karpenter = resolved.config.karpenter
             if karpenter:
@@ -157,8 +166,15 @@ def build_fleet(
                     fleet.stack,
                     output,
                     kubeconfig=registry.kubeconfig(hc.management_cluster, output.kubeconfig),
+                    adopting=adopting.get(management_target),
                 ),
-                hosted=cluster_provider(hosted_target, fleet.stack, output, kubeconfig=hc.hosted_kubeconfig),
+                hosted=cluster_provider(
+                    hosted_target,
+                    fleet.stack,
+                    output,
+                    kubeconfig=hc.hosted_kubeconfig,
+                    adopting=adopting.get(hosted_target),
+                ),
                 secret_values={
                     ref.from_config: secrets[ref.from_config]
                     for ref, _ in hc.secret_refs()
@@ -172,3 +188,25 @@ def build_fleet(
         )
         on_management.update(hosted.declared)
     return built
+
+
+def _adopting(fleet: Fleet, plan: ObjectPlan) -> dict[str, dict[tuple[str, str, str, str], str]]:
+    """Apply mode: the import IDs of the live objects the stack adopts (``output.adopt``), by render target
+    (provider), then by (group, kind, namespace, name). Render mode applies nothing, so adopts nothing; the list
+    is checked against what the stack declares in both modes, so a stale list is found before the switch."""
+    output = fleet.config.output
+    if not output.adopt:
+        return {}
+    source = os.environ.get(STACK_FILE_ENV) or stack_file(fleet.stack)
+    objects = [(o.target, o.key.group, o.key.kind, o.key.namespace, o.key.name) for o in plan.emitted]
+    try:
+        ids = import_ids(output.adopt, objects, f"{source}: {CONFIG_KEY}.output.adopt")
+    except AdoptError as e:
+        raise pulumi.RunError(str(e)) from None
+    out: dict[str, dict[tuple[str, str, str, str], str]] = {}
+    if output.mode != "apply":
+        return out
+    for (target, *key), import_id in ids.items():
+        group, kind, namespace, name = key
+        out.setdefault(target, {})[(group, kind, namespace, name)] = import_id
+    return out

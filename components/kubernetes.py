@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,12 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent
 #: GitOps tool, and :func:`custom_resource` marks the ones whose deletion destroys capacity.
 _RENDER_PROVIDERS: weakref.WeakSet[k8s.Provider] = weakref.WeakSet()
 
+#: Per apply-mode provider, the live objects the stack adopts through it (``output.adopt``), by (group, kind,
+#: namespace, name): their import IDs.
+_ADOPTING: weakref.WeakKeyDictionary[k8s.Provider, Mapping[tuple[str, str, str, str], str]] = (
+    weakref.WeakKeyDictionary()
+)
+
 
 def cluster_provider(
     target: str,
@@ -28,6 +35,7 @@ def cluster_provider(
     output: OutputSettings,
     kubeconfig: str | None = None,
     opts: pulumi.ResourceOptions | None = None,
+    adopting: Mapping[tuple[str, str, str, str], str] | None = None,
 ) -> k8s.Provider:
     """One provider per target cluster (a standalone cluster, a management cluster, or a hosted cluster).
 
@@ -36,6 +44,9 @@ def cluster_provider(
     write their values in plaintext. The directory obeys the same containment rule as configuration
     validation and ``nodefleet render`` (:func:`nodefleet.stackfile.paths.render_directory`): whoever builds a
     provider, it never writes outside the project or an operator-allowed root.
+
+    In apply mode ``adopting`` holds the import IDs of the live objects the stack adopts through this provider
+    (``output.adopt``, by group, kind, namespace and name): :func:`adopted` gives them Pulumi's ``import`` option.
     """
     if output.mode == "render":
         try:
@@ -48,7 +59,26 @@ def cluster_provider(
         provider = k8s.Provider(f"{target}-k8s", render_yaml_to_directory=f"{root.text}/{target}", opts=opts)
         _RENDER_PROVIDERS.add(provider)
         return provider
-    return k8s.Provider(f"{target}-k8s", kubeconfig=kubeconfig or output.kubeconfig, opts=opts)
+    provider = k8s.Provider(f"{target}-k8s", kubeconfig=kubeconfig or output.kubeconfig, opts=opts)
+    if adopting:
+        _ADOPTING[provider] = dict(adopting)
+    return provider
+
+
+def adopted(manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+    """``opts``, with Pulumi's ``import`` option when the stack adopts this object through this provider
+    (``output.adopt``, :func:`nodefleet.stackfile.adopt.import_ids`): the engine reads the live object into its
+    state instead of creating it. Once the object is in the state the engine ignores the option (the ID it
+    recorded is the same), so it stays harmless on every later ``up``."""
+    ids = _ADOPTING.get(opts.provider) if isinstance(opts.provider, k8s.Provider) else None
+    if not ids:
+        return opts
+    meta = manifest["metadata"]
+    group = manifest["apiVersion"].rpartition("/")[0]
+    import_id = ids.get((group, manifest["kind"], meta.get("namespace") or "", meta["name"]))
+    return (
+        pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(import_=import_id)) if import_id else opts
+    )
 
 
 def custom_resource(
@@ -73,5 +103,5 @@ def custom_resource(
         kind=manifest["kind"],
         metadata=manifest["metadata"],
         spec=manifest["spec"],
-        opts=opts,
+        opts=adopted(manifest, opts),
     )

@@ -70,6 +70,8 @@ class Registration:
     #: Alias URNs, resolved from the program's alias specs the way the engine resolves them.
     aliases: list[str] = field(default_factory=list)
     custom_timeouts: CustomTimeouts = field(default_factory=CustomTimeouts)
+    #: The ``import`` option: the ID of a live object the engine adopts instead of creating, or "".
+    import_id: str = ""
 
 
 class DuplicateURNError(Exception):
@@ -204,6 +206,7 @@ class _RecordingMonitor(mocks.MockMonitor):
             if request.HasField("retainOnDelete")
             else (parent.retain_on_delete if parent else False),
             deleted_with=request.deletedWith or (parent.deleted_with if parent else ""),
+            import_id=request.importId,
             additional_secret_outputs=list(request.additionalSecretOutputs),
             aliases=[
                 *request.aliasURNs,

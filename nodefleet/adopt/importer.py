@@ -23,7 +23,9 @@ from nodefleet.adopt.report import Adopted, Inferred, LeftAlone, Report
 from nodefleet.adopt.standalone import StandaloneSources, standalone_entry
 from nodefleet.apiserver.schema import validate_object
 from nodefleet.apiserver.store import load_index
-from nodefleet.render.objects import fleet_plan, load_fleet
+from nodefleet.render.objects import StackObject, fleet_plan, load_fleet
+from nodefleet.render_layout import render_targets
+from nodefleet.stackfile.adopt import adopt_list
 from nodefleet.stackfile.hosted import DEFAULT_MANAGEMENT_CLUSTER
 from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
 
@@ -150,7 +152,25 @@ def adopt(objects: Sequence[LiveObject], options: ImportOptions) -> Adoption:
     adopted = [o for o in live if o.identity in used]
     rendered = fleet_plan(fleet).emitted
     fidelity = compare(adopted, rendered)
+    _record_adoption(document, rendered, adopted)
     return Adoption(document, report, fidelity, options.adopt_defaults)
+
+
+def _record_adoption(
+    document: dict[str, Any], rendered: Sequence[StackObject], adopted: Sequence[LiveObject]
+) -> None:
+    """``output.adopt``: the live objects the stack declares, which an apply-mode ``pulumi up`` adopts instead of
+    creating (:mod:`nodefleet.stackfile.adopt`). It goes first in the fleet, where a reader looks for the mode."""
+    ids = [(o.target, o.key.group, o.key.kind, o.key.namespace, o.key.name) for o in rendered]
+    adopt = adopt_list(ids, (o.identity for o in adopted))
+    if adopt:
+        fleet = document["config"][CONFIG_KEY]
+        document["config"][CONFIG_KEY] = {"output": {"adopt": adopt}, **fleet}
+
+
+def _adopt_section(document: Mapping[str, Any]) -> dict[str, list[str]]:
+    adopt: dict[str, list[str]] = document["config"][CONFIG_KEY].get("output", {}).get("adopt", {})
+    return adopt
 
 
 #: What the API server says of a value of the wrong type: such an object cannot have come from it.
@@ -325,7 +345,10 @@ def per_cluster(adoption: Adoption, template: str) -> list[tuple[str, Adoption]]
             [],
             [Inferred(n.place, n.value, n.why) for n in adoption.report.inferred if mine(n.place)],
         )
-        document = {"config": {CONFIG_KEY: {"clusters": [cluster]}}}
+        targets = render_targets(str(cluster["name"]), cluster.get("kind") == "hosted")
+        mine_adopted = {t: e for t, e in _adopt_section(adoption.document).items() if t in targets}
+        fleet: dict[str, Any] = {"output": {"adopt": mine_adopted}} if mine_adopted else {}
+        document = {"config": {CONFIG_KEY: {**fleet, "clusters": [cluster]}}}
         name = template.replace(CLUSTER_PLACEHOLDER, str(cluster["name"]))
         out.append((name, Adoption(document, report, fidelity, adoption.adopt_defaults)))
     return out

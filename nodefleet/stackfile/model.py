@@ -35,6 +35,7 @@ from nodefleet.bootimages.skew import stream_finding
 from nodefleet.bootimages.versions import OCPVersion, VersionError, default_stream, parse_ocp
 from nodefleet.kinds import LABEL_MACHINESET, NODE_ROLE_PREFIX
 from nodefleet.render_layout import LAYOUT_DIRS, render_targets
+from nodefleet.stackfile.adopt import entry_problem
 from nodefleet.stackfile.hosted import HostedCluster
 from nodefleet.stackfile.instance_types import Finding, family_finding, instance_type_finding
 from nodefleet.stackfile.karpenter import (
@@ -93,6 +94,14 @@ class OutputSettings(ConfigModel):
     )
     kubeconfig: str | None = Field(
         None, description="apply mode only: kubeconfig path (default: $KUBECONFIG / ~/.kube/config)."
+    )
+
+    adopt: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="apply mode: live objects the first `pulumi up` adopts (Pulumi's import) instead of creating, "
+        "by render target (a cluster's name; `<name>-hosted` for the objects inside a hosted cluster): "
+        "'Kind.group namespace/name', 'Kind.group name' when cluster-scoped, 'Kind name' for the core group. "
+        "`nodefleet import` writes it; harmless once adopted; ignored in render mode (docs/operations.md).",
     )
 
     @model_validator(mode="after")
@@ -507,6 +516,18 @@ class FleetConfig(ConfigModel):
             "a cluster's name names its render folder, its provider and its objects",
         )
         _no_shared_render_folder(self.clusters)
+        targets = [t for c in self.clusters for t in render_targets(c.name, isinstance(c, HostedCluster))]
+        for target, entries in self.output.adopt.items():
+            for j, text in enumerate(entries):
+                problem = entry_problem(text)
+                if problem:
+                    raise ValueError(f"output.adopt.{target}[{j}]: {problem}")
+            if target not in targets:
+                raise ValueError(
+                    f"output.adopt.{target}: '{target}' is no render target of this stack (its targets: "
+                    f"{', '.join(targets)}: a cluster's name, and '<name>-hosted' for the objects inside a hosted "
+                    "cluster); key each list by the target its objects go through"
+                )
         infra_ids: dict[str, int] = {}
         for i, c in enumerate(self.clusters):
             if c.infra_id in infra_ids:
