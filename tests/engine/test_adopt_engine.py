@@ -10,8 +10,9 @@ Before that, the failing case on the same servers: one live object changed after
 type, by another field manager), and the ``up`` refuses with the API server's conflict naming the field, before
 anything is written (no object's ``resourceVersion`` moves, the state holds no object). The object set back, the
 adoption goes through. A standalone cluster as the installer made it (its worker MachineSets and the
-``MachineConfiguration`` singleton) shows the one difference import holds equal and the API server does not (the
-block devices' Go zero values): refused as it is, adopted with the provider's force once. Each sequence runs once
+``MachineConfiguration`` singleton) is adopted as it is, the Go zero values the installer writes into each block
+device included: the API server compares that list whole, so an import that dropped them would be refused with a
+conflict on it. Each sequence runs once
 in a module fixture (engine runs are slow); the tests read its results. Results are read from the engine's event log and from the API servers, never from the CLI's text
 (except the refusal's message, which is the contract).
 """
@@ -106,7 +107,6 @@ class Adopted:
     after each step."""
 
     written: dict[str, Any]
-    refused: Run
     first: Run
     preview: Run
     second: Run
@@ -329,20 +329,13 @@ def test_preview_after_shows_no_change_and_a_second_up_is_a_no_op(adopted: Adopt
 
 # --- a standalone cluster ----------------------------------------------------------------------------------
 
-#: What the provider's force takes: a one-run setting (``PULUMI_K8S_ENABLE_PATCH_FORCE``) the provider records
-#: in its own state, so the next run without it updates the provider resource, and nothing else.
-FORCE = {"PULUMI_K8S_ENABLE_PATCH_FORCE": "true"}
-
-
 @dataclass
 class Standalone:
     written: dict[str, Any]
-    refused: Run
     first: Run
     preview: Run
     second: Run
     created: dict[Key, tuple[str, str]]
-    after_refusal: dict[Key, tuple[str, str]]
     after_up: dict[Key, tuple[str, str]]
     after_second: dict[Key, tuple[str, str]]
 
@@ -351,7 +344,7 @@ class Standalone:
 def standalone(tmp_path_factory: pytest.TempPathFactory, test_clusters: TestClusters) -> Iterator[Standalone]:
     """The installer's worker MachineSets of a 4.16 cluster and its ``MachineConfiguration`` singleton, as ``oc
     get -o yaml`` shows them (tests/nodefleet/adopt/data/standalone-4.16.yaml, without its custom pool), imported
-    with the defaults nodefleet adds accepted: ``up`` as it is, then once with the provider's force."""
+    with the defaults nodefleet adds accepted, then ``up``, ``preview`` and a second ``up``."""
     project = scratch_project(tmp_path_factory.mktemp("adopt-engine-standalone"), [])
     items = yaml.safe_load((DATA / "standalone-4.16.yaml").read_text())["items"]
     objects = [
@@ -402,39 +395,25 @@ def standalone(tmp_path_factory: pytest.TempPathFactory, test_clusters: TestClus
         stack_file.write_text(yaml.safe_dump(document, sort_keys=False))
         project.init_stack("shop")
         created = ids()
-        refused = project.pulumi("up", "--yes", "--policy-pack", "policies", stack="shop")
-        after_refusal = ids()
-        first = project.pulumi("up", "--yes", "--policy-pack", "policies", stack="shop", env=FORCE)
+        first = project.pulumi("up", "--yes", "--policy-pack", "policies", stack="shop")
         after_up = ids()
         preview = project.pulumi("preview", "--policy-pack", "policies", stack="shop")
         second = project.pulumi("up", "--yes", "--policy-pack", "policies", stack="shop")
-        yield Standalone(written, refused, first, preview, second, created, after_refusal, after_up, ids())
+        yield Standalone(written, first, preview, second, created, after_up, ids())
 
 
-def test_the_installers_machine_sets_are_refused_as_the_render_would_rewrite_their_block_devices(
-    standalone: Standalone,
-) -> None:
-    """The installer writes Go zero values into each block device (``iops: 0``, ``kmsKey: {arn: ""}``), which
-    nodefleet's render leaves out and import holds equal; the API server compares the list whole (it sits in the
-    providerSpec's raw value), so the unforced apply would replace it: a conflict, and nothing written."""
+def test_the_installers_machine_sets_are_adopted_as_they_are(standalone: Standalone) -> None:
+    """The installer writes Go zero values into each block device (``iops: 0``, ``kmsKey: {arn: ""}``); the stack
+    keeps them, so the unforced apply over the live list changes nothing: the API server compares that list whole
+    (it sits in the providerSpec's raw value) and refuses an apply that would drop them. The MachineSets are
+    imported (the ``MachineConfiguration`` singleton is patched, as apply mode always does), nothing else is
+    created, replaced or deleted, every object keeps its uid; afterwards nothing changes."""
     assert standalone.written["output"]["adopt"] == {
         "shop": [
             "MachineSet.machine.openshift.io openshift-machine-api/shop-4kq8z-worker-us-east-1a",
             "MachineSet.machine.openshift.io openshift-machine-api/shop-4kq8z-worker-us-east-1b",
         ]
     }
-    run = standalone.refused
-    assert run.returncode != 0, _output(run)
-    text = run.stdout + run.stderr
-    assert 'conflict with "OpenAPI-Generator"' in text, text
-    assert ".spec.template.spec.providerSpec.value.blockDevices" in text, text
-    assert standalone.after_refusal == standalone.created
-
-
-def test_forced_once_they_are_adopted_and_the_machine_configuration_patched(standalone: Standalone) -> None:
-    """With the provider's force for that one ``up``, the MachineSets are imported (the ``MachineConfiguration``
-    singleton is patched, as apply mode always does), nothing else is created, replaced or deleted, every object
-    keeps its uid; afterwards no object changes, only the provider drops the one-run setting."""
     _ok(standalone.first)
     ops = _kubernetes_ops(standalone.first.events)
     patches = {urn for urn in ops if urn.split("::")[2].endswith(PATCH_SUFFIX)}
@@ -447,7 +426,5 @@ def test_forced_once_they_are_adopted_and_the_machine_configuration_patched(stan
     assert {k: uid for k, (uid, _) in standalone.after_up.items()} == uids
     for run in (standalone.preview, standalone.second):
         _ok(run)
-        assert set(_kubernetes_ops(run.events).values()) == {"same"}, step_ops(run.events)
-        changed = {urn for urn, op in step_ops(run.events).items() if op != "same"}
-        assert all("pulumi:providers:kubernetes" in urn for urn in changed), changed
+        assert set(step_ops(run.events).values()) == {"same"}, step_ops(run.events)
     assert standalone.after_second == standalone.after_up
