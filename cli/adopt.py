@@ -359,7 +359,7 @@ def _registry_update(
             f"{problem}\n(the entry import would add for management cluster '{name}'); correct "
             f"{shown} or give another --kubeconfig or --management-cluster; nothing was written"
         ) from None
-    what = "replaced" if declared else "added"
+    what = "updated" if declared else "added"
     return (
         path,
         text,

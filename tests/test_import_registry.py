@@ -82,12 +82,23 @@ def test_an_entry_is_appended_with_the_files_comments_and_entries_kept() -> None
     assert yaml.safe_load(created) == {"managementClusters": [{"name": "mgmt-use2-a", "region": "us-east-2"}]}
 
 
-def test_an_entry_of_the_same_name_is_replaced_only_when_asked() -> None:
+def test_an_entry_of_the_same_name_is_updated_only_when_asked_and_keeps_what_the_user_added() -> None:
     with pytest.raises(AdoptError, match=r"'mgmt-euw1-a' is declared already; .*--force"):
         registry_text(EXISTING, {"name": "mgmt-euw1-a", "region": "eu-west-1"})
-    text = registry_text(EXISTING, {"name": "mgmt-euw1-a", "region": "eu-west-1"}, replace=True)
-    assert yaml.safe_load(text)["managementClusters"] == [{"name": "mgmt-euw1-a", "region": "eu-west-1"}]
+    entry = {"name": "mgmt-euw1-a", "region": "eu-west-2", "hypershift": {"supportedVersions": ["4.22"]}}
+    text = registry_text(EXISTING, entry, replace=True)
+    # The keys import knows are its own; the Argo CD cluster and the kubeconfig the user wrote stay.
+    assert yaml.safe_load(text)["managementClusters"] == [
+        {
+            "name": "mgmt-euw1-a",
+            "region": "eu-west-2",
+            "argocdCluster": "dublin",
+            "kubeconfig": "~/.kube/mgmt-euw1-a",
+            "hypershift": {"supportedVersions": ["4.22"]},
+        }
+    ]
     assert text.startswith("# Our management clusters. Keep this comment.\n")
+    assert "# Dublin" in text
 
 
 # ---- import, as a user runs it -------------------------------------------------------------------------------
@@ -128,12 +139,14 @@ def test_an_existing_registry_is_appended_to_and_its_entry_left_alone_without_fo
     assert result.returncode == 0, result.stdout + result.stderr
     assert registry.read_text() == text
     assert "nodefleet-fleet.yaml" not in result.stdout
-    # --force replaces the entry (and the stack file); the other entry and the comments stay.
-    registry.write_text(text.replace("region: us-east-2", "region: us-east-2\n  kubeconfig: ~/.kube/old"))
+    # --force updates what import knows (the region) in the entry (and replaces the stack file); what the user
+    # added to the entry, the other entry and the comments stay.
+    edited = text.replace("region: us-east-2", "region: us-west-2\n  argocdCluster: ohio")
+    registry.write_text(edited)
     result = _import(stacks, sources, "--management-cluster", "mgmt-use2-c", "--force")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "replaced management cluster 'mgmt-use2-c' (region: us-east-2)" in result.stdout
-    assert registry.read_text() == text
+    assert "updated management cluster 'mgmt-use2-c' (region: us-east-2)" in result.stdout
+    assert registry.read_text() == edited.replace("region: us-west-2", "region: us-east-2")
 
 
 def test_an_entry_the_registry_refuses_writes_nothing(stacks: Path, sources: Path) -> None:

@@ -9,8 +9,9 @@ HyperShift operator runs. Everything else (an Argo CD cluster name, a Flux Secre
 defaults and is the user's to add.
 
 The file is edited as text through a round-trip YAML library (ruamel.yaml): the other entries, their order,
-comments and layout are kept; only the new entry is appended (or, when the user forces it, the entry of that
-name replaced). Whether the result breaks the registry's rules is judged by the caller, with the registry's
+comments and layout are kept; only the new entry is appended (or, when the user forces it, the keys import
+knows are updated in the entry of that name, and what the user added there, an Argo CD cluster or a Flux
+Secret, stays). Whether the result breaks the registry's rules is judged by the caller, with the registry's
 own model, before anything is written.
 """
 
@@ -83,7 +84,8 @@ def _yaml() -> Any:
 def registry_text(existing: str | None, entry: Mapping[str, Any], *, replace: bool = False) -> str:
     """The registry's text with ``entry`` in it: a new file (``existing`` None) holding only it, or ``existing``
     with it appended to ``managementClusters`` (its comments, order and layout kept). An entry of the same name
-    is replaced when ``replace``, else :class:`AdoptError`. ``existing`` is assumed readable YAML (the caller has
+    takes ``entry``'s keys when ``replace`` (``hypershift`` key by key; its other keys stay), else
+    :class:`AdoptError`. ``existing`` is assumed readable YAML (the caller has
     loaded the registry); a top level without ``managementClusters`` gets it."""
     y = _yaml()
     if existing is None or not existing.strip():
@@ -112,7 +114,13 @@ def registry_text(existing: str | None, entry: Mapping[str, Any], *, replace: bo
                 f"managementClusters: '{entry['name']}' is declared already; import leaves it as it is (pass "
                 "--force to replace it)"
             )
-        clusters[names.index(entry["name"])] = dict(entry)
+        current = clusters[names.index(entry["name"])]
+        for key, value in entry.items():
+            kept = current.get(key)
+            if isinstance(kept, dict) and isinstance(value, Mapping):
+                kept.update(value)
+            else:
+                current[key] = value
     else:
         clusters.append(dict(entry))
     out = io.StringIO()
