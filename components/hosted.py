@@ -59,14 +59,7 @@ class HostedClusterNodes(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: HostedClusterArgs, opts: pulumi.ResourceOptions | None = None):
         hc = args.cluster
-        # What a policy needs to judge the cluster's releases against the management cluster they land on: the
-        # engine records a component's properties as its inputs, which a stack policy reads.
-        props = {
-            "managementCluster": hc.management_cluster,
-            "supportedVersions": list(args.supported_versions),
-            "registry": args.registry,
-        }
-        super().__init__("nodefleet:hosted:Cluster", name, props, opts)
+        super().__init__("nodefleet:hosted:Cluster", name, None, opts)
         mgmt = pulumi.ResourceOptions(parent=self, provider=args.management)
         elsewhere = args.declared_elsewhere
         #: What this cluster declares that later clusters may share, by (kind, namespace, name).
@@ -110,6 +103,12 @@ class HostedClusterNodes(pulumi.ComponentResource):
                 "hostedCluster": f"{hc.namespace}/{hc.name}",
                 "nodeClasses": [c.name for c in hc.auto_node.node_classes] if hc.auto_node else [],
                 "nodePools": [p.name for p in hc.node_pools],
+                # What the hypershift-supported-versions policy judges the cluster's releases against: a stack
+                # policy sees a component's registered outputs, not its inputs (the engine's AnalyzeStack reads
+                # each resource's outputs), so they are recorded here.
+                "managementCluster": hc.management_cluster,
+                "supportedVersions": list(args.supported_versions),
+                "registry": args.registry,
             }
         )
 
