@@ -340,9 +340,9 @@ def _format_view(value: str, fmt: str) -> Any:
             if fmt == "date"
             else (crd_formats.date_time_value, crd_formats.DATE_TIME_LAYOUT)
         )
-        stamp = parse(value)
-        if stamp is not None:
-            return crd_cel.timestamp(stamp)
+        instant = parse(value)
+        if instant is not None:
+            return crd_cel.timestamp_at(*instant)
         why = crd_formats.go_time_parse_error(value, layout)
         return crd_cel.invalid_data(f"Invalid {fmt} formatted string {value}: {why}", value)
     try:
