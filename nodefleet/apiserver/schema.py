@@ -71,6 +71,7 @@ __all__ = [
     "default_refusals",
     "defaulted",
     "escape_property",
+    "followed_version",
     "kubernetes_version",
     "rejects_field",
     "unknown_fields",
@@ -129,6 +130,14 @@ def kubernetes_version(text: str) -> tuple[int, int]:
 
 
 DEFAULT_KUBERNETES = kubernetes_version(DEFAULT_KUBERNETES_VERSION)
+
+
+def followed_version(kubernetes: tuple[int, int]) -> str:
+    """The version crd-schema follows for an API server of Kubernetes ``kubernetes`` (major, minor): the newest
+    of :data:`KUBERNETES_VERSIONS` not newer than it, and the oldest for an older one (what differs between the
+    two arrived in 1.36, so older servers validate as 1.35 does on every point crd-schema models)."""
+    fits = [v for v in KUBERNETES_VERSIONS if kubernetes_version(v) <= kubernetes]
+    return fits[-1] if fits else KUBERNETES_VERSIONS[0]
 
 
 @dataclass(frozen=True)
