@@ -487,7 +487,7 @@ class Context:
 
             path = self.known[stack]
             self.fleets[stack] = load_fleet(
-                read_stack_config(path, str(path)).get(CONFIG_KEY), stack, PROJECT_DIR
+                read_stack_config(path, _shown(path)).get(CONFIG_KEY), stack, PROJECT_DIR
             )
         return self.fleets[stack]
 
@@ -545,12 +545,12 @@ def _load_state(path: Path) -> us.State | None:
         return None
     except (FileKindError, FileTooLargeError, IsADirectoryError) as exc:
         raise InputError(
-            f"{path}: {exc}, not a fleet upgrade state file; remove it, or give --state a file of its own"
+            f"{_shown(path)}: {exc}, not a fleet upgrade state file; remove it, or give --state a file of its own"
         ) from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+        raise InputError(f"{_shown(path)}: cannot be read ({exc.strerror or type(exc).__name__})") from None
     try:
-        return us.load(data, str(path))
+        return us.load(data, _shown(path))
     except us.StateError as exc:
         raise InputError(str(exc)) from None
 

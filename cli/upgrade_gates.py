@@ -251,6 +251,7 @@ def load(
 ) -> dict[str, tuple[Fleet, list[str]]]:
     """Each stack (→ the hosted clusters the wave upgrades in it), validated as the program reads it (against
     the fleet's ``registry``)."""
+    from cli.fleet import _shown
     from mockruntime.run import PROJECT_DIR, read_stack_config
     from nodefleet.fleet.registry import Registry, load_fleet_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
@@ -261,8 +262,8 @@ def load(
     for stack, names in clusters.items():
         path = known[stack]
         try:
-            raw = read_stack_config(path, str(path)).get(CONFIG_KEY)
-            out[stack] = (load_fleet_in(registry, raw, stack, PROJECT_DIR, source=str(path)), list(names))
+            raw = read_stack_config(path, _shown(path)).get(CONFIG_KEY)
+            out[stack] = (load_fleet_in(registry, raw, stack, PROJECT_DIR, source=_shown(path)), list(names))
         except (ConfigError, YAMLFileError) as exc:
             raise InputError(str(exc)) from None
     return out
