@@ -46,6 +46,9 @@ class HostedClusterArgs:
     #: messages: recorded on the component for the ``hypershift-supported-versions`` policy.
     supported_versions: tuple[str, ...] = ()
     registry: str = ""
+    #: The release the management cluster itself runs, where the registry says it (``release``): recorded on
+    #: the HostedCluster and NodePools, whose API server version crd-schema judges them by.
+    management_release: str = ""
 
 
 class HostedClusterNodes(pulumi.ComponentResource):
@@ -84,14 +87,18 @@ class HostedClusterNodes(pulumi.ComponentResource):
             secrets.append(elsewhere.get(key) or self.declared[key])
         self.hosted_cluster = custom_resource(
             f"{name}-hostedcluster",
-            render_hosted_cluster(hc),
+            render_hosted_cluster(hc, args.management_release),
             pulumi.ResourceOptions.merge(mgmt, pulumi.ResourceOptions(depends_on=[*first, *secrets])),
         )
         after_hc = pulumi.ResourceOptions.merge(
             mgmt, pulumi.ResourceOptions(depends_on=[self.hosted_cluster])
         )
         self.node_pools = [
-            custom_resource(f"{name}-nodepool-{np.name}", render_hypershift_node_pool(hc, np), after_hc)
+            custom_resource(
+                f"{name}-nodepool-{np.name}",
+                render_hypershift_node_pool(hc, np, args.management_release),
+                after_hc,
+            )
             for np in hc.node_pools
         ]
         self.node_classes: list[pulumi.CustomResource] = []

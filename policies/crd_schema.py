@@ -51,7 +51,12 @@ from nodefleet.apiserver.schema import (
 )
 from nodefleet.apiserver.store import ANNOTATION_KARPENTER, KarpenterSetError, Selection, load_index
 from nodefleet.bootimages.versions import VersionError, kubernetes_of, parse_ocp
-from nodefleet.kinds import ANNOTATION_RELEASE, HOSTED_CLUSTER, HYPERSHIFT_NODE_POOL
+from nodefleet.kinds import (
+    ANNOTATION_MANAGEMENT_RELEASE,
+    ANNOTATION_RELEASE,
+    HOSTED_CLUSTER,
+    HYPERSHIFT_NODE_POOL,
+)
 from policies.props import ReportViolation
 
 #: Where relative render directories and checkpoint paths resolve: the project root, where the program runs.
@@ -208,27 +213,31 @@ def kubernetes_for(resource_type: str, props: Mapping[str, Any], override: Any =
     MachineSet, a Karpenter NodePool or node class) carries that cluster's release
     (``nodefleet.io/cluster-release``), whose Kubernetes minor chooses
     (``nodefleet.bootimages.versions.kubernetes_of``); a HostedCluster or HyperShift NodePool lands on its
-    management cluster, whose release nodefleet is not told, and an object without a readable release on a
-    cluster nodefleet does not know: the default."""
+    management cluster, whose release the fleet registry records on them where it says it
+    (``nodefleet.io/management-cluster-release``); an object without a readable release, on a cluster nodefleet
+    does not know: the default."""
     if override:
         return str(override), "the policy config's kubernetesVersion"
-    if resource_type in _ON_MANAGEMENT:
-        return (
-            DEFAULT_KUBERNETES_VERSION,
-            "on a management cluster, whose release nodefleet is not told: the default",
-        )
     meta = props.get("metadata")
     notes = meta.get("annotations") if isinstance(meta, Mapping) else None
-    release = notes.get(ANNOTATION_RELEASE) if isinstance(notes, Mapping) else None
+    notes = notes if isinstance(notes, Mapping) else {}
+    on_management = resource_type in _ON_MANAGEMENT
+    release = notes.get(ANNOTATION_MANAGEMENT_RELEASE if on_management else ANNOTATION_RELEASE)
     try:
         kubernetes = kubernetes_of(parse_ocp(release)) if isinstance(release, str) else None
     except VersionError:
         kubernetes = None
     if kubernetes is None:
+        if on_management:
+            return (
+                DEFAULT_KUBERNETES_VERSION,
+                "on a management cluster whose release the registry does not say: the default",
+            )
         return DEFAULT_KUBERNETES_VERSION, "no cluster release recorded: the default"
+    where = "on a management cluster" if on_management else "in a cluster"
     return followed_version(
         kubernetes
-    ), f"in a cluster on OpenShift {release}, Kubernetes {kubernetes[0]}.{kubernetes[1]}"
+    ), f"{where} on OpenShift {release}, Kubernetes {kubernetes[0]}.{kubernetes[1]}"
 
 
 def _short(rule: str, limit: int = 160) -> str:

@@ -353,3 +353,18 @@ def test_the_version_follows_the_release_the_object_records(token: str, release:
     obj["metadata"]["annotations"][k.ANNOTATION_RELEASE] = release
     assert kubernetes_for(token, obj)[0] == version
     assert kubernetes_for(token, obj, "1.36")[0] == "1.36"
+
+
+@pytest.mark.parametrize("token", [k.HOSTED_CLUSTER.token, k.HYPERSHIFT_NODE_POOL.token])
+def test_objects_on_a_management_cluster_follow_its_release_where_the_registry_says_it(token: str) -> None:
+    from policies.crd_schema import kubernetes_for
+
+    obj = rendered(token)
+    obj["metadata"]["annotations"][k.ANNOTATION_RELEASE] = (
+        "4.21.9"  # the hosted cluster's, not where it lands
+    )
+    obj["metadata"]["annotations"][k.ANNOTATION_MANAGEMENT_RELEASE] = "5.0.0"
+    assert kubernetes_for(token, obj) == (
+        "1.36",
+        "on a management cluster on OpenShift 5.0.0, Kubernetes 1.36",
+    )
