@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     notes = [("shared-namespace", a) for a in _shared_namespace_advice(args, stack)]
     notes += [("secret", a) for a in _secrets_to_create(stack)]
     warnings = [text for _, text in advice + notes]
+    kubernetes = _kubernetes_versions(mock, policy_config)
     if args.json:
         print(
             json.dumps(
@@ -44,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
                     "resources": len(mock.registrations),
                     "violations": [v.as_dict() for v in violations],
                     "kubernetesProviders": providers,
+                    "kubernetesVersions": [
+                        {"version": v, "basis": b, "objects": n} for (v, b), n in kubernetes.items()
+                    ],
                     "warnings": warnings,
                 },
                 indent=2,
@@ -55,6 +59,13 @@ def run(args: argparse.Namespace) -> int:
             f"nodefleet check: stack '{mock.stack}' ({stack.shown}): {len(mock.registrations)} "
             f"resources, {len(POLICIES)} policies, {elapsed:.1f}s (mock runtime, no providers)"
         )
+        if kubernetes:
+            print(
+                "  Kubernetes (crd-schema): "
+                + "; ".join(
+                    f"{v} for {n} object{'s' if n != 1 else ''} ({b})" for (v, b), n in kubernetes.items()
+                )
+            )
         print_violations(violations)
         for name, text in advice:
             print(f"  ADVISORY  {name}  {text}")
@@ -67,6 +78,23 @@ def run(args: argparse.Namespace) -> int:
             + (f", {len(notes)} note{'s' if len(notes) != 1 else ''}" if notes else "")
         )
     return EXIT_VIOLATIONS if mandatory else EXIT_OK
+
+
+def _kubernetes_versions(mock: object, policy_config: dict[str, object] | None) -> dict[tuple[str, str], int]:
+    """How many custom resources crd-schema judges by which Kubernetes version, and why (the cluster each lands
+    on, or the policy config's override), in the order the program declares them."""
+    from policies.crd_schema import kubernetes_for
+
+    setting = (policy_config or {}).get("crd-schema")
+    override = setting.get("kubernetesVersion") if isinstance(setting, dict) else None
+    out: dict[tuple[str, str], int] = {}
+    for reg in getattr(mock, "registrations", []):
+        parts = reg.type.split(":")
+        if len(parts) != 3 or parts[0] != "kubernetes" or "." not in parts[1].split("/")[0]:
+            continue  # not a custom resource: crd-schema does not judge it
+        key = kubernetes_for(reg.type, reg.inputs, override)
+        out[key] = out.get(key, 0) + 1
+    return out
 
 
 def _refuse_tree_collisions(stack: LoadedStack) -> None:

@@ -78,11 +78,20 @@ def discover(stacks_dir: Path) -> dict[str, Path]:
     }
 
 
+def _from_project(path: Path) -> str:
+    """A stack file as the stack's run, in the project, reaches it and its messages name it: relative to the
+    project when inside it, as ``check`` names it, else absolute."""
+    try:
+        return path.resolve().relative_to(PROJECT).as_posix()
+    except ValueError:
+        return os.path.abspath(path)
+
+
 def _command(args: argparse.Namespace, stack: str, path: Path) -> list[str]:
     source = (
         ["--stack", stack]
         if path.parent.resolve() == (PROJECT / "stacks").resolve()
-        else ["--config-file", os.path.abspath(path)]  # the stack runs from the project, not from here
+        else ["--config-file", _from_project(path)]  # the stack runs from the project, not from here
     )
     cmd = [sys.executable, "-m", "nodefleet", args.fleet_command]
     if args.fleet_command in ("check", "forecast"):

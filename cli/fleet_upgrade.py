@@ -487,7 +487,7 @@ class Context:
 
             path = self.known[stack]
             self.fleets[stack] = load_fleet(
-                read_stack_config(path, str(path)).get(CONFIG_KEY), stack, PROJECT_DIR
+                read_stack_config(path, _shown(path)).get(CONFIG_KEY), stack, PROJECT_DIR
             )
         return self.fleets[stack]
 
@@ -545,12 +545,12 @@ def _load_state(path: Path) -> us.State | None:
         return None
     except (FileKindError, FileTooLargeError, IsADirectoryError) as exc:
         raise InputError(
-            f"{path}: {exc}, not a fleet upgrade state file; remove it, or give --state a file of its own"
+            f"{_shown(path)}: {exc}, not a fleet upgrade state file; remove it, or give --state a file of its own"
         ) from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+        raise InputError(f"{_shown(path)}: cannot be read ({exc.strerror or type(exc).__name__})") from None
     try:
-        return us.load(data, str(path))
+        return us.load(data, _shown(path))
     except us.StateError as exc:
         raise InputError(str(exc)) from None
 
@@ -1282,6 +1282,33 @@ def _gate(ctx: Context, step: Step) -> Verdict:
     args, wave = ctx.args, ctx.wave(step)
     stacks = sorted(wave.stacks)
     release = ctx.plan.release
+    # A standalone cluster nodefleet applies is read, not taken on trust: the nodes step after this gate writes
+    # the release into its stack file, which must never say a release the cluster does not run. Neither
+    # --confirmed nor a health command passes a cluster whose ClusterVersion says otherwise.
+    read_standalone: list[str] = []
+    if step.phase == "control-plane":
+        applied = {
+            s: (
+                ctx.fleet(s).config.output.kubeconfig,
+                [m.cluster for m in wave.moves_of(s) if m.kind == "standalone"],
+            )
+            for s in stacks
+            if wave.modes[s] == "apply"
+        }
+        applied = {s: v for s, v in applied.items() if v[1]}
+        readings = upgrade_gates.standalone_versions(applied, release)
+        behind = [r for r in readings if r.state != upgrade_gates.READY]
+        if behind:
+            return Verdict(
+                f"{_count(len(behind), 'standalone cluster')} of wave {wave.wave} "
+                f"{'have' if len(behind) != 1 else 'has'} not completed {release}: the nodes step records "
+                f"{release} in the stack file only once the cluster runs it",
+                tuple(r.line for r in behind),
+                f"upgrade the cluster itself (`oc adm upgrade --to {release}`), and once its ClusterVersion has "
+                "completed it run the same command again; it resumes at this gate (--confirmed does not pass a "
+                "cluster that reports another release)",
+            )
+        read_standalone = [f"{s}/{name}" for s, (_, names) in applied.items() for name in names]
     if args.health_command:
         reason = _health_gate(
             args.health_command,
@@ -1306,8 +1333,13 @@ def _gate(ctx: Context, step: Step) -> Verdict:
         read = upgrade_gates.load(ctx.known, {s: c for s, c in hosted.items() if c}, ctx.registry)
         if step.phase == "nodes":
             unseen += upgrade_gates.has_auto_node(read)
-        unseen += wave.standalone
+        unseen += [name for name in wave.standalone if name not in read_standalone]
         if not unseen:
+            if not read:  # only standalone clusters, each read above
+                return Verdict(
+                    "",
+                    passed=f"{_count(len(read_standalone), 'ClusterVersion')} of wave {wave.wave}: {release} Completed",
+                )
             readings = (
                 upgrade_gates.control_planes(read, release, ctx.registry)
                 if step.phase == "control-plane"
@@ -1327,6 +1359,7 @@ def _gate(ctx: Context, step: Step) -> Verdict:
                     f"{release} (`oc adm upgrade --to {release}`; the nodes step then records {release} in its "
                     "stack file)"
                     for name in wave.standalone
+                    if name not in read_standalone
                 ),
             )
             if part

@@ -100,6 +100,33 @@ def read_hypershift_object(kubeconfig: str | None, kind: str, namespace: str, na
     )
 
 
+def read_cluster_version(kubeconfig: str | None, cluster: str) -> dict[str, Any]:
+    """A standalone cluster's ``ClusterVersion`` ``version`` (``config.openshift.io/v1``, cluster-scoped), what
+    its cluster version operator reports; every failure is an :class:`InputError` naming the object and what
+    the cluster answered."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from cli.kube import api_client
+    from nodefleet.files import redact
+
+    what = f"ClusterVersion version of standalone cluster {cluster}"
+    api = api_client(kubeconfig, what)
+    try:
+        found: Any = client.CustomObjectsApi(api).get_cluster_custom_object(
+            "config.openshift.io", "v1", "clusterversions", "version"
+        )
+    except ApiException as exc:
+        raise InputError(f"{what}: the cluster answered {exc.status} {exc.reason}") from None
+    except Exception as exc:  # urllib3 connection errors have no common base worth naming here
+        raise InputError(f"{what}: cannot reach the cluster ({redact(str(exc))[:300]})") from None
+    finally:
+        api.close()
+    if not isinstance(found, dict):
+        raise InputError(f"{what}: the cluster answered with a non-object")
+    return found
+
+
 def read_custom_object(
     api: Any,
     group: str,

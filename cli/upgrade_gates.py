@@ -14,8 +14,11 @@ Either gate stops, whatever the version says, on what the operator reports as a 
 (:data:`HOSTED_CLUSTER_FAILURES`, :data:`NODE_POOL_FAILURES`): a canary that completed its upgrade degraded
 must not take the next wave with it. An object that cannot be read (not applied yet, a management cluster out
 of reach) stops the gate too. AutoNode node classes live in the hosted cluster, which the management cluster
-does not show, and a standalone cluster's version lives in the cluster itself: a wave with them is confirmed by
-the user or a health command, as a render-mode wave is.
+does not show: a wave with them is confirmed by the user or a health command, as a render-mode wave is. A
+standalone cluster's version lives in the cluster itself: in apply mode its ``ClusterVersion`` is read (through
+the stack's ``output.kubeconfig``) after the control-plane step, before the nodes step records the release in
+its stack file (:func:`standalone_versions`), and no confirmation passes a cluster that says it runs another
+release.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from cli.upgrade import (
     completed_version,
     conditions_of,
     operator_failures,
+    read_cluster_version,
     read_hypershift_object,
 )
 
@@ -164,6 +168,46 @@ def node_pools(stacks: WaveStacks, registry: Registry | None = None) -> list[Rea
     return out
 
 
+def standalone_versions(
+    clusters: Mapping[str, tuple[str | None, Sequence[str]]], release: str
+) -> list[Reading]:
+    """Each standalone cluster (stack → (its ``output.kubeconfig``, its clusters)) as its ClusterVersion reports
+    it: READY once ``release`` is its last completed version (the same reading as a HostedCluster's
+    ``status.version``), WAITING while it runs another or cannot be read, FAILED when its cluster version
+    operator reports ``Failing``."""
+    out = []
+    for stack, (kubeconfig, names) in sorted(clusters.items()):
+        for name in names:
+            what = f"ClusterVersion of standalone cluster {stack}/{name}"
+            try:
+                obj = read_cluster_version(kubeconfig, f"{stack}/{name}")
+            except InputError as exc:
+                out.append(Reading(stack, what, WAITING, f"cannot be read: {str(exc).split(': ', 1)[-1]}"))
+                continue
+            # A ClusterVersion's status holds desired and history where a HostedCluster's status.version does.
+            completed, status = completed_version({"status": {"version": obj.get("status") or {}}})
+            fail = conditions_of(obj).get("Failing")
+            if fail is not None and fail.get("status") == "True":
+                why = ": ".join(str(p) for p in (fail.get("reason"), fail.get("message")) if p)
+                out.append(
+                    Reading(
+                        stack, what, FAILED, f"its cluster version operator reports Failing ({why}); {status}"
+                    )
+                )
+            elif completed == release:
+                out.append(Reading(stack, what, READY, f"{release} Completed ({status})"))
+            else:
+                out.append(
+                    Reading(
+                        stack,
+                        what,
+                        WAITING,
+                        f"runs {completed or 'no completed release'}, not {release} ({status})",
+                    )
+                )
+    return out
+
+
 def verdict(readings: list[Reading], phase: str, wave: str, release: str) -> Verdict:
     """The gate after ``phase`` of ``wave`` from what was read."""
     noun = "control planes" if phase == "control-plane" else "NodePools"
@@ -207,6 +251,7 @@ def load(
 ) -> dict[str, tuple[Fleet, list[str]]]:
     """Each stack (→ the hosted clusters the wave upgrades in it), validated as the program reads it (against
     the fleet's ``registry``)."""
+    from cli.fleet import _shown
     from mockruntime.run import PROJECT_DIR, read_stack_config
     from nodefleet.fleet.registry import Registry, load_fleet_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
@@ -217,8 +262,8 @@ def load(
     for stack, names in clusters.items():
         path = known[stack]
         try:
-            raw = read_stack_config(path, str(path)).get(CONFIG_KEY)
-            out[stack] = (load_fleet_in(registry, raw, stack, PROJECT_DIR, source=str(path)), list(names))
+            raw = read_stack_config(path, _shown(path)).get(CONFIG_KEY)
+            out[stack] = (load_fleet_in(registry, raw, stack, PROJECT_DIR, source=_shown(path)), list(names))
         except (ConfigError, YAMLFileError) as exc:
             raise InputError(str(exc)) from None
     return out

@@ -108,6 +108,14 @@ def _checked(where: str, kind: str, key: str, stack: str, value: str) -> str:
     return value
 
 
+def _management_release(registry: Registry, management_cluster: str) -> str:
+    """The release the registry says ``management_cluster`` runs, or "" where it does not say."""
+    try:
+        return registry.get(management_cluster).release or ""
+    except RegistryError:
+        return ""
+
+
 def _supported_versions(registry: Registry, management_cluster: str) -> tuple[str, ...]:
     """The release lines the registry declares for ``management_cluster`` (none for a name it lacks: the stack
     was judged against the registry before, and a program built without one has nothing to say)."""
@@ -184,6 +192,7 @@ def build_fleet(
                 declared_elsewhere={key: on_management[key] for key in plan.left_out(name)},
                 supported_versions=_supported_versions(registry, hc.management_cluster),
                 registry=registry.source,
+                management_release=_management_release(registry, hc.management_cluster),
             ),
         )
         on_management.update(hosted.declared)

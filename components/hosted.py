@@ -46,6 +46,9 @@ class HostedClusterArgs:
     #: messages: recorded on the component for the ``hypershift-supported-versions`` policy.
     supported_versions: tuple[str, ...] = ()
     registry: str = ""
+    #: The release the management cluster itself runs, where the registry says it (``release``): recorded on
+    #: the HostedCluster and NodePools, whose API server version crd-schema judges them by.
+    management_release: str = ""
 
 
 class HostedClusterNodes(pulumi.ComponentResource):
@@ -59,14 +62,7 @@ class HostedClusterNodes(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: HostedClusterArgs, opts: pulumi.ResourceOptions | None = None):
         hc = args.cluster
-        # What a policy needs to judge the cluster's releases against the management cluster they land on: the
-        # engine records a component's properties as its inputs, which a stack policy reads.
-        props = {
-            "managementCluster": hc.management_cluster,
-            "supportedVersions": list(args.supported_versions),
-            "registry": args.registry,
-        }
-        super().__init__("nodefleet:hosted:Cluster", name, props, opts)
+        super().__init__("nodefleet:hosted:Cluster", name, None, opts)
         mgmt = pulumi.ResourceOptions(parent=self, provider=args.management)
         elsewhere = args.declared_elsewhere
         #: What this cluster declares that later clusters may share, by (kind, namespace, name).
@@ -91,14 +87,18 @@ class HostedClusterNodes(pulumi.ComponentResource):
             secrets.append(elsewhere.get(key) or self.declared[key])
         self.hosted_cluster = custom_resource(
             f"{name}-hostedcluster",
-            render_hosted_cluster(hc),
+            render_hosted_cluster(hc, args.management_release),
             pulumi.ResourceOptions.merge(mgmt, pulumi.ResourceOptions(depends_on=[*first, *secrets])),
         )
         after_hc = pulumi.ResourceOptions.merge(
             mgmt, pulumi.ResourceOptions(depends_on=[self.hosted_cluster])
         )
         self.node_pools = [
-            custom_resource(f"{name}-nodepool-{np.name}", render_hypershift_node_pool(hc, np), after_hc)
+            custom_resource(
+                f"{name}-nodepool-{np.name}",
+                render_hypershift_node_pool(hc, np, args.management_release),
+                after_hc,
+            )
             for np in hc.node_pools
         ]
         self.node_classes: list[pulumi.CustomResource] = []
@@ -110,6 +110,12 @@ class HostedClusterNodes(pulumi.ComponentResource):
                 "hostedCluster": f"{hc.namespace}/{hc.name}",
                 "nodeClasses": [c.name for c in hc.auto_node.node_classes] if hc.auto_node else [],
                 "nodePools": [p.name for p in hc.node_pools],
+                # What the hypershift-supported-versions policy judges the cluster's releases against: a stack
+                # policy sees a component's registered outputs, not its inputs (the engine's AnalyzeStack reads
+                # each resource's outputs), so they are recorded here.
+                "managementCluster": hc.management_cluster,
+                "supportedVersions": list(args.supported_versions),
+                "registry": args.registry,
             }
         )
 

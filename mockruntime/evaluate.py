@@ -297,7 +297,7 @@ def stack_resources(run: MockRun) -> dict[str, PolicyResource]:
     for r in run.registrations:
         resources[r.urn] = PolicyResource(
             r.type,
-            unknown_checking_proxy(dict(r.inputs)),
+            unknown_checking_proxy(dict(r.stack_props)),
             r.urn,
             r.name,
             policy_options(r),

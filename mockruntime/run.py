@@ -72,6 +72,15 @@ class Registration:
     custom_timeouts: CustomTimeouts = field(default_factory=CustomTimeouts)
     #: The ``import`` option: the ID of a live object the engine adopts instead of creating, or "".
     import_id: str = ""
+    #: A component's registered outputs (``register_outputs``), which is what the engine hands a stack policy
+    #: for it; a custom resource's outputs are its inputs under these mocks.
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stack_props(self) -> dict[str, Any]:
+        """What a stack policy sees as the resource's properties: the engine's ``AnalyzeStack`` reads each
+        resource's outputs, so a component shows what it registered as outputs, never its inputs."""
+        return self.inputs if self.custom else self.outputs
 
 
 class DuplicateURNError(Exception):
@@ -225,6 +234,13 @@ class _RecordingMonitor(mocks.MockMonitor):
         if request.type != ROOT_STACK_TYPE:
             self.registrations.append(reg)
         return response
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:
+        reg = self.by_urn.get(request.urn)
+        if reg is not None and not reg.custom:
+            outputs = rpc.deserialize_properties(request.outputs)
+            reg.outputs = {key: _unwrap(value) for key, value in outputs.items()}
+        return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
 
 
 def _is_secret(value: Any) -> bool:

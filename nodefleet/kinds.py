@@ -56,6 +56,9 @@ ANNOTATION_STREAM = "nodefleet.io/boot-image-stream"
 # The OS stream of the MachineSet's pool (its osImageStream, else the cluster's default): what its nodes run.
 ANNOTATION_POOL_STREAM = "nodefleet.io/pool-os-stream"
 ANNOTATION_RELEASE = "nodefleet.io/cluster-release"
+# On HostedClusters and HyperShift NodePools, when the fleet registry says it: the release of the management
+# cluster they land on, whose API server (its Kubernetes version) validates them.
+ANNOTATION_MANAGEMENT_RELEASE = "nodefleet.io/management-cluster-release"
 # The catalog the AMI was resolved from, relative to the project (nodefleet.bootimages.catalog.catalog_reference).
 ANNOTATION_CATALOG = "nodefleet.io/boot-image-catalog"
 # On objects inside a hosted cluster (node classes, Karpenter NodePools): the HostedCluster they belong to,

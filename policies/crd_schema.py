@@ -46,9 +46,17 @@ from nodefleet.apiserver.schema import (
     KUBERNETES_VERSIONS,
     UNKNOWN,
     Finding,
+    followed_version,
     validate_object,
 )
 from nodefleet.apiserver.store import ANNOTATION_KARPENTER, KarpenterSetError, Selection, load_index
+from nodefleet.bootimages.versions import VersionError, kubernetes_of, parse_ocp
+from nodefleet.kinds import (
+    ANNOTATION_MANAGEMENT_RELEASE,
+    ANNOTATION_RELEASE,
+    HOSTED_CLUSTER,
+    HYPERSHIFT_NODE_POOL,
+)
 from policies.props import ReportViolation
 
 #: Where relative render directories and checkpoint paths resolve: the project root, where the program runs.
@@ -184,7 +192,7 @@ def _judge(args: ResourceValidationArgs) -> tuple[list[Finding], str, str, bool,
         return findings, identity, "", patch, [None]
     if previous is not None and _renamed(props, previous):
         previous, source = None, ""  # Pulumi replaces a renamed object: the API server sees a create
-    version = str(config.get("kubernetesVersion") or DEFAULT_KUBERNETES_VERSION)
+    version, _ = kubernetes_for(args.resource_type, props, config.get("kubernetesVersion"))
     findings = validate_object(props, crd, old=previous, patch=patch, kubernetes=version)
     advice = [advise(f, props, crd) for f in findings]
     if key[0]:
@@ -193,6 +201,43 @@ def _judge(args: ResourceValidationArgs) -> tuple[list[Finding], str, str, bool,
             _CACHE.clear()
         _CACHE[key] = (findings, identity, source, advice)
     return findings, identity, source, patch, advice
+
+
+#: Objects that land on the management cluster, whatever release they ask HyperShift for.
+_ON_MANAGEMENT = frozenset({HOSTED_CLUSTER.token, HYPERSHIFT_NODE_POOL.token})
+
+
+def kubernetes_for(resource_type: str, props: Mapping[str, Any], override: Any = None) -> tuple[str, str]:
+    """The Kubernetes version whose API server validation an object is judged by, and why: the policy config's
+    ``kubernetesVersion`` where set; else that of the cluster it lands on. An object inside a cluster (a
+    MachineSet, a Karpenter NodePool or node class) carries that cluster's release
+    (``nodefleet.io/cluster-release``), whose Kubernetes minor chooses
+    (``nodefleet.bootimages.versions.kubernetes_of``); a HostedCluster or HyperShift NodePool lands on its
+    management cluster, whose release the fleet registry records on them where it says it
+    (``nodefleet.io/management-cluster-release``); an object without a readable release, on a cluster nodefleet
+    does not know: the default."""
+    if override:
+        return str(override), "the policy config's kubernetesVersion"
+    meta = props.get("metadata")
+    notes = meta.get("annotations") if isinstance(meta, Mapping) else None
+    notes = notes if isinstance(notes, Mapping) else {}
+    on_management = resource_type in _ON_MANAGEMENT
+    release = notes.get(ANNOTATION_MANAGEMENT_RELEASE if on_management else ANNOTATION_RELEASE)
+    try:
+        kubernetes = kubernetes_of(parse_ocp(release)) if isinstance(release, str) else None
+    except VersionError:
+        kubernetes = None
+    if kubernetes is None:
+        if on_management:
+            return (
+                DEFAULT_KUBERNETES_VERSION,
+                "on a management cluster whose release the registry does not say: the default",
+            )
+        return DEFAULT_KUBERNETES_VERSION, "no cluster release recorded: the default"
+    where = "on a management cluster" if on_management else "in a cluster"
+    return followed_version(
+        kubernetes
+    ), f"{where} on OpenShift {release}, Kubernetes {kubernetes[0]}.{kubernetes[1]}"
 
 
 def _short(rule: str, limit: int = 160) -> str:
@@ -258,7 +303,8 @@ _CONFIG = PolicyConfigSchema(
             "type": "string",
             "enum": list(KUBERNETES_VERSIONS),
             "description": "The Kubernetes version of the API server that applies the objects: crd-schema follows "
-            f"its validation where versions differ. Default: {DEFAULT_KUBERNETES_VERSION} (OpenShift 4.22).",
+            "its validation where versions differ. Default: that of the cluster each object lands on (its "
+            f"nodefleet.io/cluster-release), else {DEFAULT_KUBERNETES_VERSION} (OpenShift 4.22).",
         },
         "previousState": {
             "type": "string",

@@ -24,7 +24,7 @@ from nodefleet.bootimages.versions import OCPVersion, VersionError, parse_ocp
 from nodefleet.fleet.registry import unsupported_release
 from policies.props import ReportViolation, annotations_of, as_seq, as_text, metadata_of, name_of, value_at
 
-#: The component a hosted cluster's objects are children of (components/hosted.py); its inputs name the
+#: The component a hosted cluster's objects are children of (components/hosted.py); its registered outputs name the
 #: management cluster and the release lines its HyperShift operator runs.
 HOSTED_COMPONENT = "nodefleet:hosted:Cluster"
 

@@ -387,3 +387,21 @@ def test_a_misspelled_config_key_is_named_not_reported_missing(
         (line,) = result.stderr.splitlines()
         assert line.startswith(f"error: {stack}: ") and expected in line
     assert not (tmp_path / "out").exists()
+
+
+def test_the_header_says_which_api_server_version_judges_the_objects(tmp_path: Path) -> None:
+    """dev is an OpenShift 5.0 cluster: its objects are judged as Kubernetes 1.36 without any setting, and the
+    header says so; a kubernetesVersion in the policy config overrides it, and the header says that instead."""
+    result = _nodefleet("check", "--stack", "dev")
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = result.stdout.splitlines()[1]
+    assert line.startswith("  Kubernetes (crd-schema): 1.36 for "), result.stdout
+    assert "in a cluster on OpenShift 5.0.0-ec.2, Kubernetes 1.36" in line
+    assert "1.35" not in line
+    cfg = tmp_path / "policy-config.json"
+    cfg.write_text(json.dumps({"crd-schema": {"kubernetesVersion": "1.35"}}))
+    result = _nodefleet("check", "--stack", "dev", "--policy-config", str(cfg), "--json")
+    versions = json.loads(result.stdout)["kubernetesVersions"]
+    assert [(v["version"], v["basis"]) for v in versions] == [
+        ("1.35", "the policy config's kubernetesVersion")
+    ]

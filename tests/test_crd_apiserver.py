@@ -253,3 +253,114 @@ def test_messages_read_as_the_api_server_writes_them() -> None:
     assert not extra, f"{len(extra)} messages the API server does not write:\n" + "\n".join(
         map(str, extra[:15])
     )
+
+
+#: ``format: date-time`` spellings the format check (strfmt ``IsDateTime``: lower-cased, any character before a
+#: fraction) and the CEL conversion (strfmt ``ParseDateTime``: Go's ``time.Parse``, byte for byte) tell apart,
+#: and the edges of Go's parser: a rule reaching the field sees a timestamp or the conversion error.
+DATE_TIME_SPELLINGS = (
+    "2024-01-01T00:00:00Z",
+    "2024-01-01t00:00:00z",
+    "2024-01-01t00:00:00Z",
+    "2024-01-01T00:00:00z",
+    "2024-01-01T00:00:00x5Z",
+    "2024-01-01T00:00:00,5Z",
+    "2024-01-01T00:00:00.123456789123Z",
+    "2024-01-01T00:00:00.5+00:00",
+    "2024-01-01T00:00:00+24:00",
+    "2024-01-01T00:00:00+25:00",
+    "2024-01-01T00:00:00+05:60",
+    "2024-01-01T00:00:00+0000",
+    "2024-01-01T00:00:00",
+    "2024-01-01T1:00:00Z",
+    "2024-01-01 00:00:00Z",
+    "2024-02-30T00:00:00Z",
+    "2024-01-01T00:00:60Z",
+    "",
+    "2020-01-01T00:00:00Z",
+    "2020-01-01T00:00:00.0000001Z",
+)
+
+
+@pytest.mark.goref
+def test_date_time_spellings_reach_rules_as_the_api_server_converts_them() -> None:
+    """The keeper CRD's rules on its date-time field (``self.when > timestamp(...)``), for each spelling: the
+    same verdict, fields and messages as the API server's code, so a lower-case ``t`` or ``z`` the format check
+    lets through is the conversion error a rule meets there, not a timestamp."""
+    from tests.crd_unreadable import _keep, keepers
+
+    version = keepers()
+    cases = [
+        Case(f"date-time/{i}", "date-time", version, _keep(num=1, l=[1, 2], good=[1, 2], when=spelling))
+        for i, spelling in enumerate(DATE_TIME_SPELLINGS)
+    ]
+    wrong = [
+        (DATE_TIME_SPELLINGS[int(o.case.id.split("/")[1])], message_differences(o), extra_messages(o))
+        for o in compare(cases)
+        if not (o.verdict_equal and o.paths_equal) or message_differences(o) or extra_messages(o)
+    ]
+    assert not wrong, "\n".join(map(str, wrong))
+
+
+_STAMPS_CRD = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: stamps.edges.nodefleet.io
+spec:
+  group: edges.nodefleet.io
+  names: {kind: Stamp, listKind: StampList, plural: stamps, singular: stamp}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          apiVersion: {type: string}
+          kind: {type: string}
+          metadata: {type: object}
+          spec:
+            type: object
+            properties:
+              s: {type: string, maxLength: 64}
+            x-kubernetes-validations:
+            - rule: "!has(self.s) || timestamp(self.s) > timestamp('2020-01-01T00:00:00Z')"
+            - rule: "!has(self.s) || timestamp(self.s).getHours() < 23"
+"""
+
+
+@pytest.mark.goref
+def test_cel_timestamp_of_a_string_converts_what_go_converts(tmp_path: Any) -> None:
+    """``timestamp(<string>)`` in a rule: cel-go reads the string with Go's ``time.Parse(time.RFC3339, ...)``,
+    which refuses a lower-case ``t`` or ``z`` and takes a comma fraction or a ``+24:00`` offset; the C++ engine
+    crd-schema evaluates with reads the other way round unless told. Each spelling as the API server's code."""
+    from tests.crd_corpus import hand_written_crd
+
+    path = tmp_path / "stamps.edges.nodefleet.io.yaml"
+    path.write_text(_STAMPS_CRD, encoding="utf-8")
+    version = hand_written_crd(path)
+    cases = [
+        Case(
+            f"stamp/{i}",
+            "timestamp",
+            version,
+            {
+                "apiVersion": "edges.nodefleet.io/v1",
+                "kind": "Stamp",
+                "metadata": {"name": "stamp-a", "namespace": "default"},
+                "spec": {"s": spelling},
+            },
+        )
+        for i, spelling in enumerate(DATE_TIME_SPELLINGS)
+    ]
+    outcomes = compare(cases)
+    wrong = [
+        (DATE_TIME_SPELLINGS[int(o.case.id.split("/")[1])], o.ref_errors, o.our_messages)
+        for o in outcomes
+        if not (o.verdict_equal and o.paths_equal) or message_differences(o) or extra_messages(o)
+    ]
+    assert not wrong, "\n".join(map(str, wrong))
+    # The spellings tell the two parsers apart: some pass, some are refused.
+    assert {o.ref_allowed for o in outcomes} == {True, False}

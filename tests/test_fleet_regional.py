@@ -696,3 +696,28 @@ def test_every_management_side_folder_carries_its_namespace_in_render_mode(tmp_p
         cluster.update(hostedKubeconfig="/etc/hosted", managementCluster="mgmt-a")
     applied = run_program("hosted", {"nodefleet:fleet": raw}, source=source)
     assert len([r for r in applied.registrations if r.type == "kubernetes:core/v1:NamespacePatch"]) == 1
+
+
+def test_the_registry_says_what_a_management_cluster_runs_and_crd_schema_follows_it(tmp_path: Path) -> None:
+    """mgmt-euw1-a declared at OpenShift 5.0.0 (Kubernetes 1.36): Team_B's HostedCluster and NodePools, which land
+    on it, are judged as 1.36, and check's header says why; a release that is none is refused naming the field."""
+    shutil.copytree(FLEET, tmp_path / "stacks")
+    registry = tmp_path / "stacks" / "nodefleet-fleet.yaml"
+    text = registry.read_text()
+    entry = "  - name: mgmt-euw1-a\n    region: eu-west-1\n"
+    assert entry in text
+    registry.write_text(text.replace(entry, entry + "    release: 5.0.0\n"))
+    path = tmp_path / "stacks" / "Pulumi.Team_B.yaml"
+    checked = nodefleet("check", "--config-file", str(path))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    header = checked.stdout.splitlines()[1]
+    objects = 1 + len(_raw("Team_B")["clusters"][0]["nodePools"])
+    assert header == (
+        f"  Kubernetes (crd-schema): 1.36 for {objects} objects (on a management cluster on OpenShift 5.0.0, "
+        "Kubernetes 1.36)"
+    ), checked.stdout
+    registry.write_text(text.replace(entry, entry + "    release: 5.0.x\n"))
+    refused = nodefleet("check", "--config-file", str(path))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "managementClusters[" in refused.stderr and "].release: " in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -114,7 +114,7 @@ def test_rhel10_machine_set_is_labelled_out_of_the_boot_image_controller() -> No
 def test_boot_image_settings_partial_with_manual_record() -> None:
     c = _fleet("dev").clusters[0]
     mc = render_boot_image_settings(c)
-    assert mc["metadata"] == {"name": "cluster"}
+    assert mc["metadata"]["name"] == "cluster" and set(mc["metadata"]) == {"name", "annotations"}
     (manager,) = mc["spec"]["managedBootImages"]["machineManagers"]
     assert manager["selection"] == {
         "mode": "Partial",

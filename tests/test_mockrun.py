@@ -176,3 +176,40 @@ def test_policies_get_the_options_the_engine_passes(program: Path) -> None:
         assert opts.parent and opts.parent.endswith("::guarded-inner")
         # Not set by the program: None, as pulumi-policy decodes deleteBeforeReplaceDefined=false.
         assert seen["top"].delete_before_replace is None and seen["top"].protect is False
+
+
+COMPONENT_OUTPUTS = """
+import pulumi
+
+class Box(pulumi.ComponentResource):
+    def __init__(self, name, opts=None):
+        super().__init__("test:index:Box", name, {"given": "as an input"}, opts)
+        Thing(f"{name}-thing", {"spec": {"a": 1}}, pulumi.ResourceOptions(parent=self))
+        self.register_outputs({"recorded": "as an output", "lines": ["4.22", "4.21"]})
+
+class Thing(pulumi.CustomResource):
+    def __init__(self, name, props, opts=None):
+        super().__init__("test:index:Thing", name, props, opts)
+
+Box("box")
+"""
+
+
+def test_a_stack_policy_sees_a_components_registered_outputs_not_its_inputs(tmp_path: Path) -> None:
+    """The engine's AnalyzeStack hands every resource's outputs to a stack policy; a component's outputs are
+    what it registered with ``register_outputs``, its inputs never reach the policy. check must see the same,
+    or a stack policy reading a component (hypershift-supported-versions) passes check and fails preview."""
+    (tmp_path / "Pulumi.yaml").write_text("name: outputs-test\nruntime: python\n")
+    (tmp_path / "__main__.py").write_text(COMPONENT_OUTPUTS)
+    seen: dict[str, dict[str, Any]] = {}
+
+    def _stack(args: StackValidationArgs, report: Any) -> None:
+        seen.update({r.name: dict(r.props) for r in args.resources})
+
+    policy = StackValidationPolicy(
+        name="record", description="records", validate=_stack, enforcement_level=EnforcementLevel.ADVISORY
+    )
+    evaluate_run(run_program("qa", {}, project_dir=tmp_path), [policy])
+    assert set(seen["box"]) == {"recorded", "lines"}
+    assert seen["box"]["recorded"] == "as an output" and list(seen["box"]["lines"]) == ["4.22", "4.21"]
+    assert set(seen["box-thing"]) == {"spec"}

@@ -44,7 +44,7 @@ __all__ = [
     "invalid_data",
     "references_old_self",
     "rule_field_path",
-    "timestamp",
+    "timestamp_at",
 ]
 
 
@@ -219,10 +219,11 @@ def in_set(value: Any) -> Any:
     return {**value, _IN_SET: True} if _is_marker(value) else value
 
 
-def timestamp(value: Any) -> Any:
-    """A CEL timestamp of an aware ``datetime`` (what the binding carries into a rule as a timestamp)."""
+def timestamp_at(seconds: int, nanos: int = 0) -> Any:
+    """A CEL timestamp of an instant in seconds from the Unix epoch and nanoseconds (what the binding carries
+    into a rule as a timestamp; a ``datetime`` would drop the nanoseconds Go keeps)."""
     out = timestamp_pb2.Timestamp()
-    out.FromDatetime(value)
+    out.seconds, out.nanos = seconds, nanos
     return out
 
 

@@ -874,6 +874,7 @@ def declarations() -> list[Any]:
         _fn("__nf_validate", _o("format_validate", _STRS, [_MAP, _STR], _format_validate, m)),
         _fn("__nf_format_named", _o("nf_format_named", _MAP, [_STR], _format_named)),
         _fn("__nf_format_args", _o("nf_format_args", _LIST, [_STR, _LIST], _format_args)),
+        _fn("__nf_cel_timestamp_text", _o("nf_cel_timestamp_text", _STR, [_STR], f.cel_timestamp_text)),
     ]
     for name in _FORMATS:
         out.append(_fn(f"format.{name}", _o(f"format_{name}", _MAP, [], lambda n=name: {_FORMAT: n})))
@@ -1000,7 +1001,7 @@ def _dotted(text: str, mask: list[int], start: int) -> int:
 
 
 _MEMBER_CALL = re.compile(r"\.\s*(validate|indexOf|lastIndexOf|format)\s*\(")
-_GLOBAL_CALL = re.compile(r"(?<![\w.])(format\s*\.\s*named|string)\s*\(")
+_GLOBAL_CALL = re.compile(r"(?<![\w.])(format\s*\.\s*named|string|timestamp)\s*\(")
 
 
 def rewrite(expression: str) -> str:
@@ -1044,6 +1045,14 @@ def rewrite(expression: str) -> str:
                         f"cel.bind(__nf_v, dyn({inner}), type(__nf_v) == map && __nf_is_opaque(__nf_v) ? "
                         f"__nf_opaque_string(__nf_v) : __nf_string(__nf_v))"
                     )
+                elif match.group(1) == "timestamp":
+                    # cel-go parses a string with Go's time.Parse(RFC3339), which takes only an upper-case T
+                    # and Z; the C++ engine takes either case and refuses a comma fraction or a +24:00 offset
+                    # Go reads: hand it the instant Go reads, or a string it refuses where Go refuses.
+                    new = (
+                        f"cel.bind(__nf_ts, dyn({inner}), type(__nf_ts) == string ? "
+                        f"__nf_timestamp(__nf_cel_timestamp_text(__nf_ts)) : __nf_timestamp(__nf_ts))"
+                    )
                 else:
                     new = f"optional.ofNonZeroValue(__nf_format_named({inner}))"
                 edit = (match.start(), end + 1, new)
@@ -1052,4 +1061,4 @@ def rewrite(expression: str) -> str:
             break
         start, end, new = edit
         text = text[:start] + new + text[end:]
-    return text.replace("__nf_string(", "string(")
+    return text.replace("__nf_string(", "string(").replace("__nf_timestamp(", "timestamp(")

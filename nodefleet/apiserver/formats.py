@@ -498,7 +498,8 @@ _TIME = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}
 
 
 def is_date(value: str) -> bool:
-    """strfmt ``IsDate``: ``time.Parse("2006-01-02", value)`` (the day checked against its month)."""
+    """strfmt ``IsDate``: ``time.Parse("2006-01-02", value)`` (the day checked against its month). Year 0000,
+    which Go reads, is refused here: the CEL engine cannot hold a timestamp before year 1."""
     import datetime
 
     m = _DATE.fullmatch(value)
@@ -601,35 +602,60 @@ def duration_seconds(value: str) -> float | None:
 
 
 _RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{1,2}):(\d{2}):(\d{2})(?:[.,]\d+)?(?:(Z)|([+-])(\d{2}):(\d{2}))"
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:[.,]([0-9]+))?"
+    r"(?:(Z)|([+-])([0-9]{2}):([0-9]{2}))"
 )
 #: The range of CEL timestamps (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z), in seconds from the epoch.
 _MIN_UNIX, _MAX_UNIX = -62135596800, 253402300799
 
 
-def is_cel_timestamp(value: str) -> bool:
-    """Whether cel-go's ``timestamp(value)`` converts: Go's ``time.Parse(time.RFC3339, value)`` (its general
-    parser: a one-digit hour, a comma before the fraction and a zone offset up to 24:60 pass) and a result in
-    CEL's range."""
+def go_rfc3339(value: str) -> tuple[int, int] | None:
+    """The instant Go's ``time.Parse(time.RFC3339, value)`` reads (seconds from the epoch, nanoseconds), or None
+    when it refuses ``value``. Its general parser: a one-digit hour, a comma before the fraction and a zone
+    offset up to 24:60 pass; ``T`` and ``Z`` are upper case only (Go matches layout text byte for byte)."""
     import calendar
 
     m = _RFC3339.fullmatch(value)
     if m is None:
-        return False
+        return None
     year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
     if not 1 <= month <= 12 or hour > 23 or minute > 59 or second > 59:
-        return False
+        return None
     if not 1 <= day <= calendar.monthrange(year or 2000, month)[1]:  # year 0 is a leap year, as 2000
-        return False
+        return None
     offset = 0
-    if m[7] is None:
-        hours, minutes = int(m[9]), int(m[10])
+    if m[8] is None:
+        hours, minutes = int(m[10]), int(m[11])
         if hours > 24 or minutes > 60:
-            return False
-        offset = (hours * 3600 + minutes * 60) * (1 if m[8] == "+" else -1)
-    ordinal = (date_ordinal(year, month, day) - 719163) * 86400  # days from 1970-01-01
-    unix = ordinal + hour * 3600 + minute * 60 + second - offset
-    return _MIN_UNIX <= unix <= _MAX_UNIX
+            return None
+        offset = (hours * 3600 + minutes * 60) * (1 if m[9] == "+" else -1)
+    nanos = int((m[7] + "000000000")[:9]) if m[7] else 0  # Go keeps nine digits and drops the rest
+    days = date_ordinal(year, month, day) - 719163  # days from 1970-01-01
+    return days * 86400 + hour * 3600 + minute * 60 + second - offset, nanos
+
+
+def is_cel_timestamp(value: str) -> bool:
+    """Whether cel-go's ``timestamp(value)`` converts: Go's ``time.Parse(time.RFC3339, value)``
+    (:func:`go_rfc3339`) and a result in CEL's range."""
+    instant = go_rfc3339(value)
+    return instant is not None and _MIN_UNIX <= instant[0] <= _MAX_UNIX
+
+
+def cel_timestamp_text(value: str) -> str:
+    """``value`` as the text the CEL engine here converts to the instant cel-go's ``timestamp(value)`` gives:
+    that instant in UTC with nine fraction digits; ``""`` (which no engine converts) where cel-go refuses the
+    spelling, e.g. a lower-case ``t`` or ``z`` the C++ engine would take; ``value`` itself where only the range
+    is wrong, which both engines refuse."""
+    import datetime
+
+    instant = go_rfc3339(value)
+    if instant is None:
+        return ""
+    seconds, nanos = instant
+    if not _MIN_UNIX <= seconds <= _MAX_UNIX:
+        return value
+    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(seconds=seconds)
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{nanos:09d}Z"
 
 
 def date_ordinal(year: int, month: int, day: int) -> int:
@@ -641,36 +667,51 @@ def date_ordinal(year: int, month: int, day: int) -> int:
     return datetime.date(4, month, day).toordinal() - 1461  # year 0 is leap, as year 4 is
 
 
-def date_time_value(value: str) -> Any:
-    """A ``format: date-time`` value as the API server's CEL validator hands it to a rule (a timestamp), or
-    None when it is not one."""
-    import datetime
+#: What strfmt's ``ParseDateTime`` reads: Go's ``time.Parse`` with its layouts RFC3339Micro, RFC3339Millis,
+#: RFC3339, RFC3339Nano and ISO8601LocalTime, together: an upper-case ``T`` and ``Z`` only (Go matches layout
+#: text byte for byte), a one- or two-digit hour, a fraction after ``.`` or ``,``, a zone offset up to 24:60 or
+#: none (UTC).
+_PARSE_DATE_TIME = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:[.,]([0-9]+))?"
+    r"(?:(Z)|([+-])([0-9]{2}):([0-9]{2}))?"
+)
 
-    if not is_date_time(value):
+
+def date_time_value(value: str) -> tuple[int, int] | None:
+    """A ``format: date-time`` value as the API server's CEL validator hands it to a rule: the instant strfmt's
+    ``ParseDateTime`` reads (seconds from the epoch, nanoseconds), or None when it reads none and the rule
+    gets a conversion error. Not :func:`is_date_time`: the format check lower-cases the value and takes any
+    character before a fraction, so ``2024-01-01t00:00:00z`` passes the schema and fails the conversion."""
+    import calendar
+
+    if value == "":
+        return 0, 0  # ParseDateTime's zero DateTime: the Unix epoch
+    m = _PARSE_DATE_TIME.fullmatch(value)
+    if m is None:
         return None
-    day, _, clock = value.lower().partition("t")
-    m = _TIME.fullmatch(clock)
-    assert m is not None
-    zone = m[5]
-    tz = datetime.UTC
-    if zone != "z":
-        hours, minutes = int(zone[1:3]), int(zone[4:6])
-        offset = datetime.timedelta(hours=hours, minutes=minutes)
-        tz = datetime.timezone(-offset if zone[0] == "-" else offset)
-    fraction = m[4][1:] if m[4] else ""
-    micro = int((fraction + "000000")[:6]) if fraction else 0
-    y, mo, d = (int(p) for p in day.split("-"))
-    return datetime.datetime(y, mo, d, int(m[1]), int(m[2]), int(m[3]), micro, tzinfo=tz)
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    if not 1 <= month <= 12 or hour > 23 or minute > 59 or second > 59:
+        return None
+    if year < 1 or not 1 <= day <= calendar.monthrange(year, month)[1]:
+        return None  # year 0, which Go reads, is before what the CEL engine can hold (see is_date)
+    offset = 0
+    if m[9] is not None:
+        hours, minutes = int(m[10]), int(m[11])
+        if hours > 24 or minutes > 60:
+            return None
+        offset = (hours * 3600 + minutes * 60) * (1 if m[9] == "+" else -1)
+    nanos = int((m[7] + "000000000")[:9]) if m[7] else 0  # Go keeps nine digits and drops the rest
+    days = date_ordinal(year, month, day) - 719163  # days from 1970-01-01
+    return days * 86400 + hour * 3600 + minute * 60 + second - offset, nanos
 
 
-def date_value(value: str) -> Any:
-    """A ``format: date`` value as a timestamp at midnight UTC, or None when it is not one."""
-    import datetime
-
+def date_value(value: str) -> tuple[int, int] | None:
+    """A ``format: date`` value as the instant the API server's CEL validator hands a rule (midnight UTC, in
+    seconds from the epoch, and 0 nanoseconds), or None when it is not one."""
     if not is_date(value):
         return None
     y, mo, d = (int(p) for p in value.split("-"))
-    return datetime.datetime(y, mo, d, tzinfo=datetime.UTC)
+    return (date_ordinal(y, mo, d) - 719163) * 86400, 0
 
 
 #: Go layout elements of the date layouts the API server's CEL conversion parses with, as (element, digits,

@@ -71,6 +71,7 @@ __all__ = [
     "default_refusals",
     "defaulted",
     "escape_property",
+    "followed_version",
     "kubernetes_version",
     "rejects_field",
     "unknown_fields",
@@ -129,6 +130,14 @@ def kubernetes_version(text: str) -> tuple[int, int]:
 
 
 DEFAULT_KUBERNETES = kubernetes_version(DEFAULT_KUBERNETES_VERSION)
+
+
+def followed_version(kubernetes: tuple[int, int]) -> str:
+    """The version crd-schema follows for an API server of Kubernetes ``kubernetes`` (major, minor): the newest
+    of :data:`KUBERNETES_VERSIONS` not newer than it, and the oldest for an older one (what differs between the
+    two arrived in 1.36, so older servers validate as 1.35 does on every point crd-schema models)."""
+    fits = [v for v in KUBERNETES_VERSIONS if kubernetes_version(v) <= kubernetes]
+    return fits[-1] if fits else KUBERNETES_VERSIONS[0]
 
 
 @dataclass(frozen=True)
@@ -340,9 +349,9 @@ def _format_view(value: str, fmt: str) -> Any:
             if fmt == "date"
             else (crd_formats.date_time_value, crd_formats.DATE_TIME_LAYOUT)
         )
-        stamp = parse(value)
-        if stamp is not None:
-            return crd_cel.timestamp(stamp)
+        instant = parse(value)
+        if instant is not None:
+            return crd_cel.timestamp_at(*instant)
         why = crd_formats.go_time_parse_error(value, layout)
         return crd_cel.invalid_data(f"Invalid {fmt} formatted string {value}: {why}", value)
     try:

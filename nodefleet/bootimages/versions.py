@@ -37,6 +37,7 @@ __all__ = [
     "VersionError",
     "default_stream",
     "known_release",
+    "kubernetes_of",
     "linear_minor",
     "minors_between",
     "os_streams",
@@ -499,3 +500,17 @@ def parse_rhel(text: str) -> tuple[int, int]:
     if match is None:
         raise VersionError(f"'{text}' is not a RHEL version; use 'major.minor', for example '9.2'.")
     return (int(match.group(1)), int(match.group(2)))
+
+
+#: The Kubernetes minor each OpenShift minor is built on (Red Hat's "OpenShift Container Platform life cycle"
+#: release table: 4.12 rebased on 1.25, and each minor since on the next one); OpenShift 5.0 follows 4.22 as
+#: 4.23 would (the skew profiles count it so), on Kubernetes 1.36.
+KUBERNETES_OF_OPENSHIFT: dict[tuple[int, int], tuple[int, int]] = {
+    **{(4, minor): (1, minor + 13) for minor in range(12, 23)},
+    (5, 0): (1, 36),
+}
+
+
+def kubernetes_of(release: OCPVersion) -> tuple[int, int] | None:
+    """The Kubernetes minor an OpenShift release runs, or None for a release line the table does not know."""
+    return KUBERNETES_OF_OPENSHIFT.get(release.minor_key())

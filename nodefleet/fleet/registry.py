@@ -53,7 +53,7 @@ from nodefleet.stackfile.hosted import (
     HostedCluster,
 )
 from nodefleet.stackfile.model import CONFIG_KEY, ConfigError, Fleet, describe_errors, stack_file
-from nodefleet.stackfile.modelbase import DNS_LABEL, DNS_SUBDOMAIN, REGION, ConfigModel
+from nodefleet.stackfile.modelbase import DNS_LABEL, DNS_SUBDOMAIN, REGION, ConfigModel, OCPRelease
 from nodefleet.stackfile.yamlfile import YAMLFileError, load_yaml, read_text
 
 __all__ = [
@@ -241,6 +241,11 @@ class ManagementClusterEntry(ConfigModel):
         FluxKubeConfig(), description="Render mode: the Secret Flux reaches it through."
     )
     hypershift: HyperShiftSettings = HyperShiftSettings()
+    release: OCPRelease | None = Field(
+        None,
+        description="The OpenShift release the management cluster itself runs (x.y.z): its API server's "
+        "Kubernetes version is the one crd-schema judges its HostedClusters and NodePools by (default 1.35).",
+    )
     shard_name: Annotated[str, Field(pattern=DNS_LABEL, max_length=40)] | None = Field(
         None,
         alias="shard",
@@ -294,6 +299,7 @@ class ManagementClusterEntry(ConfigModel):
             argocd_cluster_name=None,
             flux_kube_config=FluxKubeConfig(),
             hypershift=HyperShiftSettings(),
+            release=None,
             shard_name=None,
         )
 

@@ -224,7 +224,7 @@ def _operator_configuration(hc: HostedCluster) -> dict[str, Any] | None:
     return out or None
 
 
-def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
+def render_hosted_cluster(hc: HostedCluster, management_release: str = "") -> dict[str, Any]:
     """A ``hypershift.openshift.io/v1beta1`` HostedCluster on AWS, in ``hc.namespace``.
 
     Field for field what ``hypershift create cluster aws --render`` prints for the same choices (see
@@ -297,6 +297,8 @@ def render_hosted_cluster(hc: HostedCluster) -> dict[str, Any]:
     if operators is not None:
         spec["operatorConfiguration"] = operators
     annotations = {**hc.annotations, k.ANNOTATION_RELEASE: hc.release}
+    if management_release:
+        annotations[k.ANNOTATION_MANAGEMENT_RELEASE] = management_release
     if hc.cleanup_cloud_resources:
         annotations[ANNOTATION_CLEANUP_CLOUD_RESOURCES] = "true"
     if hc.auto_node is not None:
@@ -362,7 +364,9 @@ def render_secret(hc: HostedCluster, ref: SecretRef, key: str) -> dict[str, Any]
     return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "type": kind}
 
 
-def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -> dict[str, Any]:
+def render_hypershift_node_pool(
+    hc: HostedCluster, np: HyperShiftNodePoolSpec, management_release: str = ""
+) -> dict[str, Any]:
     """A classic ``hypershift.openshift.io/v1beta1`` NodePool of ``hc``, in the HostedCluster's namespace.
 
     No ``platform.aws.ami``: HyperShift picks the boot image of the NodePool's own release payload.
@@ -402,7 +406,10 @@ def render_hypershift_node_pool(hc: HostedCluster, np: HyperShiftNodePoolSpec) -
         "metadata": {
             "name": node_pool_object_name(hc.name, np),
             "namespace": hc.namespace,
-            "annotations": {k.ANNOTATION_RELEASE: hc.release},
+            "annotations": {
+                k.ANNOTATION_RELEASE: hc.release,
+                **({k.ANNOTATION_MANAGEMENT_RELEASE: management_release} if management_release else {}),
+            },
         },
         "spec": spec,
     }

@@ -165,6 +165,8 @@ def render_machine_config_pool(cluster: StandaloneCluster, pool_name: str) -> di
         "metadata": {
             "name": pool.name,
             "labels": {f"pools.operator.machineconfiguration.openshift.io/{pool.name}": ""},
+            # The release of the cluster it lands on: the API server version crd-schema judges it by.
+            "annotations": {k.ANNOTATION_RELEASE: cluster.release},
         },
         "spec": spec,
     }
@@ -200,6 +202,6 @@ def render_boot_image_settings(cluster: ResolvedCluster) -> dict[str, Any]:
     return {
         "apiVersion": k.MACHINE_CONFIGURATION.api_version,
         "kind": k.MACHINE_CONFIGURATION.kind,
-        "metadata": {"name": "cluster"},
+        "metadata": {"name": "cluster", "annotations": {k.ANNOTATION_RELEASE: cfg.release}},
         "spec": spec,
     }

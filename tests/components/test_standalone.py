@@ -69,7 +69,12 @@ def test_objects_are_children_of_the_cluster_and_go_through_its_render_provider(
 
 def test_machine_configuration_is_a_patch_of_the_singleton(dev: MockRun) -> None:
     (patch,) = dev.of_type(k.MACHINE_CONFIGURATION.patch_token)
-    assert patch.inputs["metadata"] == {"name": "cluster"}
+    # The singleton by name; the annotation records the cluster's release, the API server version crd-schema
+    # judges the patch by.
+    assert patch.inputs["metadata"] == {
+        "name": "cluster",
+        "annotations": {k.ANNOTATION_RELEASE: "5.0.0-ec.2"},
+    }
     assert patch.inputs["spec"]["bootImageSkewEnforcement"]["mode"] == "Manual"
 
 

@@ -244,3 +244,35 @@ def test_invalid_config_fails_preview_with_one_line_and_no_traceback(project: Sc
     assert "unknown key 'instanceTyp'; did you mean 'instanceType'?" in error
     everything = run.stdout + run.stderr + "".join(str(vars(e)) for e in run.events)
     assert "Traceback" not in everything
+
+
+@pytest.mark.engine(needs=PROGRAM)
+def test_preview_refuses_a_release_the_management_clusters_hypershift_operator_does_not_run(
+    tmp_path: Path,
+) -> None:
+    """The example fleet's Team_B on 4.20.5, on mgmt-euw1-a whose registry entry says its HyperShift operator runs
+    4.22 and 4.21: the engine, with the pack, fails with the same hypershift-supported-versions findings as
+    `check`. The hosted-cluster component registers the management cluster and its supported versions as its
+    outputs, which is what the engine hands a stack policy (its inputs never reach one)."""
+    regional = PROJECT / "tests" / "fleet" / "regional"
+    stack_file = tmp_path / "Pulumi.Team_B.yaml"
+    stack_file.write_text(
+        (regional / "Pulumi.Team_B.yaml").read_text().replace("release: 4.22.3", "release: 4.20.5")
+    )
+    p = scratch_project(tmp_path / "project", [stack_file, regional / "nodefleet-fleet.yaml"])
+    p.init_stack("Team_B")
+    run = p.pulumi("preview", "--policy-pack", "policies", stack="Team_B")
+    assert "Traceback" not in run.stdout + run.stderr
+    assert run.returncode != 0, run.stdout + run.stderr
+    # What the user reads: the policy, and the registry field that says what the operator runs.
+    assert "hypershift-supported-versions" in run.stdout and "hypershift.supportedVersions" in run.stdout, (
+        run.stdout
+    )
+    got = {
+        (f.policy, f.level, f.resource)
+        for f in findings(run.events)
+        if f.policy == "hypershift-supported-versions"
+    }
+    check_exit, expected, _ = _check(p.root / "stacks" / "Pulumi.Team_B.yaml")
+    assert check_exit == 1
+    assert got and got == {f for f in expected if f[0] == "hypershift-supported-versions"}, (got, expected)

@@ -297,3 +297,74 @@ def test_an_object_of_a_crd_the_api_server_refuses_says_so_and_how_to_fix_it(
     assert v.level == "mandatory"
     assert "the API server refuses this CRD (hypershift.openshift.io_nodepools.yaml, v1beta1)" in v.message
     assert reason in v.message and "`nodefleet crds refresh`" in v.message, v.message
+
+
+# --- which API server: the version of the cluster each object lands on --------------------------------------
+
+
+def _machine_set_on(release: str) -> dict[str, Any]:
+    """dev's MachineSet, of a cluster at ``release``, with a fraction for its replica count: both API servers
+    refuse it, Kubernetes 1.36 with one more error (its integer check of ``format: int32``), which 1.35 has not."""
+    obj = rendered(k.MACHINE_SET.token)
+    obj["metadata"]["annotations"][k.ANNOTATION_RELEASE] = release
+    obj["spec"]["replicas"] = 1.5
+    return obj
+
+
+CHECKED = "Checked value must be of type integer"
+
+
+def _judged(release: str, config: dict[str, Any] | None = None) -> list[str]:
+    found = [
+        v.message
+        for v in run_policy(crd_schema, k.MACHINE_SET.token, _machine_set_on(release), config=config)
+    ]
+    assert found, "a fraction in spec.replicas is refused by every version"
+    return found
+
+
+def test_an_object_is_judged_by_the_api_server_of_the_cluster_it_lands_on() -> None:
+    """No kubernetesVersion set: a MachineSet of an OpenShift 5.0 cluster (Kubernetes 1.36) is judged by 1.36's
+    words, one of a 4.22 cluster (Kubernetes 1.35) or older by 1.35's; the setting still overrides the cluster's."""
+    assert any(CHECKED in m for m in _judged("5.0.0"))
+    assert not any(CHECKED in m for m in _judged("4.22.3"))
+    assert not any(CHECKED in m for m in _judged("4.16.9"))
+    assert not any(CHECKED in m for m in _judged("5.0.0", {"crd-schema": {"kubernetesVersion": "1.35"}}))
+    assert any(CHECKED in m for m in _judged("4.22.3", {"crd-schema": {"kubernetesVersion": "1.36"}}))
+
+
+@pytest.mark.parametrize(
+    ("token", "release", "version"),
+    [
+        (k.MACHINE_SET.token, "5.0.0-ec.2", "1.36"),
+        (k.MACHINE_CONFIG_POOL.token, "5.0.0", "1.36"),
+        (k.MACHINE_CONFIGURATION.patch_token, "4.22.3", "1.35"),
+        (k.OPENSHIFT_EC2_NODE_CLASS.token, "5.0.0", "1.36"),
+        # On the management cluster, whatever release the HostedCluster asks for.
+        (k.HOSTED_CLUSTER.token, "5.0.0", "1.35"),
+        (k.HYPERSHIFT_NODE_POOL.token, "5.0.0", "1.35"),
+    ],
+)
+def test_the_version_follows_the_release_the_object_records(token: str, release: str, version: str) -> None:
+    from policies.crd_schema import kubernetes_for
+
+    obj = rendered(token)
+    assert k.ANNOTATION_RELEASE in obj["metadata"]["annotations"], "nodefleet records the cluster's release"
+    obj["metadata"]["annotations"][k.ANNOTATION_RELEASE] = release
+    assert kubernetes_for(token, obj)[0] == version
+    assert kubernetes_for(token, obj, "1.36")[0] == "1.36"
+
+
+@pytest.mark.parametrize("token", [k.HOSTED_CLUSTER.token, k.HYPERSHIFT_NODE_POOL.token])
+def test_objects_on_a_management_cluster_follow_its_release_where_the_registry_says_it(token: str) -> None:
+    from policies.crd_schema import kubernetes_for
+
+    obj = rendered(token)
+    obj["metadata"]["annotations"][k.ANNOTATION_RELEASE] = (
+        "4.21.9"  # the hosted cluster's, not where it lands
+    )
+    obj["metadata"]["annotations"][k.ANNOTATION_MANAGEMENT_RELEASE] = "5.0.0"
+    assert kubernetes_for(token, obj) == (
+        "1.36",
+        "on a management cluster on OpenShift 5.0.0, Kubernetes 1.36",
+    )
