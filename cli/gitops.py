@@ -131,7 +131,7 @@ def load_fleets(stacks_dir: Path, stacks: str | None, registry: Any = None) -> l
     """(fleet, stack file shown) for the chosen stacks, each judged against the fleet's registry; any invalid one
     stops with its own message."""
     from cli.fleet import _shown, discover
-    from cli.stacks import registry_of
+    from cli.stacks import many_stacks, registry_of
     from mockruntime.run import PROJECT_DIR, read_stack_config
     from nodefleet.fleet.registry import load_fleet_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
@@ -146,15 +146,16 @@ def load_fleets(stacks_dir: Path, stacks: str | None, registry: Any = None) -> l
         raise InputError(f"--stacks: no stack file for {', '.join(unknown)} in {stacks_dir}")
     registry = registry or registry_of(stacks_dir)
     out = []
-    for name in names:
-        shown = _shown(known[name])
-        try:
-            config = read_stack_config(known[name], shown, fast=True)
-            out.append(
-                (load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown), shown)
-            )
-        except (ConfigError, YAMLFileError) as e:
-            raise InputError(str(e)) from None
+    with many_stacks():
+        for name in names:
+            shown = _shown(known[name])
+            try:
+                config = read_stack_config(known[name], shown, fast=True)
+                out.append(
+                    (load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown), shown)
+                )
+            except (ConfigError, YAMLFileError) as e:
+                raise InputError(str(e)) from None
     return out
 
 

@@ -157,9 +157,22 @@ def _c_composed() -> type[Any] | None:
             yaml.constructor.SafeConstructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
 
+        # No path resolvers are registered on this loader: the resolver's per-node path bookkeeping and its
+        # lookups for non-plain nodes come down to the default tags, given here without the calls (libyaml
+        # calls back into Python for every node, and a fleet's stack files have millions).
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            return None
+
+        def ascend_resolver(self) -> None:
+            return None
+
         def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
             """The resolver's tag, remembered per plain scalar text (the keys and values stack files repeat)."""
-            if kind is not yaml.ScalarNode or not implicit[0] or len(value) > 64:
+            if kind is not yaml.ScalarNode:
+                return _DEFAULT_TAGS[kind]
+            if not implicit[0]:
+                return yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG
+            if len(value) > 64:
                 return yaml.resolver.Resolver.resolve(self, kind, value, implicit)  # type: ignore[no-untyped-call]
             key = (value, implicit[1])
             tag = _RESOLVED.get(key)
@@ -173,6 +186,10 @@ def _c_composed() -> type[Any] | None:
 
 
 _RESOLVED: dict[tuple[str, bool], str] = {}
+_DEFAULT_TAGS = {
+    yaml.SequenceNode: yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG,
+    yaml.MappingNode: yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+}
 
 
 _CComposedStrictLoader = _c_composed()
