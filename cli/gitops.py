@@ -127,6 +127,11 @@ def add_parser(sub: Any) -> None:
     s.set_defaults(run=run)
 
 
+#: From this many stack files on, ``gitops`` and the fleet's judgment read them through the cache of their values
+#: (:func:`nodefleet.stackfile.yamlfile.remembered_values`).
+CACHED_FLEET = 100
+
+
 def load_fleets(stacks_dir: Path, stacks: str | None, registry: Any = None) -> list[tuple[Any, str]]:
     """(fleet, stack file shown) for the chosen stacks, each judged against the fleet's registry; any invalid one
     stops with its own message."""
@@ -146,7 +151,8 @@ def load_fleets(stacks_dir: Path, stacks: str | None, registry: Any = None) -> l
         raise InputError(f"--stacks: no stack file for {', '.join(unknown)} in {stacks_dir}")
     registry = registry or registry_of(stacks_dir)
     out = []
-    with many_stacks():
+    # A fleet of hundreds of stack files reads them through the cache of their values; a few read faster without.
+    with many_stacks(stacks_dir if len(names) >= CACHED_FLEET else None):
         for name in names:
             shown = _shown(known[name])
             try:
@@ -490,9 +496,25 @@ def _reusing(docs: list[dict[str, Any]]) -> Any:
         _REUSED.clear()
 
 
+_EMITTED: dict[tuple[Any, Any], str] = {}
+
+
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Multi-line strings (the Lua health checks, the templatePatch) as literal blocks, readable in review; the
     values :func:`_reusing` names represented once."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        """The resolver's tag, remembered per scalar text: the emitter asks it of every scalar it writes, twice,
+        and the wiring of a large fleet repeats a few thousand texts millions of times."""
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        key = (value, implicit)
+        tag = _EMITTED.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(_EMITTED) < 100_000:
+                _EMITTED[key] = tag
+        return tag
 
     def represent_data(self, data: Any) -> Any:
         held = _REUSED.get(id(data))
