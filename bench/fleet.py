@@ -12,7 +12,9 @@ worst code.
     venv/bin/python -m bench.fleet --generated 96          # `fleet check` over 100 stacks
     venv/bin/python -m bench.fleet --plan 500              # 500 stacks planned into waves (`fleet matrix`)
     venv/bin/python -m bench.fleet --scale 10000           # issue 40: 10,000 hosted clusters on 100 management
-                                                           # clusters: matrix, gitops, the fleet judged
+                                                           # clusters: matrix, gitops, the fleet judged (each
+                                                           # with its stack-file cache cold, then warm), and
+                                                           # `fleet check --changed-files` of ten of them
 
 Generated stacks are spread over the waves as a fleet would be: 1 in 50 a canary, 1 in 10 early, 1 in 20
 last, the rest main. Peak memory is the largest resident set of any process the fleet ran (each stack's own
@@ -310,6 +312,22 @@ def scale(stacks: int, management_clusters: int, upgrade: bool, as_json: bool) -
             _, result[f"judged{cache}WallSeconds"], result[f"judged{cache}CpuSeconds"] = _timed(
                 [sys.executable, "-c", judge, str(root / "stacks")], env
             )
+        # A change of ten stack files, checked with what they can collide with (the cache warm from the above).
+        changed = root / "changed.txt"
+        changed.write_text(
+            "".join(
+                f"{root / 'stacks' / f'Pulumi.hc-{i:05d}.yaml'}\n"
+                for i in range(0, stacks, max(stacks // 10, 1))
+            )
+        )
+        proc, result["checkChangedWallSeconds"], result["checkChangedRunnerCpuSeconds"] = _timed(
+            [*base, "fleet", "check", *stacks_dir, "--changed-files", str(changed), "--json"], env
+        )
+        if proc.returncode == 0:
+            # Each stack is checked in a process forked from the fork server, not a child of this one.
+            checked = json.loads(proc.stdout)["stacks"]
+            result["checkChangedStacks"] = len(checked)
+            result["checkChangedStacksCpuSeconds"] = round(sum(s["cpu"] or 0 for s in checked), 2)
         if upgrade:
             _, result["upgradeDryRunWallSeconds"], result["upgradeDryRunCpuSeconds"] = _timed(
                 [*base, "fleet", "upgrade", "--release", "4.22.6", "--dry-run", *stacks_dir], env

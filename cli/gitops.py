@@ -127,16 +127,11 @@ def add_parser(sub: Any) -> None:
     s.set_defaults(run=run)
 
 
-#: From this many stack files on, ``gitops`` and the fleet's judgment read them through the cache of their values
-#: (:func:`nodefleet.stackfile.yamlfile.remembered_values`).
-CACHED_FLEET = 100
-
-
 def load_fleets(stacks_dir: Path, stacks: str | None, registry: Any = None) -> list[tuple[Any, str]]:
     """(fleet, stack file shown) for the chosen stacks, each judged against the fleet's registry; any invalid one
     stops with its own message."""
     from cli.fleet import _shown, discover
-    from cli.stacks import many_stacks, registry_of
+    from cli.stacks import CACHED_FLEET, many_stacks, registry_of
     from mockruntime.run import PROJECT_DIR, read_stack_config
     from nodefleet.fleet.registry import load_fleet_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
