@@ -12,7 +12,9 @@ worst code.
     venv/bin/python -m bench.fleet --generated 96          # `fleet check` over 100 stacks
     venv/bin/python -m bench.fleet --plan 500              # 500 stacks planned into waves (`fleet matrix`)
     venv/bin/python -m bench.fleet --scale 10000           # issue 40: 10,000 hosted clusters on 100 management
-                                                           # clusters: matrix, gitops, the fleet judged
+                                                           # clusters: matrix, gitops, the fleet judged (each
+                                                           # with its stack-file cache cold, then warm), and
+                                                           # `fleet check --changed-files` of ten of them
 
 Generated stacks are spread over the waves as a fleet would be: 1 in 50 a canary, 1 in 10 early, 1 in 20
 last, the rest main. Peak memory is the largest resident set of any process the fleet ran (each stack's own
@@ -222,11 +224,13 @@ def plan(count: int, as_json: bool) -> int:
     return 0
 
 
-def _timed(cmd: list[str]) -> tuple[subprocess.CompletedProcess[str], float, float]:
+def _timed(
+    cmd: list[str], env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], float, float]:
     """``cmd`` run to its end: the result, wall seconds and CPU seconds (user and system) of the process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=PROJECT_DIR, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=PROJECT_DIR, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -278,15 +282,21 @@ def scale(stacks: int, management_clusters: int, upgrade: bool, as_json: bool) -
         result["writeSeconds"] = round(time.perf_counter() - started, 2)
         base = [sys.executable, "-m", "nodefleet"]
         stacks_dir = ["--stacks-dir", str(root / "stacks")]
+        # A cache of the stack files' values of its own: the first command that reads them through it runs cold
+        # (and fills it), the next warm, as on a runner that keeps ~/.cache/nodefleet between runs.
+        env = {**os.environ, "NODEFLEET_CACHE_DIR": str(root / "cache")}
         _, result["matrixWallSeconds"], result["matrixCpuSeconds"] = _timed(
-            [*base, "fleet", "matrix", *stacks_dir]
+            [*base, "fleet", "matrix", *stacks_dir], env
         )
         gitops = [*base, "gitops", *stacks_dir, "--rendered", str(root / "rendered"), "--repo-root", tmp]
-        proc, result["gitopsWallSeconds"], result["gitopsCpuSeconds"] = _timed(
-            [*gitops, "--out", str(root / "out")]
+        proc, result["gitopsColdWallSeconds"], result["gitopsColdCpuSeconds"] = _timed(
+            [*gitops, "--out", str(root / "out")], env
         )
         if proc.returncode == 0:
             result |= _wiring_sizes(root / "out")
+        _, result["gitopsWarmWallSeconds"], result["gitopsWarmCpuSeconds"] = _timed(
+            [*gitops, "--out", str(root / "out")], env
+        )
         # The registry and the tree judged across every stack, in one process: what `gitops` and `fleet check`
         # refuse across stacks, from the stack files alone.
         judge = (
@@ -296,14 +306,34 @@ def scale(stacks: int, management_clusters: int, upgrade: bool, as_json: bool) -
             "r = registry_of(d)\nwith remembered_plans():\n    every = load_fleets(d, None, r); "
             "assert not fleet_problems(r, every) and not tree_problems(every)"
         )
-        _, result["judgedWallSeconds"], result["judgedCpuSeconds"] = _timed(
-            [sys.executable, "-c", judge, str(root / "stacks")]
+        for cache in ("Cold", "Warm"):
+            if cache == "Cold":
+                shutil.rmtree(root / "cache", ignore_errors=True)
+            _, result[f"judged{cache}WallSeconds"], result[f"judged{cache}CpuSeconds"] = _timed(
+                [sys.executable, "-c", judge, str(root / "stacks")], env
+            )
+        # A change of ten stack files, checked with what they can collide with (the cache warm from the above).
+        changed = root / "changed.txt"
+        changed.write_text(
+            "".join(
+                f"{root / 'stacks' / f'Pulumi.hc-{i:05d}.yaml'}\n"
+                for i in range(0, stacks, max(stacks // 10, 1))
+            )
         )
+        proc, result["checkChangedWallSeconds"], result["checkChangedRunnerCpuSeconds"] = _timed(
+            [*base, "fleet", "check", *stacks_dir, "--changed-files", str(changed), "--json"], env
+        )
+        if proc.returncode == 0:
+            # Each stack is checked in a process forked from the fork server, not a child of this one.
+            checked = json.loads(proc.stdout)["stacks"]
+            result["checkChangedStacks"] = len(checked)
+            result["checkChangedStacksCpuSeconds"] = round(sum(s["cpu"] or 0 for s in checked), 2)
         if upgrade:
             _, result["upgradeDryRunWallSeconds"], result["upgradeDryRunCpuSeconds"] = _timed(
-                [*base, "fleet", "upgrade", "--release", "4.22.6", "--dry-run", *stacks_dir]
+                [*base, "fleet", "upgrade", "--release", "4.22.6", "--dry-run", *stacks_dir], env
             )
     result["peakRssMiB"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    result["load1min"] = round(os.getloadavg()[0], 2)
     if as_json:
         print(json.dumps(result, indent=2))
     else:

@@ -417,7 +417,14 @@ def run(args: argparse.Namespace) -> int:
     if args.fleet_command == "report" and not args.base:
         raise InputError("fleet report needs --base <git ref> (the base of the change)")
     _check_outputs(args)
-    if args.fleet_command in ("check", "preview", "up", "render"):
+    if args.fleet_command == "check" and getattr(args, "changed_files", None):
+        from cli.fleet_changed import changed_check
+
+        names, problems = changed_check(args, known, names)
+        if problems:
+            raise InputError("\n".join(problems))
+        args.tree_judged = True  # across the fleet, for the stacks the change touches
+    elif args.fleet_command in ("check", "preview", "up", "render"):
         problems = tree_problems(args, [(name, known[name]) for name in names])
         if problems:
             raise InputError("\n".join(problems))

@@ -231,7 +231,7 @@ def _read_stacks(known: dict[str, Path], names: Sequence[str], registry: Any) ->
     """Every selected stack, validated as ``check`` validates it (against the fleet's registry too); every
     invalid one named at once (exit 2)."""
     from cli.fleet import _shown
-    from cli.upgrade import hold_marks, load_round_trip
+    from cli.upgrade import HOLD_MARK, hold_marks, load_round_trip
     from mockruntime.run import PROJECT_DIR, read_stack_config
     from nodefleet.fleet.registry import load_fleet_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
@@ -249,12 +249,12 @@ def _read_stacks(known: dict[str, Path], names: Sequence[str], registry: Any) ->
         except (ConfigError, YAMLFileError) as exc:
             problems.append(str(exc))
             continue
-        _, doc = load_round_trip(text)
+        # A held pin is marked by a comment holding HOLD_MARK: a file without the words has none, and is not read
+        # again by the round-trip parser (pure Python, tens of milliseconds a file).
+        marks = hold_marks(load_round_trip(text)[1]) if HOLD_MARK in text else frozenset()
         out.append(
             Loaded(
-                path,
-                text,
-                StackInput(name, shown, fleet.config.wave, fleet.config.output.mode, fleet, hold_marks(doc)),
+                path, text, StackInput(name, shown, fleet.config.wave, fleet.config.output.mode, fleet, marks)
             )
         )
     if problems:

@@ -131,7 +131,7 @@ def load_fleets(stacks_dir: Path, stacks: str | None, registry: Any = None) -> l
     """(fleet, stack file shown) for the chosen stacks, each judged against the fleet's registry; any invalid one
     stops with its own message."""
     from cli.fleet import _shown, discover
-    from cli.stacks import registry_of
+    from cli.stacks import CACHED_FLEET, many_stacks, registry_of
     from mockruntime.run import PROJECT_DIR, read_stack_config
     from nodefleet.fleet.registry import load_fleet_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
@@ -146,15 +146,17 @@ def load_fleets(stacks_dir: Path, stacks: str | None, registry: Any = None) -> l
         raise InputError(f"--stacks: no stack file for {', '.join(unknown)} in {stacks_dir}")
     registry = registry or registry_of(stacks_dir)
     out = []
-    for name in names:
-        shown = _shown(known[name])
-        try:
-            config = read_stack_config(known[name], shown, fast=True)
-            out.append(
-                (load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown), shown)
-            )
-        except (ConfigError, YAMLFileError) as e:
-            raise InputError(str(e)) from None
+    # A fleet of hundreds of stack files reads them through the cache of their values; a few read faster without.
+    with many_stacks(stacks_dir if len(names) >= CACHED_FLEET else None):
+        for name in names:
+            shown = _shown(known[name])
+            try:
+                config = read_stack_config(known[name], shown, fast=True)
+                out.append(
+                    (load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown), shown)
+                )
+            except (ConfigError, YAMLFileError) as e:
+                raise InputError(str(e)) from None
     return out
 
 
@@ -489,9 +491,25 @@ def _reusing(docs: list[dict[str, Any]]) -> Any:
         _REUSED.clear()
 
 
+_EMITTED: dict[tuple[Any, Any], str] = {}
+
+
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Multi-line strings (the Lua health checks, the templatePatch) as literal blocks, readable in review; the
     values :func:`_reusing` names represented once."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        """The resolver's tag, remembered per scalar text: the emitter asks it of every scalar it writes, twice,
+        and the wiring of a large fleet repeats a few thousand texts millions of times."""
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        key = (value, implicit)
+        tag = _EMITTED.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(_EMITTED) < 100_000:
+                _EMITTED[key] = tag
+        return tag
 
     def represent_data(self, data: Any) -> Any:
         held = _REUSED.get(id(data))

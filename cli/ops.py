@@ -191,6 +191,13 @@ def _register_fleet(sub: Any) -> None:
         if name == "report":
             c.add_argument("--out-dir", type=Path, help="write <out-dir>/<stack>.md")
             c.add_argument("--base", help="the git ref the change is compared with (required)")
+        if name == "check":
+            c.add_argument(
+                "--changed-files",
+                help="a file listing the changed paths (`git diff --name-only BASE`), `-` for stdin: check only the "
+                "stacks they touch (as `fleet matrix --changed-files` selects them), judged across the fleet with "
+                "the stacks they can collide with, read from their stack files (default: every stack)",
+            )
         if name in ("check", "preview", "up", "report"):
             _policy_config(c)
         if name == "upgrade":

@@ -130,8 +130,8 @@ def test_preview_and_up_take_a_config_file(operation: str, tmp_path: Path) -> No
     [
         (
             "check",
-            ["--policy-config", "--health-command", "--gate"],
-            ["--release", "--out-dir", "--changed-files"],
+            ["--policy-config", "--health-command", "--gate", "--changed-files"],
+            ["--release", "--out-dir", "--base"],
         ),
         ("upgrade", ["--release", "--commit", "--out", "--health-command"], ["--out-dir", "--changed-files"]),
         ("report", ["--base", "--out-dir", "--policy-config"], ["--release", "--changed-files"]),

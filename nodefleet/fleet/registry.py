@@ -34,6 +34,7 @@ cluster and that cluster's ``hypershift.supportedVersions``.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
@@ -510,12 +511,29 @@ class Registry:
     def names(self) -> tuple[str, ...]:
         return tuple(e.name for e in self.entries)
 
+    @functools.cached_property
+    def _by_name(self) -> dict[str, ManagementClusterEntry]:
+        """Each management cluster by name (the first of a name): every stack of a fleet of thousands looks its
+        management clusters up, in a registry of hundreds."""
+        out: dict[str, ManagementClusterEntry] = {}
+        for entry in self.entries:
+            out.setdefault(entry.name, entry)
+        return out
+
+    @functools.cached_property
+    def by_destination(self) -> tuple[dict[str, ManagementClusterEntry], dict[str, ManagementClusterEntry]]:
+        """The management clusters by Argo CD cluster, and by Flux kubeconfig Secret (the last of each name)."""
+        return (
+            {e.argocd_cluster: e for e in self.entries},
+            {e.flux_secret_name: e for e in self.entries},
+        )
+
     def get(self, name: str, region: str | None = None) -> ManagementClusterEntry:
         """The management cluster ``name``; :class:`RegistryError` with a did-you-mean when there is none (among
         the management clusters of ``region``, the hosted cluster's, when given)."""
-        for entry in self.entries:
-            if entry.name == name:
-                return entry
+        entry = self._by_name.get(name)
+        if entry is not None:
+            return entry
         raise RegistryError(self.unknown(name, region))
 
     def unknown(self, name: str, region: str | None = None) -> str:
@@ -640,8 +658,7 @@ def _destination_problems(registry: Registry, fleet: Fleet, source: str) -> list
     cluster's in the registry: the wiring would send both folders to one cluster (each Application or
     Kustomization applying to whichever cluster that name reaches)."""
     index = {c.name: i for i, c in enumerate(fleet.config.clusters)}
-    by_argocd = {e.argocd_cluster: e for e in registry.entries}
-    by_flux = {e.flux_secret_name: e for e in registry.entries}
+    by_argocd, by_flux = registry.by_destination
     problems = []
     for f in folders(fleet, registry):
         if f.side == "management":

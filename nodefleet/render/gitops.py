@@ -112,13 +112,17 @@ def _copied(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def with_deletion_protection(manifest: Mapping[str, Any]) -> dict[str, Any]:
+def with_deletion_protection(manifest: Mapping[str, Any], *, copy_values: bool = True) -> dict[str, Any]:
     """``manifest`` with the annotations that keep Argo CD and Flux from deleting or pruning it, when it is of a
-    kind whose deletion destroys capacity (:data:`DELETION_PROTECTED_KINDS`); other manifests unchanged."""
-    out: dict[str, Any] = _copied(manifest)
+    kind whose deletion destroys capacity (:data:`DELETION_PROTECTED_KINDS`); other manifests unchanged.
+
+    ``copy_values=False``: only the top level, ``metadata`` and its annotations are new, every other value is
+    ``manifest``'s own, for a caller that has just rendered ``manifest`` and changes none of its values (a
+    fleet's object plan: 10,000 stacks' manifests, where the deep copy took a tenth of the time)."""
+    out: dict[str, Any] = _copied(manifest) if copy_values else dict(manifest)
     if not deletion_protected(out):
         return out
-    meta = out.setdefault("metadata", {})
+    meta = out["metadata"] = dict(out.get("metadata") or {})
     meta["annotations"] = {
         **dict(meta.get("annotations") or {}),
         ANNOTATION_ARGOCD_SYNC_OPTIONS: ARGOCD_NO_DELETION,

@@ -154,7 +154,7 @@ class _Entries:
         else:
             destination = f"cluster {target}"
         if self.gitops:
-            manifest = with_deletion_protection(manifest)
+            manifest = with_deletion_protection(manifest, copy_values=False)
         return StackObject(
             object_key(destination, manifest),
             place,

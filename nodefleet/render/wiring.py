@@ -732,6 +732,9 @@ def flux_kustomizations(
             "spec": {"interval": "1m", "url": repo_url, "ref": {"branch": revision}},
         }
     ]
+    # One copy for every Kustomization of the call: the same value, written once per document (20,000 copies of
+    # it took seconds at 10,000 stacks).
+    ignore = copy.deepcopy(FLUX_IGNORE_RULES)
     for f in ordered:
         depends = list(gate[f.wave])
         if f.side == "hosted":
@@ -747,7 +750,7 @@ def flux_kustomizations(
             "path": f"./{paths[(f.stack, f.target)]}",
             "prune": False,
             "deletionPolicy": "Orphan",
-            "ignore": copy.deepcopy(FLUX_IGNORE_RULES),
+            "ignore": ignore,
             "kubeConfig": {"secretRef": {"name": f.flux_secret, "key": f.flux_secret_key}},
         }
         labels = f.labels()

@@ -760,7 +760,7 @@ def validate_fleet(
         raise ConfigError(
             f"{where}: no '{CONFIG_KEY}' value. Add one under `config:` (see docs/configuration.md)."
         )
-    problems = list(_bad_strings(raw, CONFIG_KEY))
+    problems = list(_bad_strings(raw, CONFIG_KEY)) if _any_bad_string(raw) else []
     if problems:
         raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
     try:
@@ -812,6 +812,27 @@ def _control(text: str) -> str | None:
 
 #: Paths that :mod:`nodefleet.stackfile.paths` judges with its own, path-specific messages (NUL, length, ``..``).
 _PATH_VALUES = re.compile(r"\.output\.directory$|\.clusters\[\d+\]\.catalog$")
+
+
+def _any_bad_string(value: Any) -> bool:
+    """Whether any string (key or value) of ``value`` might be one :func:`_bad_strings` refuses: one pass without
+    the field paths, which cost more than the check itself on a fleet's thousands of valid stacks."""
+    stack = [value]
+    control, longest = _CONTROL.search, MAX_VALUE_LENGTH
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if len(item) > longest or control(item):
+                return True
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                text = str(key)
+                if len(text) > longest or control(text):
+                    return True
+                stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _bad_strings(value: Any, path: str) -> Iterator[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Annotated
@@ -41,11 +42,20 @@ class ConfigModel(BaseModel):
 def _release_parses(v: str) -> str:
     """An OCP release nodefleet can place: x.y.z (published pre-releases too), inside what its payload table
     knows; every other spelling is refused with the one form (:func:`nodefleet.bootimages.versions.parse_release`)."""
+    problem = _release_problem(v)
+    if problem:
+        raise ValueError(problem)
+    return v
+
+
+@functools.lru_cache(maxsize=4096)
+def _release_problem(v: str) -> str | None:
+    # Remembered per text: a fleet of thousands of stacks names a handful of releases.
     try:
         known_release(parse_release(v))
     except VersionError as e:
-        raise ValueError(str(e)) from None
-    return v
+        return str(e)
+    return None
 
 
 OCPRelease = Annotated[str, AfterValidator(_release_parses)]
@@ -54,8 +64,11 @@ OCPRelease = Annotated[str, AfterValidator(_release_parses)]
 def refused_when(problem_of: Callable[[str], str | None]) -> AfterValidator:
     """A validator that refuses a value when ``problem_of`` finds a problem with it (the message is the problem)."""
 
+    # ``problem_of`` is a function of the text alone, remembered per text: a fleet's stacks repeat their values.
+    remembered = functools.lru_cache(maxsize=4096)(problem_of)
+
     def check(value: str) -> str:
-        problem = problem_of(value)
+        problem = remembered(value)
         if problem:
             raise ValueError(problem)
         return value
