@@ -329,6 +329,7 @@ def test_preview_after_shows_no_change_and_a_second_up_is_a_no_op(adopted: Adopt
 
 # --- a standalone cluster ----------------------------------------------------------------------------------
 
+
 @dataclass
 class Standalone:
     written: dict[str, Any]
