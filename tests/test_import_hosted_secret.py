@@ -159,7 +159,7 @@ def test_a_new_management_clusters_entry_has_its_kubeconfig_path_and_hypershifts
     )
     result = nodefleet(*args, "--force")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "replaced management cluster 'mgmt-use2-a'" in result.stdout
+    assert "updated management cluster 'mgmt-use2-a'" in result.stdout
     (entry,) = yaml.safe_load((stacks / "nodefleet-fleet.yaml").read_text())["managementClusters"]
     assert entry["hypershift"] == {"supportedVersions": ["4.22", "4.21", "4.20", "4.19"]}
 
