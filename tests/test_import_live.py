@@ -297,6 +297,25 @@ def test_an_autonode_cluster_read_from_its_management_and_hosted_api_servers(
         assert applied == 7  # Namespace, HostedCluster, NodePool; a node class and three Karpenter NodePools
 
 
+def _leaf_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value that is not a non-empty map or list (``{}`` and ``[]`` are leaves)."""
+    if isinstance(value, dict) and value:
+        return [p for key, v in value.items() for p in _leaf_paths(v, (*path, key))]
+    if isinstance(value, list) and value:
+        return [p for i, v in enumerate(value) for p in _leaf_paths(v, (*path, i))]
+    return [path]
+
+
+def _holds(value: Any, path: tuple[Any, ...]) -> bool:
+    for key in path:
+        in_map = isinstance(value, dict) and key in value
+        in_list = isinstance(value, list) and isinstance(key, int) and key < len(value)
+        if not (in_map or in_list):
+            return False
+        value = value[key]
+    return True
+
+
 @pytest.fixture(scope="module")
 def fixture_server(test_clusters: Any) -> Iterator[Any]:
     """One API server with every vendored HyperShift `--render` fixture (each HyperShift version's) created on it
@@ -329,6 +348,13 @@ def test_hypershift_render_fixtures_created_on_the_api_server_round_trip(
     source = LiveSource(fixture_server.api_client(), "test cluster")
     stored = read_live(source, namespace=namespace, cluster=None)
     assert sorted(o["kind"] for o in stored) == ["HostedCluster", "Namespace", "NodePool"]
+    # The shipped CRDs know every field the fixture sets: the API server prunes a field its CRD lacks silently.
+    image = "quay.io/openshift-release-dev/ocp-release:4.22.3-multi"
+    for manifest in hypershift_fixture(case, release_image=image, version=version):
+        if manifest["kind"] in ("HostedCluster", "NodePool"):
+            (kept,) = [o for o in stored if o["kind"] == manifest["kind"]]
+            pruned = [p for p in _leaf_paths(manifest["spec"]) if not _holds(kept["spec"], p)]
+            assert pruned == [], f"{manifest['kind']}: the shipped CRD lacks {pruned}"
     adoption = assert_round_trip([LiveObject(o, f"{version} {case}") for o in stored])
     assert adoption.clusters[0]["namespace"] == namespace
     (hc,) = [o for o in stored if o["kind"] == "HostedCluster"]
