@@ -66,6 +66,40 @@ def test_a_hosted_cluster_is_written_and_checked(tmp_path: Path, stacks: Path) -
     assert "ZmFrZQ" not in (stacks / "Pulumi.cesar.yaml").read_text()  # the Secret's data
 
 
+def test_a_cluster_an_older_cli_created_keeps_its_no_op_service(tmp_path: Path, stacks: Path) -> None:
+    """HyperShift v0.1.40's `--render` output publishes OVNSbDb, a no-op the API keeps; `spec.services` is
+    immutable, so the stack states it (`legacyServices`) and its render keeps it; one in a shape the model
+    cannot express (a route hostname) is refused, naming the object and the list item, and nothing is written."""
+    path = tmp_path / "v0.1.40.yaml"
+    docs = hypershift_fixture("default_creation_flags_for_cesar", version="v0.1.40")
+    path.write_text(yaml.safe_dump_all(docs))
+    result = _import(stacks, "--stack", "cesar", "--from-file", str(path))
+    assert result.returncode == 0, result.stderr
+    written = yaml.safe_load((stacks / "Pulumi.cesar.yaml").read_text())
+    (cluster,) = written["config"]["nodefleet:fleet"]["clusters"]
+    assert cluster["legacyServices"] == [{"service": "OVNSbDb", "type": "Route"}]
+
+    for d in docs:
+        if d["kind"] == "HostedCluster":
+            d["spec"]["services"][4]["servicePublishingStrategy"]["route"] = {"hostname": "sbdb.example.com"}
+    path.write_text(yaml.safe_dump_all(docs))
+    other = tmp_path / "other"
+    other.mkdir()
+    result = _import(other, "--stack", "cesar", "--from-file", str(path))
+    assert result.returncode == 2, result.stdout
+    assert (
+        f"HostedCluster clusters/cesar ({path}, document 3): spec.services[4]: nodefleet would remove "
+        "{'service': 'OVNSbDb', 'servicePublishingStrategy': {'route': {'hostname': 'sbdb.example.com'}"
+    ) in result.stderr
+    assert result.stderr.rstrip().endswith(
+        "error: refused, nothing written: 1 field(s) nodefleet would change "
+        "or remove: the stack cannot express them yet; make the live objects "
+        "expressible (or leave those objects out of the sources)"
+    )
+    assert "Traceback" not in result.stderr
+    assert list(other.iterdir()) == []
+
+
 def test_standard_input_is_a_source(tmp_path: Path, stacks: Path) -> None:
     text = _hosted(tmp_path).read_text()
     result = _import(stacks, "--stack", "cesar", "--from-file", "-", stdin=text)

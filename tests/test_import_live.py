@@ -6,6 +6,7 @@ with nothing and changes no spec; a server that refuses or cannot be reached is 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,12 @@ import yaml
 from nodefleet.render.objects import fleet_plan, load_fleet
 from nodefleet.stackfile.model import CONFIG_KEY
 from tests.conftest import PROJECT, nodefleet
-from tests.nodefleet.adopt.roundtrip import assert_round_trip, hypershift_fixture
+from tests.nodefleet.adopt.roundtrip import (
+    HYPERSHIFT_VERSIONED_CASES,
+    HYPERSHIFT_VERSIONED_IDS,
+    assert_round_trip,
+    hypershift_fixture,
+)
 
 pytestmark = pytest.mark.apiserver
 
@@ -291,29 +297,69 @@ def test_an_autonode_cluster_read_from_its_management_and_hosted_api_servers(
         assert applied == 7  # Namespace, HostedCluster, NodePool; a node class and three Karpenter NodePools
 
 
-def test_hypershift_render_fixtures_created_on_the_api_server_round_trip(test_clusters: Any) -> None:
-    """HyperShift's four `--render` fixtures, each in a namespace of its own (three share the name `example`),
-    created on the API server, read back one namespace at a time, imported and compared field by field."""
-    from cli.adopt_live import LiveSource, read_live
-    from nodefleet.adopt.documents import LiveObject
-    from tests.nodefleet.adopt.roundtrip import HYPERSHIFT_CASES
+def _leaf_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value that is not a non-empty map or list (``{}`` and ``[]`` are leaves)."""
+    if isinstance(value, dict) and value:
+        return [p for key, v in value.items() for p in _leaf_paths(v, (*path, key))]
+    if isinstance(value, list) and value:
+        return [p for i, v in enumerate(value) for p in _leaf_paths(v, (*path, i))]
+    return [path]
 
+
+def _holds(value: Any, path: tuple[Any, ...]) -> bool:
+    for key in path:
+        in_map = isinstance(value, dict) and key in value
+        in_list = isinstance(value, list) and isinstance(key, int) and key < len(value)
+        if not (in_map or in_list):
+            return False
+        value = value[key]
+    return True
+
+
+@pytest.fixture(scope="module")
+def fixture_server(test_clusters: Any) -> Iterator[Any]:
+    """One API server with every vendored HyperShift `--render` fixture (each HyperShift version's) created on it
+    through nodefleet's shipped CRDs, each fixture in a namespace of its own (most share the name `example`)."""
     image = "quay.io/openshift-release-dev/ocp-release:4.22.3-multi"
     with test_clusters.fresh("adopt-fixtures") as server:
         dyn = server.dynamic()
-        for i, case in enumerate(HYPERSHIFT_CASES):
-            namespace = f"fixture-{i}"
-            for manifest in hypershift_fixture(case, release_image=image):
+        for i, (version, case) in enumerate(HYPERSHIFT_VERSIONED_CASES):
+            for manifest in hypershift_fixture(case, release_image=image, version=version):
                 if manifest["kind"] == "Secret":
                     continue
                 if manifest["kind"] == "Namespace":
-                    manifest["metadata"]["name"] = namespace
+                    manifest["metadata"]["name"] = f"fixture-{i}"
                 else:
-                    manifest["metadata"]["namespace"] = namespace
+                    manifest["metadata"]["namespace"] = f"fixture-{i}"
                 _create(dyn, manifest)
-        source = LiveSource(server.api_client(), "test cluster")
-        for i, case in enumerate(HYPERSHIFT_CASES):
-            stored = read_live(source, namespace=f"fixture-{i}", cluster=None)
-            assert sorted(o["kind"] for o in stored) == ["HostedCluster", "Namespace", "NodePool"], case
-            adoption = assert_round_trip([LiveObject(o, case) for o in stored])
-            assert adoption.clusters[0]["namespace"] == f"fixture-{i}"
+        yield server
+
+
+@pytest.mark.parametrize(("version", "case"), HYPERSHIFT_VERSIONED_CASES, ids=HYPERSHIFT_VERSIONED_IDS)
+def test_hypershift_render_fixtures_created_on_the_api_server_round_trip(
+    fixture_server: Any, version: str, case: str
+) -> None:
+    """HyperShift's `--render` fixtures of several module versions, created on the API server (the shipped CRDs
+    accept them), read back one namespace at a time, imported and compared field by field."""
+    from cli.adopt_live import LiveSource, read_live
+    from nodefleet.adopt.documents import LiveObject
+
+    namespace = f"fixture-{HYPERSHIFT_VERSIONED_CASES.index((version, case))}"
+    source = LiveSource(fixture_server.api_client(), "test cluster")
+    stored = read_live(source, namespace=namespace, cluster=None)
+    assert sorted(o["kind"] for o in stored) == ["HostedCluster", "Namespace", "NodePool"]
+    # The shipped CRDs know every field the fixture sets: the API server prunes a field its CRD lacks silently.
+    image = "quay.io/openshift-release-dev/ocp-release:4.22.3-multi"
+    for manifest in hypershift_fixture(case, release_image=image, version=version):
+        if manifest["kind"] in ("HostedCluster", "NodePool"):
+            (kept,) = [o for o in stored if o["kind"] == manifest["kind"]]
+            pruned = [p for p in _leaf_paths(manifest["spec"]) if not _holds(kept["spec"], p)]
+            assert pruned == [], f"{manifest['kind']}: the shipped CRD lacks {pruned}"
+    adoption = assert_round_trip([LiveObject(o, f"{version} {case}") for o in stored])
+    assert adoption.clusters[0]["namespace"] == namespace
+    (hc,) = [o for o in stored if o["kind"] == "HostedCluster"]
+    legacy = [s for s in hc["spec"]["services"] if s["service"] == "OVNSbDb"]
+    assert bool(legacy) == (version == "v0.1.40")  # the no-op service older CLIs wrote, kept by the server
+    assert adoption.clusters[0].get("legacyServices", []) == [
+        {"service": s["service"], "type": s["servicePublishingStrategy"]["type"]} for s in legacy
+    ]

@@ -203,6 +203,15 @@ def _diff(
         for i, (a, b) in enumerate(zip(live, rendered, strict=True)):
             _diff(obj, f"{path}[{i}]", a, b, out, atomic=True)
         return
+    if isinstance(live, list) and isinstance(rendered, list) and len(live) > len(rendered) and rendered:
+        # The render is the live list less its last items: name each item it would remove, not the whole list.
+        prefix: list[Difference] = []
+        for i, (a, b) in enumerate(zip(live, rendered, strict=False)):
+            _diff(obj, f"{path}[{i}]", a, b, prefix, atomic=True)
+        if not prefix:
+            for i in range(len(rendered), len(live)):
+                out.append(Difference(obj, f"{path}[{i}]".lstrip("."), live[i], ABSENT))
+            return
     if live == rendered and type(live) is type(rendered):
         return
     if _zero(live) and _zero(rendered):

@@ -4,7 +4,8 @@ The inverse of :mod:`nodefleet.render.hosted`: the ``HostedCluster`` and its AWS
 management cluster, and (AutoNode) the ``OpenshiftEC2NodeClass``\\ es and ``karpenter.sh`` NodePools inside the
 hosted cluster. Secrets (pull secret, SSH key, AES-CBC keys) are referenced by name, never copied. What the
 renderer derives (the services from the endpoint access, the etcd and availability shapes) is not read back
-here: the fidelity check compares the render with the live object and names any field that differs.
+here, but for the no-op services older CLIs wrote: the fidelity check compares the render with the live object
+and names any field that differs.
 """
 
 from __future__ import annotations
@@ -34,6 +35,26 @@ def _get(value: Any, *path: str) -> Any:
             return None
         value = value.get(key)
     return value
+
+
+#: The ``spec.services`` entries the API keeps as no-ops for clusters older CLIs created (v0.1.40's ``OVNSbDb``).
+_LEGACY_SERVICES = ("OVNSbDb", "OIDC")
+
+
+def _legacy_services(services: Any) -> list[dict[str, str]]:
+    """The no-op entries of a live ``spec.services``, in their order, when each is a bare publishing type; any
+    other shape is left for the fidelity check to name."""
+    out: list[dict[str, str]] = []
+    for item in services if isinstance(services, list) else ():
+        strategy = item.get("servicePublishingStrategy") if isinstance(item, Mapping) else None
+        if (
+            isinstance(strategy, Mapping)
+            and item.get("service") in _LEGACY_SERVICES
+            and set(strategy) == {"type"}
+            and set(item) == {"service", "servicePublishingStrategy"}
+        ):
+            out.append({"service": str(item["service"]), "type": str(strategy["type"])})
+    return out
 
 
 def release_of(
@@ -232,6 +253,9 @@ def hosted_entry(
     entry["roles"] = dict(aws.get("rolesRef") or {})
     if aws.get("endpointAccess"):
         entry["endpointAccess"] = aws["endpointAccess"]
+    legacy = _legacy_services(spec.get("services"))
+    if legacy:
+        entry["legacyServices"] = legacy
     tags = _tags(aws.get("resourceTags"))
     if tags:
         entry["resourceTags"] = tags

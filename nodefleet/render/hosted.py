@@ -142,6 +142,7 @@ def _services(hc: HostedCluster) -> list[dict[str, Any]]:
         {"service": "Ignition", "servicePublishingStrategy": {"type": "Route"}},
         {"service": "Konnectivity", "servicePublishingStrategy": {"type": "Route"}},
         {"service": "OAuthServer", "servicePublishingStrategy": {"type": "Route"}},
+        *({"service": s.service, "servicePublishingStrategy": {"type": s.type}} for s in hc.legacy_services),
     ]
 
 

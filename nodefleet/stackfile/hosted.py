@@ -154,6 +154,14 @@ class OvnKubernetes(ConfigModel):
     v4_internal_subnet: str | None = Field(None, alias="v4InternalSubnet")
 
 
+class LegacyService(ConfigModel):
+    """A ``spec.services`` entry older HyperShift CLIs wrote and the API keeps as a no-op (``OVNSbDb``, ``OIDC``);
+    ``spec.services`` is immutable, so a cluster created with one keeps it for life."""
+
+    service: Literal["OVNSbDb", "OIDC"]
+    type: Literal["Route", "LoadBalancer", "NodePort", "None", "S3"] = "Route"
+
+
 class IngressLoadBalancer(ConfigModel):
     """The default ingress controller published through a cloud load balancer (``LoadBalancerService``)."""
 
@@ -300,6 +308,11 @@ class HostedCluster(ConfigModel):
     zone: Zone
     roles: RolesRef
     endpoint_access: Literal["Public", "PublicAndPrivate", "Private"] = "Public"
+    legacy_services: list[LegacyService] = Field(
+        [],
+        description="No-op spec.services entries after the four nodefleet derives from endpointAccess, as a "
+        "cluster created by an older hypershift CLI holds them (v0.1.40's `OVNSbDb`); only for adopted clusters.",
+    )
     resource_tags: AwsTags = {}
     networking: Networking = Networking()
     pull_secret: SecretRef
@@ -390,6 +403,13 @@ class HostedCluster(ConfigModel):
             raise ValueError(
                 f"zone: '{self.zone}' is not in region '{self.region}'; use a zone of {self.region}, e.g. "
                 f"{self.region}a"
+            )
+        services = [s.service for s in self.legacy_services]
+        repeated = sorted({s for s in services if services.count(s) > 1})
+        if repeated:
+            raise ValueError(
+                f"legacyServices: {', '.join(repeated)} is listed more than once; HyperShift publishes a service "
+                "once: keep one entry"
             )
         check_unique_names(
             [p.name for p in self.node_pools],

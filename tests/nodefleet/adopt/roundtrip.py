@@ -18,7 +18,12 @@ from nodefleet.stackfile.model import CONFIG_KEY
 
 PROJECT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).parent / "data"
-HYPERSHIFT_FIXTURES = PROJECT / "tests" / "fixtures" / "hypershift-cli-v0.1.80"
+FIXTURES = PROJECT / "tests" / "fixtures"
+#: The HyperShift module versions whose `--render` fixtures are vendored (tests/fixtures/SOURCES.md), oldest
+#: first; v0.1.80 is the one nodefleet's CLI parity is taken from.
+HYPERSHIFT_VERSIONS = ("v0.1.40", "v0.1.60", "v0.1.70", "v0.1.80", "v0.1.82")
+HYPERSHIFT_VERSION = "v0.1.80"
+FIXTURE_PREFIX = "zz_fixture_TestCreateCluster_"
 
 
 def objects(docs: Iterable[Mapping[str, Any]], source: str = "test") -> list[LiveObject]:
@@ -102,10 +107,18 @@ def substitute(value: Any, mapping: Mapping[str, str]) -> Any:
     return value
 
 
-def hypershift_fixture(case: str, *, release_image: str | None = None) -> list[dict[str, Any]]:
-    """A fixture's documents with its placeholders given values; ``release_image`` for the cases that render
-    ``release.image: ""`` (no ``--release-image``: the CLI leaves the choice to the operator)."""
-    text = (HYPERSHIFT_FIXTURES / f"zz_fixture_TestCreateCluster_{case}.yaml").read_text(encoding="utf-8")
+def hypershift_fixture_dir(version: str = HYPERSHIFT_VERSION) -> Path:
+    return FIXTURES / f"hypershift-cli-{version}"
+
+
+def hypershift_fixture(
+    case: str, *, release_image: str | None = None, version: str = HYPERSHIFT_VERSION
+) -> list[dict[str, Any]]:
+    """A fixture's documents (HyperShift ``version``'s) with its placeholders given values; ``release_image`` for
+    the cases that render ``release.image: ""`` (no ``--release-image``: the CLI leaves the choice to the
+    operator)."""
+    path = hypershift_fixture_dir(version) / f"{FIXTURE_PREFIX}{case}.yaml"
+    text = path.read_text(encoding="utf-8")
     docs = [d for d in yaml.safe_load_all(text) if d]
     region = next(d["spec"]["platform"]["aws"]["region"] for d in docs if d["kind"] == "HostedCluster")
     docs = substitute(docs, hypershift_placeholders(region))
@@ -121,3 +134,17 @@ HYPERSHIFT_CASES = (
     "minimal_with_KubeAPIServerDNSName",
     "minimal_with_OVNKubernetesMTU",
 )
+
+
+def _versioned_cases() -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (version, path.stem.removeprefix(FIXTURE_PREFIX))
+        for version in HYPERSHIFT_VERSIONS
+        for path in sorted(hypershift_fixture_dir(version).glob(f"{FIXTURE_PREFIX}*.yaml"))
+    )
+
+
+#: Every vendored fixture, as (module version, case); v0.1.82 names its cases by what they assert.
+HYPERSHIFT_VERSIONED_CASES = _versioned_cases()
+#: Test ids naming the version and the fixture.
+HYPERSHIFT_VERSIONED_IDS = [f"{version}-{case}" for version, case in HYPERSHIFT_VERSIONED_CASES]

@@ -4,6 +4,8 @@ back. Each test lists every difference on failure."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 import yaml
 
@@ -12,12 +14,17 @@ from nodefleet.adopt.importer import stack_text
 from nodefleet.render.objects import fleet_plan, load_fleet
 from nodefleet.stackfile.model import CONFIG_KEY
 from tests.nodefleet.adopt.roundtrip import (
-    HYPERSHIFT_CASES,
+    FIXTURE_PREFIX,
+    FIXTURES,
+    HYPERSHIFT_VERSIONED_CASES,
+    HYPERSHIFT_VERSIONED_IDS,
+    HYPERSHIFT_VERSIONS,
     PROJECT,
     assert_round_trip,
     data_objects,
     differences,
     hypershift_fixture,
+    hypershift_fixture_dir,
     imported,
     objects,
 )
@@ -25,9 +32,9 @@ from tests.nodefleet.adopt.roundtrip import (
 RELEASE_IMAGE = "quay.io/openshift-release-dev/ocp-release:4.22.3-multi"
 
 
-@pytest.mark.parametrize("case", HYPERSHIFT_CASES)
-def test_hypershift_render_output_round_trips(case: str) -> None:
-    docs = hypershift_fixture(case, release_image=RELEASE_IMAGE)
+@pytest.mark.parametrize(("version", "case"), HYPERSHIFT_VERSIONED_CASES, ids=HYPERSHIFT_VERSIONED_IDS)
+def test_hypershift_render_output_round_trips(version: str, case: str) -> None:
+    docs = hypershift_fixture(case, release_image=RELEASE_IMAGE, version=version)
     adoption = assert_round_trip(objects(docs))
     (cluster,) = adoption.clusters
     assert cluster["kind"] == "hosted"
@@ -37,6 +44,31 @@ def test_hypershift_render_output_round_trips(case: str) -> None:
     assert "ZmFrZQ" not in stack_text(adoption, ["x"])
     rendered_secret = any(d["kind"] == "Secret" for d in docs)  # with --render-sensitive only
     assert any("a Secret" in a.why for a in adoption.report.left_alone) == rendered_secret
+
+
+@pytest.mark.parametrize("case", ["default_creation_flags_for_cesar", "minimal_flags_necessary_to_render"])
+def test_the_no_op_service_an_older_cli_wrote_is_adopted_and_rendered_in_place(case: str) -> None:
+    """v0.1.40's CLI published a fifth service, OVNSbDb, which the API keeps as a no-op; `spec.services` is
+    immutable, so such a cluster holds it for life and the render must too (or the apply is refused)."""
+    docs = hypershift_fixture(case, release_image=RELEASE_IMAGE, version="v0.1.40")
+    adoption = assert_round_trip(objects(docs))
+    assert adoption.clusters[0]["legacyServices"] == [{"service": "OVNSbDb", "type": "Route"}]
+    newer = assert_round_trip(objects(hypershift_fixture(case, release_image=RELEASE_IMAGE)))
+    assert "legacyServices" not in newer.clusters[0]
+
+
+def test_a_no_op_service_in_a_shape_the_model_cannot_express_is_named_and_refuses() -> None:
+    docs = hypershift_fixture("default_creation_flags_for_cesar", version="v0.1.40")
+    for d in docs:
+        if d["kind"] == "HostedCluster":
+            d["spec"]["services"][4]["servicePublishingStrategy"]["route"] = {"hostname": "sbdb.example.com"}
+    adoption = imported(objects(docs))
+    assert adoption.refused
+    assert differences(adoption) == [
+        "HostedCluster clusters/cesar (test, document 3): spec.services[4]: nodefleet would remove {'service': "
+        "'OVNSbDb', 'servicePublishingStrategy': {'type': 'Route', 'route': {'hostname': 'sbdb.example.com'}}}"
+    ]
+    assert "legacyServices" not in adoption.clusters[0]
 
 
 def test_the_cli_choices_are_kept_not_replaced_by_nodefleets_defaults() -> None:
@@ -240,3 +272,15 @@ def test_a_machine_set_as_the_documentation_showed_it_before_4_5_round_trips() -
     assert ms["providerApiVersion"] == "awsproviderconfig.openshift.io/v1beta1"
     assert ms["bootImage"] == "managed" and ms["labels"] == {"node-role.kubernetes.io/worker": ""}
     assert adoption.clusters[0]["skewEnforcement"] == {"mode": "Automatic"}
+
+
+def test_every_vendored_hypershift_fixture_is_recorded_with_its_hash() -> None:
+    """tests/fixtures/SOURCES.md names each vendored `--render` fixture's module version and SHA-256: a file
+    changed or added without its provenance fails here."""
+    sources = (FIXTURES / "SOURCES.md").read_text(encoding="utf-8")
+    assert {v for v, _ in HYPERSHIFT_VERSIONED_CASES} == set(HYPERSHIFT_VERSIONS)
+    for version, case in HYPERSHIFT_VERSIONED_CASES:
+        path = hypershift_fixture_dir(version) / f"{FIXTURE_PREFIX}{case}.yaml"
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert f"| `{path.relative_to(FIXTURES)}` | `{digest}` |" in sources, path.name
+        assert f"`github.com/openshift/hypershift@{version}`" in sources, version

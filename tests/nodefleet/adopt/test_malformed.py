@@ -27,6 +27,10 @@ def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
 
 SOURCES = {
     "hosted": (lambda: hypershift_fixture("default_creation_flags_for_cesar"), {}),
+    "hosted-v0.1.40": (
+        lambda: hypershift_fixture("default_creation_flags_for_cesar", version="v0.1.40"),
+        {},
+    ),
     "standalone": (
         lambda: [o.manifest for o in data_objects("standalone-4.16.yaml")],
         {"catalog": "catalogs/rhcos-4.16.json"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
@@ -226,6 +227,43 @@ def test_private_cluster_publishes_the_api_through_a_route() -> None:
     spec = render_hosted_cluster(hosted_cluster(endpointAccess="Private"))["spec"]
     assert spec["services"][0] == {"service": "APIServer", "servicePublishingStrategy": {"type": "Route"}}
     assert spec["platform"]["aws"]["endpointAccess"] == "Private"
+
+
+def test_legacy_services_follow_the_four_derived_ones_and_fit_the_crd() -> None:
+    """The no-op entries older CLIs wrote (an adopted cluster's `spec.services` is immutable) come last, in
+    the stack's order; the CRD takes at most six services, the four and both no-ops."""
+    legacy = [{"service": "OVNSbDb", "type": "Route"}, {"service": "OIDC", "type": "S3"}]
+    m = render_hosted_cluster(hosted_cluster(legacyServices=legacy))
+    assert [s["service"] for s in m["spec"]["services"]] == [
+        "APIServer",
+        "Ignition",
+        "Konnectivity",
+        "OAuthServer",
+        "OVNSbDb",
+        "OIDC",
+    ]
+    assert m["spec"]["services"][4:] == [
+        {"service": "OVNSbDb", "servicePublishingStrategy": {"type": "Route"}},
+        {"service": "OIDC", "servicePublishingStrategy": {"type": "S3"}},
+    ]
+    validate_manifest(m)
+    assert len(render_hosted_cluster(hosted_cluster())["spec"]["services"]) == 4
+
+
+@pytest.mark.parametrize(
+    ("legacy", "message"),
+    [
+        (
+            [{"service": "OVNSbDb"}, {"service": "OVNSbDb"}],
+            "legacyServices: OVNSbDb is listed more than once",
+        ),
+        ([{"service": "APIServer"}], "legacyServices.0.service"),
+    ],
+    ids=["twice", "not-a-no-op"],
+)
+def test_legacy_services_are_the_no_ops_once_each(legacy: list[dict[str, str]], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        hosted_cluster(legacyServices=legacy)
 
 
 def test_without_auto_node_or_ssh_key() -> None:
