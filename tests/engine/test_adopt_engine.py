@@ -107,6 +107,7 @@ class Adopted:
     after each step."""
 
     written: dict[str, Any]
+    refused: Run
     first: Run
     preview: Run
     second: Run
