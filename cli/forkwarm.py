@@ -9,9 +9,9 @@ to the stack's own run, which says why.
 
 from __future__ import annotations
 
+import contextlib
+
 from nodefleet.apiserver.store import CrdError, load_index
 
-try:
+with contextlib.suppress(CrdError):
     load_index()
-except CrdError:
-    pass
