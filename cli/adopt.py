@@ -283,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
         if clash:
             raise InputError(f"{clash}\nnothing was written")
     print(f"nodefleet import: stack{'s' if grouped else ''} '{args.stack}' from {', '.join(sources)}")
-    registry = _registry_update(args, stacks_dir, adoption)
+    registry = _registry_update(args, stacks_dir, adoption, others)
     if not _report(adoption, args.adopt_defaults):
         return EXIT_INVALID
     named = ["an API server"] if live else []
@@ -307,12 +307,13 @@ def _supported_versions(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _registry_update(
-    args: argparse.Namespace, stacks_dir: Path, adoption: Any
+    args: argparse.Namespace, stacks_dir: Path, adoption: Any, others: dict[str, Any]
 ) -> tuple[Path, str, str] | None:
     """The registry's new text when the adopted hosted clusters' management cluster is not in it (or the user
     forces its entry): its path, the text, what changed. None when nothing is to change. A result the registry
     refuses (a kubeconfig, Argo CD cluster or Flux Secret another entry has) is an :class:`InputError` now, before
-    anything is written."""
+    anything is written; so is a new registry that would leave out the one management cluster the folder's
+    ``others`` stacks (name → their ``nodefleet:fleet``) are on without it."""
     import yaml
     from pydantic import ValidationError
 
@@ -339,6 +340,21 @@ def _registry_update(
     declared = registry.exists and name in registry.names
     if (declared and not args.force) or (not registry.exists and name == DEFAULT_MANAGEMENT_CLUSTER):
         return None
+    if not registry.exists:
+        from nodefleet.stackfile.waves import management_clusters_of
+
+        on_default = sorted(
+            n for n, f in others.items() if DEFAULT_MANAGEMENT_CLUSTER in management_clusters_of(f)
+        )
+        if on_default:
+            raise InputError(
+                f"{shown}: the import would create it with management cluster '{name}' alone, and the hosted "
+                f"clusters of stack{'s' if len(on_default) > 1 else ''} {', '.join(on_default)} are on "
+                f"'{DEFAULT_MANAGEMENT_CLUSTER}', the one management cluster a fleet without {shown} has: they "
+                f"would be on none it declares; declare '{DEFAULT_MANAGEMENT_CLUSTER}' there first "
+                "(managementClusters: name, region, kubeconfig; docs/configuration.md, 'Management clusters') and "
+                "import again; nothing was written"
+            )
     kubeconfig = args.kubeconfig
     if kubeconfig is not None and not (kubeconfig.startswith("~/") or os.path.isabs(kubeconfig)):
         kubeconfig = os.path.abspath(kubeconfig)  # the registry takes a path every tool reads alike
@@ -441,13 +457,13 @@ def _write_and_check(
             print(f"  removed {target} again: the check refused it", file=sys.stderr)
 
     if len(stacks) > 1:
-        import subprocess
+        from cli.main import main
 
+        # `fleet check` of the written stacks, run here: no second interpreter to start, and the stacks judged
+        # once against the folder's others (each stack's check then forked from the fork server).
         fleet = ["fleet", "check", "--stacks", ",".join(targets), "--stacks-dir", str(stacks_dir.resolve())]
         sys.stdout.flush()
-        code = subprocess.run(
-            [sys.executable, "-m", "nodefleet", *fleet], cwd=PROJECT_DIR, check=False
-        ).returncode
+        code = main(fleet)
         if code >= EXIT_INVALID:
             take_back()
             return EXIT_INVALID

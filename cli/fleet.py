@@ -424,12 +424,21 @@ def run(args: argparse.Namespace) -> int:
         if problems:
             raise InputError("\n".join(problems))
         args.tree_judged = True  # across the fleet, for the stacks the change touches
+    elif args.fleet_command == "check" and set(names) < set(known):
+        from cli.fleet_changed import across_fleet
+
+        # Some of the folder's stacks (--stacks): judged once against the others they can collide with,
+        # instead of each stack reading every stack file of the folder again.
+        problems = across_fleet(args, known, names)
+        if problems:
+            raise InputError("\n".join(problems))
+        args.tree_judged = True
     elif args.fleet_command in ("check", "preview", "up", "render"):
         problems = tree_problems(args, [(name, known[name]) for name in names])
         if problems:
             raise InputError("\n".join(problems))
         # Every stack file of the folder was judged together: each stack need not read its siblings again.
-        args.tree_judged = names == list(known)
+        args.tree_judged = set(names) == set(known)
     if args.fleet_command in ("preview", "up") and (code := _engine_incomplete(args)) is not None:
         return code
     health = getattr(args, "health_command", None)

@@ -87,11 +87,7 @@ def changed_check(
 ) -> tuple[list[str], list[str]]:
     """(the stacks of ``names`` the change touches, the problems across the fleet that involve them)."""
     from cli.stacks import CACHED_FLEET, many_stacks, registry_of
-    from mockruntime.run import PROJECT_DIR, read_stack_config
-    from nodefleet.fleet.registry import fleet_problems, load_fleet_in, registry_path
-    from nodefleet.render.objects import remembered_plans
-    from nodefleet.render.objects import tree_problems as problems_in
-    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
+    from nodefleet.fleet.registry import registry_path
     from nodefleet.stackfile.waves import (
         DEFAULT_WAVE,
         WAVES,
@@ -100,20 +96,14 @@ def changed_check(
         normalize_wave,
         touched_stacks,
     )
-    from nodefleet.stackfile.yamlfile import YAMLFileError
 
     changed = _changed_paths(args.changed_files)
     registry = registry_of(args.stacks_dir)
-    raw: dict[str, Any] = {}
-    stacks = []
     with many_stacks(args.stacks_dir if len(known) >= CACHED_FLEET else None):
+        raw = _raw_fleets(known)
+        stacks = []
         for name in known:
-            shown = _relative(known[name])
-            try:
-                fleet = read_stack_config(known[name], shown, fast=True).get(CONFIG_KEY)
-            except YAMLFileError:
-                fleet = None  # judged by its own check if the change touches it
-            fleet = raw[name] = fleet if isinstance(fleet, dict) else {}
+            fleet = raw[name]
             try:
                 wave = normalize_wave(fleet.get("wave", DEFAULT_WAVE))
             except WaveError:
@@ -124,31 +114,12 @@ def changed_check(
                 for c in (clusters if isinstance(clusters, list) else [])
                 if isinstance(c, dict) and isinstance(c.get("catalog"), str)
             )
-            stacks.append(StackWave(name, wave, shown, "render", catalogs, tuple(
+            stacks.append(StackWave(name, wave, _relative(known[name]), "render", catalogs, tuple(
                 m for kind, m in sorted(_places(fleet)) if kind == "management"
             )))  # fmt: skip
         hit = touched_stacks(changed, stacks, registry_file=_relative(registry_path(args.stacks_dir)))
         touched = [n for n in names if n in hit]
-        mine = set().union(*(_places(raw[n]) for n in touched)) if touched else set()
-        # The other stacks that share a place with a touched one: the only ones it can collide with.
-        near = [n for n in known if n not in hit and _places(raw[n]) & mine]
-        loaded: list[tuple[Any, str]] = []
-        trees: dict[Path, list[Any]] = {}
-        with remembered_plans():
-            for name in [*touched, *near]:
-                shown = _shown(known[name])
-                try:
-                    config = read_stack_config(known[name], shown, fast=True)
-                    fleet = load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown)
-                except (ConfigError, YAMLFileError, FileNotFoundError):
-                    continue  # a touched stack's own check says why; an untouched one is not this change's
-                loaded.append((fleet, shown))
-                if fleet.config.output.mode == "render":
-                    trees.setdefault(fleet.render_dir.path.parent, []).append((fleet, shown))
-            problems = fleet_problems(registry, loaded)
-            problems += [p for fleets in trees.values() if len(fleets) > 1 for p in problems_in(fleets)]
-    files = [_shown(known[n]) for n in touched]
-    involved = [p for p in dict.fromkeys(problems) if any(f in p for f in files)]
+        involved, near = _judged_across(known, touched, raw, registry)
     print(
         f"fleet check --changed-files: {len(touched)} of {len(names)} stacks touched by the change"
         + (f" ({', '.join(touched)})" if touched else "")
@@ -157,3 +128,65 @@ def changed_check(
         file=sys.stderr,
     )
     return touched, involved
+
+
+def across_fleet(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> list[str]:
+    """The problems across the fleet that involve the stacks ``names``, some of the stack files ``known``: what
+    each of them, checked on its own, finds by reading every other stack file, found once for all of them
+    (``fleet check --stacks``; ``import`` of several stacks into a folder that holds others)."""
+    from cli.stacks import CACHED_FLEET, many_stacks, registry_of
+
+    registry = registry_of(args.stacks_dir)
+    with many_stacks(args.stacks_dir if len(known) >= CACHED_FLEET else None):
+        return _judged_across(known, names, _raw_fleets(known), registry)[0]
+
+
+def _raw_fleets(known: dict[str, Path]) -> dict[str, Any]:
+    """Every stack's ``nodefleet:fleet`` as its file holds it (empty where the file does not read)."""
+    from mockruntime.run import read_stack_config
+    from nodefleet.stackfile.model import CONFIG_KEY
+    from nodefleet.stackfile.yamlfile import YAMLFileError
+
+    raw: dict[str, Any] = {}
+    for name in known:
+        try:
+            fleet = read_stack_config(known[name], _relative(known[name]), fast=True).get(CONFIG_KEY)
+        except YAMLFileError:
+            fleet = None  # judged by its own check if it is one of those judged
+        raw[name] = fleet if isinstance(fleet, dict) else {}
+    return raw
+
+
+def _judged_across(
+    known: dict[str, Path], touched: list[str], raw: dict[str, Any], registry: Any
+) -> tuple[list[str], list[str]]:
+    """(the problems that involve the stacks ``touched``, the other stacks they were judged with: those that
+    share a place with one of them)."""
+    from mockruntime.run import PROJECT_DIR, read_stack_config
+    from nodefleet.fleet.registry import fleet_problems, load_fleet_in
+    from nodefleet.render.objects import remembered_plans
+    from nodefleet.render.objects import tree_problems as problems_in
+    from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
+    from nodefleet.stackfile.yamlfile import YAMLFileError
+
+    chosen = set(touched)
+    mine = set().union(*(_places(raw[n]) for n in touched)) if touched else set()
+    # The other stacks that share a place with a touched one: the only ones it can collide with.
+    near = [n for n in known if n not in chosen and _places(raw[n]) & mine]
+    loaded: list[tuple[Any, str]] = []
+    trees: dict[Path, list[Any]] = {}
+    with remembered_plans():
+        for name in [*touched, *near]:
+            shown = _shown(known[name])
+            try:
+                config = read_stack_config(known[name], shown, fast=True)
+                fleet = load_fleet_in(registry, config.get(CONFIG_KEY), name, PROJECT_DIR, source=shown)
+            except (ConfigError, YAMLFileError, FileNotFoundError):
+                continue  # a touched stack's own check says why; an untouched one is not this change's
+            loaded.append((fleet, shown))
+            if fleet.config.output.mode == "render":
+                trees.setdefault(fleet.render_dir.path.parent, []).append((fleet, shown))
+        problems = fleet_problems(registry, loaded)
+        problems += [p for fleets in trees.values() if len(fleets) > 1 for p in problems_in(fleets)]
+    files = [_shown(known[n]) for n in touched]
+    return [p for p in dict.fromkeys(problems) if any(f in p for f in files)], near

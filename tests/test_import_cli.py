@@ -239,6 +239,65 @@ def test_one_stack_per_cluster(tmp_path: Path, stacks: Path) -> None:
     assert "Pulumi.team-prod-west.yaml: a stack file of that name exists" in again.stderr
 
 
+def test_the_hosted_clusters_of_a_management_cluster_as_one_stack_each_beside_the_folders_others(
+    tmp_path: Path, stacks: Path
+) -> None:
+    """``--stack {cluster}`` into a folder that already holds a stack: a stack per hosted cluster and the registry's
+    entry for their management cluster, checked as ``fleet check`` checks them (the new stacks judged once against
+    the folder's others); the folder then passes ``fleet check`` whole. A cluster whose ``infraId`` a stack of the
+    folder already declares is refused, and nothing is written."""
+    import shutil
+
+    from bench.adopt import write_fleet
+    from tests.conftest import PROJECT
+
+    shutil.copy(PROJECT / "stacks" / "Pulumi.dev.yaml", stacks)
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    files = write_fleet(4, sources)
+    args = ["--stack", "{cluster}", "--management-cluster", "mgmt-east"]
+    result = _import(stacks, *args, *(a for f in files[:3] for a in ("--from-file", str(f))))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(p.name for p in stacks.iterdir()) == [
+        "Pulumi.c000.yaml",
+        "Pulumi.c001.yaml",
+        "Pulumi.c002.yaml",
+        "Pulumi.dev.yaml",
+        "nodefleet-fleet.yaml",
+    ]
+    registry = yaml.safe_load((stacks / "nodefleet-fleet.yaml").read_text())
+    assert registry["managementClusters"] == [{"name": "mgmt-east", "region": "us-east-2"}]
+    for name in ("c000", "c001", "c002"):
+        written = yaml.safe_load((stacks / f"Pulumi.{name}.yaml").read_text())["config"]["nodefleet:fleet"]
+        assert [(c["name"], c["managementCluster"]) for c in written["clusters"]] == [(name, "mgmt-east")]
+    assert "3 stacks in" in result.stdout and "fleet exit 0" in result.stdout
+    whole = nodefleet("fleet", "check", "--stacks-dir", str(stacks))
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert "4 stacks in" in whole.stdout
+
+    # The fourth cluster, with the first one's infraId: refused, nothing written.
+    clash = files[3]
+    clash.write_text(clash.read_text().replace("c003-00003", "c000-00000"))
+    before = {p.name: p.read_bytes() for p in stacks.iterdir()}
+    refused = _import(stacks, *args, "--from-file", str(clash))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "cluster 'c003' is already declared by stack 'c000'" in refused.stderr
+    assert {p.name: p.read_bytes() for p in stacks.iterdir()} == before
+    # A stack of the folder checked alone (`fleet check --stacks`) is judged against the others it was not
+    # chosen with: a hand-made copy of c002 under another name keeps c002's infraId.
+    copy_ = yaml.safe_load((stacks / "Pulumi.c002.yaml").read_text())
+    fleet = copy_["config"]["nodefleet:fleet"]
+    fleet.pop("output", None)
+    fleet["clusters"][0]["name"] = "c009"
+    (stacks / "Pulumi.c009.yaml").write_text(yaml.safe_dump(copy_))
+    alone = nodefleet("fleet", "check", "--stacks-dir", str(stacks), "--stacks", "c009")
+    assert alone.returncode == 2, alone.stdout + alone.stderr
+    assert (
+        "nodefleet:fleet.clusters[0].infraId: 'c002-00002' is also the infraId of "
+        f"{stacks / 'Pulumi.c009.yaml'}" in alone.stderr
+    ), alone.stderr
+
+
 def test_an_autonode_cluster_with_pools_on_hypershifts_default_class_is_written_and_checked(
     tmp_path: Path, stacks: Path
 ) -> None:

@@ -172,3 +172,32 @@ def test_an_entry_the_registry_refuses_writes_nothing(stacks: Path, sources: Pat
     assert "'us-east-2', but its management cluster 'mgmt-euw1-a' is in eu-west-1" in result.stderr
     assert registry.read_bytes() == before
     assert sorted(p.name for p in stacks.iterdir()) == ["nodefleet-fleet.yaml"]
+
+
+def test_a_new_registry_that_would_leave_the_folders_stacks_on_no_management_cluster_writes_nothing(
+    stacks: Path, sources: Path
+) -> None:
+    import shutil
+
+    from tests.conftest import PROJECT
+
+    # A fleet without a registry: its hosted stack is on the one management cluster such a fleet has.
+    shutil.copy(PROJECT / "stacks" / "Pulumi.hosted.yaml", stacks)
+    before = {p.name: p.read_bytes() for p in stacks.iterdir()}
+    result = _import(stacks, sources, "--management-cluster", "mgmt-use2-c")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert (
+        "the import would create it with management cluster 'mgmt-use2-c' alone, and the hosted clusters of stack "
+        "hosted are on 'management'"
+    ) in result.stderr
+    assert "nothing was written" in result.stderr
+    assert {p.name: p.read_bytes() for p in stacks.iterdir()} == before
+    # Declared first, as the message says: the import appends its entry and the folder checks clean.
+    registry = stacks / "nodefleet-fleet.yaml"
+    registry.write_text("managementClusters:\n- name: management\n  region: us-east-2\n")
+    result = _import(stacks, sources, "--management-cluster", "mgmt-use2-c")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert yaml.safe_load(registry.read_text())["managementClusters"][1]["name"] == "mgmt-use2-c"
+    whole = nodefleet("fleet", "check", "--stacks-dir", str(stacks))
+    assert whole.returncode == 0, whole.stdout + whole.stderr
