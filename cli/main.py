@@ -99,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
 
     crds.add_parser(sub)
     _describe_commands(p, ("python -m nodefleet",))
+    # The whole command line, for a command that runs another in this process (`import` runs `fleet check` of
+    # the stacks it wrote); handed down rather than imported, since cli.main imports every command.
+    p.set_defaults(command_line=main)
     return p
 
 
