@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -457,7 +458,7 @@ def _write_and_check(
             print(f"  removed {target} again: the check refused it", file=sys.stderr)
 
     if len(stacks) > 1:
-        main = args.command_line
+        main: Callable[[list[str]], int] = args.command_line
         # `fleet check` of the written stacks, run here: no second interpreter to start, and the stacks judged
         # once against the folder's others (each stack's check then forked from the fork server).
         fleet = ["fleet", "check", "--stacks", ",".join(targets), "--stacks-dir", str(stacks_dir.resolve())]
