@@ -302,32 +302,16 @@ def matrix_run(args: argparse.Namespace, known: dict[str, Path], names: list[str
         stacks = [s for s in stacks if s.mode == args.mode]
     touched = None
     if args.changed_files:
-        from nodefleet import files as reader
+        from cli.fleet_changed import changed_paths
 
-        try:
-            if args.changed_files == "-":
-                data = sys.stdin.buffer.read(reader.MAX_FILE_BYTES + 1)
-                if len(data) > reader.MAX_FILE_BYTES:
-                    raise reader.FileProblem(
-                        "-",
-                        f"standard input holds more than {reader.MAX_FILE_BYTES:,} bytes",
-                        "give a list of files",
-                    )
-                text = reader.decode_text(data, "-", what="list of changed files")
-            else:
-                text = reader.read_text(args.changed_files, what="list of changed files")
-        except reader.FileProblem as e:
-            raise InputError(
-                f"--changed-files {e.source}: {e.problem}; {e.fix} (the output of `git diff --name-only BASE`, "
-                "or - to read it from stdin)"
-            ) from None
+        lines = changed_paths(args.changed_files)
         changes = None
         if args.base and registry.exists:
             from cli.report import base_registry
 
             changes = base_registry(args.base, args.stacks_dir, registry)
         touched = touched_stacks(
-            text.splitlines(),
+            lines,
             stacks,
             registry_file=_relative(registry_path(args.stacks_dir)),
             registry_changes=changes,

@@ -21,7 +21,7 @@ from typing import Any
 from cli.exits import InputError
 
 
-def _changed_paths(value: str) -> list[str]:
+def changed_paths(value: str) -> list[str]:
     """The lines of the list of changed files (``-``: standard input), read as ``fleet matrix`` reads it."""
     from nodefleet import files as reader
 
@@ -97,7 +97,7 @@ def changed_check(
         touched_stacks,
     )
 
-    changed = _changed_paths(args.changed_files)
+    changed = changed_paths(args.changed_files)
     registry = registry_of(args.stacks_dir)
     with many_stacks(args.stacks_dir if len(known) >= CACHED_FLEET else None):
         raw = _raw_fleets(known)
