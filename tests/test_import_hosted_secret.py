@@ -16,29 +16,14 @@ import pytest
 import yaml
 
 from tests.conftest import nodefleet
-from tests.nodefleet.adopt.roundtrip import DATA, hypershift_fixture
+from tests.nodefleet.adopt.roundtrip import DATA, autonode_cesar
 from tests.testcluster import ApiServer, TestClusters
 
 pytestmark = pytest.mark.apiserver
 
 
 def _cesar_with_autonode() -> list[dict[str, Any]]:
-    docs = [d for d in hypershift_fixture("default_creation_flags_for_cesar") if d["kind"] != "Secret"]
-    for d in docs:
-        if d["kind"] == "HostedCluster":
-            d["spec"]["autoNode"] = {
-                "provisionerConfig": {
-                    "name": "Karpenter",
-                    "karpenter": {
-                        "platform": "AWS",
-                        "aws": {"roleARN": "arn:aws:iam::123456789012:role/cesar-karpenter"},
-                    },
-                }
-            }
-            d["metadata"]["annotations"]["hypershift.openshift.io/aws-karpenter-default-instance-profile"] = (
-                "example-4kq8z-worker"
-            )
-    return docs
+    return [d for d in autonode_cesar() if d["kind"] != "Secret"]
 
 
 def _inside() -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from tests.nodefleet.adopt.roundtrip import (
     HYPERSHIFT_VERSIONED_CASES,
     HYPERSHIFT_VERSIONED_IDS,
     assert_round_trip,
+    autonode_cesar,
     hypershift_fixture,
 )
 
@@ -244,21 +245,7 @@ def test_an_autonode_cluster_read_from_its_management_and_hosted_api_servers(
 
     stacks = tmp_path / "stacks"
     stacks.mkdir()
-    cesar = hypershift_fixture("default_creation_flags_for_cesar")
-    for d in cesar:
-        if d["kind"] == "HostedCluster":
-            d["spec"]["autoNode"] = {
-                "provisionerConfig": {
-                    "name": "Karpenter",
-                    "karpenter": {
-                        "platform": "AWS",
-                        "aws": {"roleARN": "arn:aws:iam::123456789012:role/cesar-karpenter"},
-                    },
-                }
-            }
-            d["metadata"]["annotations"]["hypershift.openshift.io/aws-karpenter-default-instance-profile"] = (
-                "example-4kq8z-worker"
-            )
+    cesar = autonode_cesar()
     inside = [d for d in yaml.safe_load_all((DATA / "karpenter-upstream-nodepools.yaml").read_text()) if d]
     inside += [
         d

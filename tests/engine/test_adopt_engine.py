@@ -34,7 +34,7 @@ from engine.events import changes, step_ops
 from engine.project import Run, ScratchProject, scratch_project
 from nodefleet.stackfile.model import CONFIG_KEY
 from tests.conftest import nodefleet
-from tests.nodefleet.adopt.roundtrip import DATA, hypershift_fixture
+from tests.nodefleet.adopt.roundtrip import DATA, autonode_cesar
 from tests.testcluster import TestClusters
 
 PROGRAM = ("pulumi-language-python", "kubernetes")
@@ -71,23 +71,9 @@ def _as_created(manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def _management_objects() -> list[dict[str, Any]]:
-    """HyperShift's fixture for ``cesar`` made an AutoNode cluster, as test_import_live.py makes it; its Secrets
+    """HyperShift's fixture for ``cesar`` made an AutoNode cluster; its Secrets
     are left out (nodefleet references them by name)."""
-    docs = hypershift_fixture("default_creation_flags_for_cesar")
-    for d in docs:
-        if d["kind"] == "HostedCluster":
-            d["spec"]["autoNode"] = {
-                "provisionerConfig": {
-                    "name": "Karpenter",
-                    "karpenter": {
-                        "platform": "AWS",
-                        "aws": {"roleARN": "arn:aws:iam::123456789012:role/cesar-karpenter"},
-                    },
-                }
-            }
-            d["metadata"]["annotations"]["hypershift.openshift.io/aws-karpenter-default-instance-profile"] = (
-                "example-4kq8z-worker"
-            )
+    docs = autonode_cesar()
     return [d for d in docs if d["kind"] != "Secret"]
 
 

@@ -128,6 +128,27 @@ def hypershift_fixture(
     return list(docs)
 
 
+def autonode_cesar() -> list[dict[str, Any]]:
+    """HyperShift's fixture for ``cesar`` as an AutoNode cluster: Karpenter as its provisioner, with the role and
+    the default instance profile HyperShift reads."""
+    docs = hypershift_fixture("default_creation_flags_for_cesar")
+    for d in docs:
+        if d["kind"] == "HostedCluster":
+            d["spec"]["autoNode"] = {
+                "provisionerConfig": {
+                    "name": "Karpenter",
+                    "karpenter": {
+                        "platform": "AWS",
+                        "aws": {"roleARN": "arn:aws:iam::123456789012:role/cesar-karpenter"},
+                    },
+                }
+            }
+            d["metadata"]["annotations"]["hypershift.openshift.io/aws-karpenter-default-instance-profile"] = (
+                "example-4kq8z-worker"
+            )
+    return docs
+
+
 HYPERSHIFT_CASES = (
     "default_creation_flags_for_cesar",
     "minimal_flags_necessary_to_render",
