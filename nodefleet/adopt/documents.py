@@ -10,7 +10,7 @@ one name in two namespaces.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +76,15 @@ class LiveObject:
     def annotations(self) -> Mapping[str, str]:
         notes = self.metadata.get("annotations")
         return notes if isinstance(notes, Mapping) else {}
+
+    def declared_annotations(self, typed: Collection[str]) -> dict[str, str]:
+        """The annotations a stack-file entry carries as they are: all but those a typed key of the entry
+        declares (``typed``) and nodefleet's own ``nodefleet.io/`` bookkeeping."""
+        return {
+            str(key): str(value)
+            for key, value in self.annotations.items()
+            if key not in typed and not str(key).startswith("nodefleet.io/")
+        }
 
     @property
     def identity(self) -> tuple[str, str, str, str]:

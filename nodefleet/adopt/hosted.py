@@ -307,11 +307,7 @@ def hosted_entry(
                 f"the sources hold no Namespace {entry['namespace']}: nodefleet leaves it as it is",
             )
         )
-    notes = {
-        str(key): str(value)
-        for key, value in hc.annotations.items()
-        if key not in _TYPED_ANNOTATIONS and not str(key).startswith("nodefleet.io/")
-    }
+    notes = hc.declared_annotations(_TYPED_ANNOTATIONS)
     if notes:
         entry["annotations"] = notes
     if hc.labels:

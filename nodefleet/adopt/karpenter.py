@@ -131,11 +131,7 @@ def node_pool_entry(obj: LiveObject) -> dict[str, Any]:
     template = spec.get("template") if isinstance(spec.get("template"), Mapping) else {}
     tspec = _get(template, "spec") or {}
     entry: dict[str, Any] = {"name": obj.name, "nodeClass": _get(tspec, "nodeClassRef", "name")}
-    notes = {
-        str(key): str(value)
-        for key, value in obj.annotations.items()
-        if key not in _NOT_DECLARED and not str(key).startswith("nodefleet.io/")
-    }
+    notes = obj.declared_annotations(_NOT_DECLARED)
     if notes:
         entry["annotations"] = notes
     entry |= _requirements(list(tspec.get("requirements") or []))
