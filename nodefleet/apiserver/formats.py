@@ -613,18 +613,25 @@ def go_rfc3339(value: str) -> tuple[int, int] | None:
     """The instant Go's ``time.Parse(time.RFC3339, value)`` reads (seconds from the epoch, nanoseconds), or None
     when it refuses ``value``. Its general parser: a one-digit hour, a comma before the fraction and a zone
     offset up to 24:60 pass; ``T`` and ``Z`` are upper case only (Go matches layout text byte for byte)."""
+    m = _RFC3339.fullmatch(value)
+    return None if m is None else _instant(m, year_zero=True)
+
+
+def _instant(m: re.Match[str], *, year_zero: bool) -> tuple[int, int] | None:
+    """The instant a match of :data:`_RFC3339` or :data:`_PARSE_DATE_TIME` names, as Go's ``time.Parse``
+    reads it (seconds from the epoch, nanoseconds; no zone is UTC), or None for a date or time Go refuses.
+    Year 0, which Go reads, only with ``year_zero``: the CEL engine cannot hold it."""
     import calendar
 
-    m = _RFC3339.fullmatch(value)
-    if m is None:
-        return None
     year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
     if not 1 <= month <= 12 or hour > 23 or minute > 59 or second > 59:
+        return None
+    if year == 0 and not year_zero:
         return None
     if not 1 <= day <= calendar.monthrange(year or 2000, month)[1]:  # year 0 is a leap year, as 2000
         return None
     offset = 0
-    if m[8] is None:
+    if m[9] is not None:
         hours, minutes = int(m[10]), int(m[11])
         if hours > 24 or minutes > 60:
             return None
@@ -682,27 +689,11 @@ def date_time_value(value: str) -> tuple[int, int] | None:
     ``ParseDateTime`` reads (seconds from the epoch, nanoseconds), or None when it reads none and the rule
     gets a conversion error. Not :func:`is_date_time`: the format check lower-cases the value and takes any
     character before a fraction, so ``2024-01-01t00:00:00z`` passes the schema and fails the conversion."""
-    import calendar
-
     if value == "":
         return 0, 0  # ParseDateTime's zero DateTime: the Unix epoch
     m = _PARSE_DATE_TIME.fullmatch(value)
-    if m is None:
-        return None
-    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
-    if not 1 <= month <= 12 or hour > 23 or minute > 59 or second > 59:
-        return None
-    if year < 1 or not 1 <= day <= calendar.monthrange(year, month)[1]:
-        return None  # year 0, which Go reads, is before what the CEL engine can hold (see is_date)
-    offset = 0
-    if m[9] is not None:
-        hours, minutes = int(m[10]), int(m[11])
-        if hours > 24 or minutes > 60:
-            return None
-        offset = (hours * 3600 + minutes * 60) * (1 if m[9] == "+" else -1)
-    nanos = int((m[7] + "000000000")[:9]) if m[7] else 0  # Go keeps nine digits and drops the rest
-    days = date_ordinal(year, month, day) - 719163  # days from 1970-01-01
-    return days * 86400 + hour * 3600 + minute * 60 + second - offset, nanos
+    # Year 0, which Go reads, is before what the CEL engine can hold (see is_date).
+    return None if m is None else _instant(m, year_zero=False)
 
 
 def date_value(value: str) -> tuple[int, int] | None:
