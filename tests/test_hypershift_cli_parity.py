@@ -27,6 +27,7 @@ from nodefleet.render.hosted import (
 )
 from nodefleet.stackfile.hosted import HostedCluster
 from tests.crdschema import validate_manifest
+from tests.nodefleet.adopt.roundtrip import substitute
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hypershift-cli-v0.1.80"
 ACCOUNT = "123456789012"
@@ -78,18 +79,6 @@ def _placeholders(region: str) -> dict[str, str]:
     }
     values.update({fake: f"arn:aws:iam::{ACCOUNT}:role/example-{key}" for key, fake in ROLES.items()})
     return values
-
-
-def _substitute(value: Any, mapping: Mapping[str, str]) -> Any:
-    if isinstance(value, dict):
-        return {k: _substitute(v, mapping) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, mapping) for v in value]
-    if isinstance(value, str):
-        # Longest first: fakeBaseDomainPrefix before fakeBaseDomain.
-        for fake in sorted(mapping, key=len, reverse=True):
-            value = value.replace(fake, mapping[fake])
-    return value
 
 
 def _stack(name: str, region: str, **choices: Any) -> dict[str, Any]:
@@ -230,7 +219,7 @@ EMPTY_STATUS = {
 
 def _cli(case: str) -> dict[str, dict[str, Any]]:
     _, region, _ = CASES[case]
-    docs = _substitute(_fixture(case), _placeholders(region))
+    docs = substitute(_fixture(case), _placeholders(region))
     for kind, status in EMPTY_STATUS.items():
         assert docs[kind].pop("status") == status
     return docs
