@@ -21,6 +21,7 @@ __all__ = [
     "ADOPTED_KINDS",
     "AdoptError",
     "LiveObject",
+    "at",
     "check_objects",
     "read_documents",
 ]
@@ -28,6 +29,16 @@ __all__ = [
 
 class AdoptError(ValueError):
     """A source nodefleet cannot adopt: the message names the object (or document), what is wrong, what to do."""
+
+
+def at(value: Any, *path: str) -> Any:
+    """The value at ``path`` inside a live object's mappings, or None where the path ends or a step is not a
+    mapping (a live object may hold anything where the model expects a mapping)."""
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
 
 
 @dataclass(frozen=True)

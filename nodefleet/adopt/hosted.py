@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodefleet import kinds as k
-from nodefleet.adopt.documents import AdoptError, LiveObject
+from nodefleet.adopt.documents import AdoptError, LiveObject, at
 from nodefleet.adopt.karpenter import autonode_class_entry, legacy_class_entry, node_pool_entry
 from nodefleet.adopt.report import Adopted, Inferred, LeftAlone, Report
 from nodefleet.bootimages.releases import parse_release_image
@@ -27,14 +27,6 @@ __all__ = ["HostedSources", "hosted_entry", "release_of"]
 
 #: HostedCluster annotations nodefleet writes from typed keys or leaves to HyperShift, never free-form ones.
 _TYPED_ANNOTATIONS = frozenset({ANNOTATION_CLEANUP_CLOUD_RESOURCES, k.ANNOTATION_KARPENTER_INSTANCE_PROFILE})
-
-
-def _get(value: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
 
 
 #: The ``spec.services`` entries the API keeps as no-ops for clusters older CLIs created (v0.1.40's ``OVNSbDb``).
@@ -99,7 +91,7 @@ def release_of(
 
 
 def _secret_name(value: Any) -> str | None:
-    name = _get(value, "name")
+    name = at(value, "name")
     return str(name) if isinstance(name, str) and name else None
 
 
@@ -122,20 +114,20 @@ def _encryption(spec: Mapping[str, Any]) -> dict[str, Any] | None:
     enc = spec.get("secretEncryption")
     if not isinstance(enc, Mapping):
         return None
-    aws = _get(enc, "kms", "aws")
+    aws = at(enc, "kms", "aws")
     if enc.get("type") == "kms" and isinstance(aws, Mapping):
         kms: dict[str, Any] = {
-            "activeKeyARN": _get(aws, "activeKey", "arn"),
-            "roleARN": _get(aws, "auth", "awsKms"),
+            "activeKeyARN": at(aws, "activeKey", "arn"),
+            "roleARN": at(aws, "auth", "awsKms"),
         }
-        if _get(aws, "backupKey", "arn"):
-            kms["backupKeyARN"] = _get(aws, "backupKey", "arn")
+        if at(aws, "backupKey", "arn"):
+            kms["backupKeyARN"] = at(aws, "backupKey", "arn")
         if aws.get("region"):
             kms["region"] = aws["region"]
         return {"kms": kms}
     if enc.get("type") == "aescbc":
-        aescbc: dict[str, Any] = {"activeKey": {"name": _get(enc, "aescbc", "activeKey", "name")}}
-        backup = _get(enc, "aescbc", "backupKey", "name")
+        aescbc: dict[str, Any] = {"activeKey": {"name": at(enc, "aescbc", "activeKey", "name")}}
+        backup = at(enc, "aescbc", "backupKey", "name")
         if backup:
             aescbc["backupKey"] = {"name": backup}
         return {"aescbc": aescbc}
@@ -143,7 +135,7 @@ def _encryption(spec: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _proxy(spec: Mapping[str, Any]) -> dict[str, Any] | None:
-    live = _get(spec, "configuration", "proxy")
+    live = at(spec, "configuration", "proxy")
     if not isinstance(live, Mapping):
         return None
     proxy: dict[str, Any] = {}
@@ -170,20 +162,20 @@ def _operator_configuration(spec: Mapping[str, Any]) -> dict[str, Any] | None:
     if ovn.get("mtu") is not None:
         ovn_entry["mtu"] = ovn["mtu"]
     for key in ("internalJoinSubnet", "internalTransitSwitchSubnet"):
-        if _get(ovn, "ipv4", key):
-            ovn_entry[key] = _get(ovn, "ipv4", key)
+        if at(ovn, "ipv4", key):
+            ovn_entry[key] = at(ovn, "ipv4", key)
     if ovn.get("v4InternalSubnet"):
         ovn_entry["v4InternalSubnet"] = ovn["v4InternalSubnet"]
     if ovn_entry:
         out["ovnKubernetes"] = ovn_entry
-    lb = _get(live, "ingressOperator", "endpointPublishingStrategy", "loadBalancer")
+    lb = at(live, "ingressOperator", "endpointPublishingStrategy", "loadBalancer")
     if isinstance(lb, Mapping):
         ingress: dict[str, Any] = {}
         for key in ("scope", "dnsManagementPolicy"):
             if lb.get(key):
                 ingress[key] = lb[key]
-        if _get(lb, "providerParameters", "aws", "type"):
-            ingress["type"] = _get(lb, "providerParameters", "aws", "type")
+        if at(lb, "providerParameters", "aws", "type"):
+            ingress["type"] = at(lb, "providerParameters", "aws", "type")
         if lb.get("allowedSourceRanges"):
             ingress["allowedSourceRanges"] = list(lb["allowedSourceRanges"])
         out["ingress"] = ingress
@@ -220,10 +212,8 @@ def hosted_entry(
     hc = src.cluster
     spec = hc.spec
     base = f"{CONFIG_KEY}.clusters[{index}]"
-    aws = _get(spec, "platform", "aws") or {}
-    cluster_release, image = release_of(
-        hc, _get(spec, "release", "image"), release, f"{base}.release", report
-    )
+    aws = at(spec, "platform", "aws") or {}
+    cluster_release, image = release_of(hc, at(spec, "release", "image"), release, f"{base}.release", report)
     entry: dict[str, Any] = {
         "kind": "hosted",
         "name": hc.name,
@@ -248,7 +238,7 @@ def hosted_entry(
     }
     cloud = aws.get("cloudProviderConfig") or {}
     entry["vpc"] = cloud.get("vpc")
-    entry["subnet"] = _get(cloud, "subnet", "id")
+    entry["subnet"] = at(cloud, "subnet", "id")
     entry["zone"] = cloud.get("zone")
     entry["roles"] = dict(aws.get("rolesRef") or {})
     if aws.get("endpointAccess"):
@@ -289,7 +279,7 @@ def hosted_entry(
     proxy = _proxy(spec)
     if proxy is not None:
         entry["proxy"] = proxy
-    volume = _get(spec, "etcd", "managed", "storage", "persistentVolume") or {}
+    volume = at(spec, "etcd", "managed", "storage", "persistentVolume") or {}
     etcd = {key: volume[key] for key in ("storageClassName", "size") if volume.get(key)}
     if etcd:
         entry["etcd"] = etcd
@@ -327,7 +317,7 @@ def hosted_entry(
     ]
     if pools:
         entry["nodePools"] = pools
-    role = _get(spec, "autoNode", "provisionerConfig", "karpenter", "aws", "roleARN")
+    role = at(spec, "autoNode", "provisionerConfig", "karpenter", "aws", "roleARN")
     if role or src.inside:
         entry["autoNode"] = _auto_node(src, str(role or ""), str(entry["infraId"]), base, report)
     return entry
@@ -342,7 +332,7 @@ def _node_pool(
     report: Report,
 ) -> dict[str, Any]:
     spec = np.spec
-    aws = _get(spec, "platform", "aws") or {}
+    aws = at(spec, "platform", "aws") or {}
     name = np.name
     prefix = f"{cluster['name']}-"
     entry: dict[str, Any] = {}
@@ -351,15 +341,15 @@ def _node_pool(
     else:
         entry["name"] = name
         entry["objectName"] = name
-    image = _get(spec, "release", "image")
+    image = at(spec, "release", "image")
     default_image = cluster_image or f"{OCP_RELEASE_REPOSITORY}:{cluster_release}-multi"
     if image != default_image:
         pool_release, _ = release_of(np, image, None, f"{place}.release", report)
         entry["release"] = pool_release
     if spec.get("autoScaling") is not None:
         entry["autoScaling"] = {
-            "min": _get(spec, "autoScaling", "min"),
-            "max": _get(spec, "autoScaling", "max"),
+            "min": at(spec, "autoScaling", "min"),
+            "max": at(spec, "autoScaling", "max"),
         }
     else:
         entry["replicas"] = spec.get("replicas", 0)
@@ -368,7 +358,7 @@ def _node_pool(
     profile = aws.get("instanceProfile")
     if profile and profile != f"{cluster['infraId']}-worker":
         entry["instanceProfile"] = profile
-    subnet = _get(aws, "subnet", "id")
+    subnet = at(aws, "subnet", "id")
     if subnet and subnet != cluster.get("subnet"):
         entry["subnet"] = subnet
     root = aws.get("rootVolume") or {}

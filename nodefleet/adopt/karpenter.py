@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodefleet.adopt.documents import LiveObject
+from nodefleet.adopt.documents import LiveObject, at
 from nodefleet.stackfile.karpenter import REASON_ORDER
 
 __all__ = ["autonode_class_entry", "legacy_class_entry", "node_pool_entry"]
@@ -35,14 +35,6 @@ _NOT_DECLARED = frozenset(
         "kustomize.toolkit.fluxcd.io/prune",
     }
 )
-
-
-def _get(value: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
 
 
 def _requirement(req: Mapping[str, Any]) -> dict[str, Any]:
@@ -129,13 +121,13 @@ def node_pool_entry(obj: LiveObject) -> dict[str, Any]:
     """The stack-file entry of a ``karpenter.sh/v1`` NodePool (``autoNode.nodePools[]``)."""
     spec = obj.spec
     template = spec.get("template") if isinstance(spec.get("template"), Mapping) else {}
-    tspec = _get(template, "spec") or {}
-    entry: dict[str, Any] = {"name": obj.name, "nodeClass": _get(tspec, "nodeClassRef", "name")}
+    tspec = at(template, "spec") or {}
+    entry: dict[str, Any] = {"name": obj.name, "nodeClass": at(tspec, "nodeClassRef", "name")}
     notes = obj.declared_annotations(_NOT_DECLARED)
     if notes:
         entry["annotations"] = notes
     entry |= _requirements(list(tspec.get("requirements") or []))
-    labels = _get(template, "metadata", "labels")
+    labels = at(template, "metadata", "labels")
     if labels:
         entry["labels"] = {str(key): str(value) for key, value in labels.items()}
     if tspec.get("expireAfter") is not None:
@@ -198,7 +190,7 @@ def autonode_class_entry(obj: LiveObject, infra_id: str) -> dict[str, Any]:
         entry["version"] = str(spec["version"])
     _selectors(entry, spec, infra_id)
     mappings = spec.get("blockDeviceMappings")
-    size = _get(mappings[0], "ebs", "volumeSizeGiB") if isinstance(mappings, list) and mappings else None
+    size = at(mappings[0], "ebs", "volumeSizeGiB") if isinstance(mappings, list) and mappings else None
     if isinstance(size, int):
         entry["rootVolumeGiB"] = size
     if isinstance(spec.get("tags"), Mapping) and spec["tags"]:
@@ -212,7 +204,7 @@ def legacy_class_entry(obj: LiveObject, infra_id: str) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": obj.name}
     _selectors(entry, spec, infra_id)
     mappings = spec.get("blockDeviceMappings")
-    size = _get(mappings[0], "ebs", "volumeSize") if isinstance(mappings, list) and mappings else None
+    size = at(mappings[0], "ebs", "volumeSize") if isinstance(mappings, list) and mappings else None
     if isinstance(size, str) and size.endswith("Gi") and size[:-2].isdigit():
         entry["rootVolumeGiB"] = int(size[:-2])
     if isinstance(spec.get("tags"), Mapping) and spec["tags"]:

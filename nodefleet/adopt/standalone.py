@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodefleet import kinds as k
-from nodefleet.adopt.documents import AdoptError, LiveObject
+from nodefleet.adopt.documents import AdoptError, LiveObject, at
 from nodefleet.adopt.report import Adopted, Inferred, LeftAlone, Report
 from nodefleet.bootimages.versions import VersionError, parse_release
 from nodefleet.render.machinesets import user_data_secret
@@ -22,14 +22,6 @@ from nodefleet.stackfile.instance_types import instance_type_architecture
 from nodefleet.stackfile.model import CONFIG_KEY
 
 __all__ = ["StandaloneSources", "standalone_entry"]
-
-
-def _get(value: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
 
 
 class StandaloneSources:
@@ -54,7 +46,7 @@ class StandaloneSources:
 
 def _infra_id(src: StandaloneSources) -> str:
     if src.infrastructure is not None:
-        name = _get(src.infrastructure.manifest, "status", "infrastructureName")
+        name = at(src.infrastructure.manifest, "status", "infrastructureName")
         if isinstance(name, str) and name:
             return name
     found = {ms.labels.get(k.LABEL_CLUSTER) for ms in src.machine_sets}
@@ -70,7 +62,7 @@ def _infra_id(src: StandaloneSources) -> str:
 
 def _release(src: StandaloneSources, given: str | None, place: str, report: Report) -> str:
     cv = src.cluster_version
-    found = _get(cv.manifest, "status", "desired", "version") if cv is not None else None
+    found = at(cv.manifest, "status", "desired", "version") if cv is not None else None
     if isinstance(found, str) and found:
         try:
             parse_release(found)
@@ -101,7 +93,7 @@ def _boot_image_management(src: StandaloneSources) -> dict[str, Any]:
             "image controller manages (whose AMI nodefleet must leave alone); add `oc get machineconfiguration "
             "cluster -o yaml` to the sources"
         )
-    managers = _get(mc.spec, "managedBootImages", "machineManagers") or []
+    managers = at(mc.spec, "managedBootImages", "machineManagers") or []
     mine = [
         m
         for m in managers
@@ -114,7 +106,7 @@ def _boot_image_management(src: StandaloneSources) -> dict[str, Any]:
     selection = mine[0].get("selection") or {}
     mode = selection.get("mode")
     if mode == "Partial":
-        labels = _get(selection, "partial", "machineResourceSelector", "matchLabels") or {}
+        labels = at(selection, "partial", "machineResourceSelector", "matchLabels") or {}
         if len(labels) == 1:
             ((label, value),) = labels.items()
             return {"mode": "Partial", "label": str(label), "value": str(value)}
@@ -170,8 +162,8 @@ def _aws_reference(value: Any) -> dict[str, Any] | None:
     if isinstance(filters, list) and filters:
         tags: dict[str, str] = {}
         for f in filters:
-            name = str(_get(f, "name") or "")
-            values = _get(f, "values")
+            name = str(at(f, "name") or "")
+            values = at(f, "values")
             if not name.startswith("tag:") or not isinstance(values, list) or len(values) != 1:
                 return None
             tags[name.removeprefix("tag:")] = str(values[0])
@@ -187,9 +179,9 @@ def _machine_set(
     place: str,
     report: Report,
 ) -> dict[str, Any]:
-    tspec = _get(ms.spec, "template", "spec") or {}
-    value = _get(tspec, "providerSpec", "value") or {}
-    zone = str(_get(value, "placement", "availabilityZone") or "")
+    tspec = at(ms.spec, "template", "spec") or {}
+    value = at(tspec, "providerSpec", "value") or {}
+    zone = str(at(value, "placement", "availabilityZone") or "")
     prefix, suffix = f"{infra}-", f"-{zone}"
     if not (zone and ms.name.startswith(prefix) and ms.name.endswith(suffix)):
         raise AdoptError(
@@ -197,7 +189,7 @@ def _machine_set(
             "MachineSet name nodefleet declares; a MachineSet cannot be renamed in place, so leave it out of the "
             "sources (it stays as it is) or replace it by one named so"
         )
-    role = _get(ms.spec, "template", "metadata", "labels", k.LABEL_MACHINE_ROLE)
+    role = at(ms.spec, "template", "metadata", "labels", k.LABEL_MACHINE_ROLE)
     pool = str(role) if role else "worker"
     instance_type = str(value.get("instanceType") or "")
     entry: dict[str, Any] = {
@@ -215,7 +207,7 @@ def _machine_set(
         entry["stream"] = stream
     entry["bootImage"] = "managed" if _enrolled(ms, bim) else "pinned"
     devices = value.get("blockDevices")
-    ebs = _get(devices[0], "ebs") if isinstance(devices, list) and devices else None
+    ebs = at(devices[0], "ebs") if isinstance(devices, list) and devices else None
     if isinstance(ebs, Mapping):
         if isinstance(ebs.get("volumeSize"), int):
             entry["rootVolumeGiB"] = ebs["volumeSize"]
@@ -240,7 +232,7 @@ def _machine_set(
             {key: t[key] for key in ("key", "value", "effect") if isinstance(t, Mapping) and key in t}
             for t in taints
         ]
-    labels = dict(_get(tspec, "metadata", "labels") or {})
+    labels = dict(at(tspec, "metadata", "labels") or {})
     if pool != "worker":
         labels.pop(f"{k.NODE_ROLE_PREFIX}{pool}", None)
     if labels:
@@ -253,7 +245,7 @@ def _machine_set(
     default_groups = [{"tags": {"Name": f"{infra}-node"}}, {"tags": {"Name": f"{infra}-lb"}}]
     if groups and all(g is not None for g in groups) and groups != default_groups:
         entry["securityGroups"] = groups
-    secret = _get(value, "userDataSecret", "name")
+    secret = at(value, "userDataSecret", "name")
     if secret and secret != user_data_secret(pool):
         entry["userDataSecret"] = secret
         report.inferred.append(
@@ -295,7 +287,7 @@ def standalone_entry(
     report.adopted.append(
         Adopted(src.configuration.shown() if src.configuration else "", f"{base}.bootImageManagement")
     )
-    skew = _get(
+    skew = at(
         src.configuration.manifest if src.configuration else {}, "spec", "bootImageSkewEnforcement", "mode"
     )
     region = ""
@@ -305,7 +297,7 @@ def standalone_entry(
     for j, ms in enumerate(sorted(src.machine_sets, key=lambda o: o.name)):
         machine_sets.append(_machine_set(ms, infra, bim, declared, f"{base}.machineSets[{j}]", report))
         region = region or str(
-            _get(ms.spec, "template", "spec", "providerSpec", "value", "placement", "region") or ""
+            at(ms.spec, "template", "spec", "providerSpec", "value", "placement", "region") or ""
         )
     entry: dict[str, Any] = {
         "kind": "standalone",
@@ -320,7 +312,7 @@ def standalone_entry(
     pools: list[dict[str, Any]] = []
     for pool in sorted(custom | declared):
         live = next((p for p in src.pools if p.name == pool), None)
-        stream = _get(live.spec, "osImageStream", "name") if live is not None else None
+        stream = at(live.spec, "osImageStream", "name") if live is not None else None
         pools.append({"name": pool, **({"osImageStream": stream} if stream else {})})
         if live is not None:
             report.adopted.append(Adopted(live.shown(), f"{base}.pools[{len(pools) - 1}]"))
