@@ -381,9 +381,9 @@ def compile_project() -> None:
         path = PROJECT / name
         mode = py_compile.PycInvalidationMode.CHECKED_HASH
         if path.is_dir():
-            compileall.compile_dir(path, quiet=2, invalidation_mode=mode)
+            compileall.compile_dir(path, quiet=2, force=True, invalidation_mode=mode)
         elif path.suffix == ".py":
-            compileall.compile_file(path, quiet=2, invalidation_mode=mode)
+            compileall.compile_file(path, quiet=2, force=True, invalidation_mode=mode)
 
 
 def pytest_configure(config: pytest.Config) -> None:
