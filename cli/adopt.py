@@ -26,7 +26,9 @@ Sources (--from-file, repeatable, '-' for standard input) are YAML: `oc get ... 
 too), `hypershift create cluster aws --render` output, or a GitOps repository's manifests. A hosted cluster is
 its HostedCluster, its AWS NodePools and, with AutoNode, the OpenshiftEC2NodeClasses and karpenter.sh
 NodePools of its hosted cluster; a standalone cluster is its MachineSets (openshift-machine-api), custom
-MachineConfigPools, the MachineConfiguration `cluster` and its ClusterVersion.
+MachineConfigPools, the MachineConfiguration `cluster` and its ClusterVersion and, where it runs Karpenter
+(self-managed, booting through nodefleet's S3 Ignition pointer, or Red Hat's karpenter-operator), its
+karpenter.sh NodePools and EC2NodeClasses.
 
 The stack is written only when nodefleet's own render of it reproduces every adopted object field by field
 (spec, labels, annotations; not status, not what controllers write, not the fields nodefleet leaves to
@@ -47,7 +49,11 @@ examples:
   oc get machinesets -n openshift-machine-api -o yaml > ms.yaml
   oc get machineconfigpools,machineconfiguration,clusterversion,infrastructure -o yaml > cluster.yaml
   python -m nodefleet import --stack shop --from-file ms.yaml --from-file cluster.yaml \\
-      --catalog catalogs/coreos-bootimages-4.16.yaml"""
+      --catalog catalogs/coreos-bootimages-4.16.yaml
+  oc get nodepools.karpenter.sh,ec2nodeclasses -o yaml > karpenter.yaml
+  python -m nodefleet import --stack edge --from-file ms.yaml --from-file cluster.yaml \
+      --from-file karpenter.yaml --catalog catalogs/coreos-bootimages-5.0.yaml \
+      --karpenter-version 1.15 --karpenter-node-role edge-m2x7c-karpenter-node"""
 
 
 def add_parser(sub: Any) -> None:
@@ -118,6 +124,25 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="a standalone cluster's boot image catalog, inside the project (its coreos-bootimages ConfigMap "
         "saved as a file)",
+    )
+    karpenter = s.add_argument_group(
+        "self-managed Karpenter on a standalone cluster (EC2NodeClasses booting through nodefleet's S3 Ignition "
+        "pointer), where no object holds these"
+    )
+    karpenter.add_argument(
+        "--karpenter-version",
+        metavar="X.Y",
+        help="the Karpenter you installed (default: the one nodefleet recorded on its objects)",
+    )
+    karpenter.add_argument(
+        "--karpenter-node-role",
+        metavar="ROLE",
+        help="the nodes' IAM role (the role of the classes' instance profile)",
+    )
+    karpenter.add_argument(
+        "--cluster-domain",
+        metavar="DOMAIN",
+        help="<cluster>.<baseDomain>, where the sources hold no Infrastructure object",
     )
     s.add_argument(
         "--adopt-defaults",
@@ -235,6 +260,7 @@ def run(args: argparse.Namespace) -> int:
         already_declared,
         per_cluster,
     )
+    from nodefleet.adopt.standalone_karpenter import KarpenterOptions
 
     stacks_dir: Path = args.stacks_dir if args.stacks_dir is not None else PROJECT_DIR / "stacks"
     if not stacks_dir.is_dir():
@@ -268,6 +294,11 @@ def run(args: argparse.Namespace) -> int:
             management_cluster=args.management_cluster,
             catalog=args.catalog,
             adopt_defaults=args.adopt_defaults,
+            karpenter=KarpenterOptions(
+                version=args.karpenter_version,
+                node_role=args.karpenter_node_role,
+                cluster_domain=args.cluster_domain,
+            ),
         )
         adoption = adopt(objects, options)
     except AdoptError as e:
@@ -444,6 +475,12 @@ def _write_and_check(
     for name, part in stacks:
         _write(targets[name], stack_text(part, named))
         print(f"  wrote {targets[name]}: {len(part.clusters)} cluster(s); review it, then commit it")
+        for key, what in part.secrets_to_set:
+            print(
+                f"  next     set nodefleet:{key}, {what}, which no object an import reads holds: `pulumi config "
+                f"set --secret nodefleet:{key} --stack {name} < ca.pem` (the certificateAuthorities source of the "
+                "pointer in Secret openshift-machine-api/worker-user-data), before `pulumi preview`"
+            )
 
     def take_back() -> None:
         undo = dict(targets)
@@ -479,6 +516,7 @@ def _write_and_check(
         root=[],
         catalog_root=[],
         debug=False,
+        secrets_to_set=[key for _, part in stacks for key, _ in part.secrets_to_set],
     )
     try:
         return check.run(check_args)
