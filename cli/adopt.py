@@ -320,7 +320,20 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     named = ["an API server"] if live else []
     named += ["standard input" if f == "-" else Path(f).name for f in args.from_file]
-    return _write_and_check(args, stacks_dir, stacks, targets, named, registry)
+    headers = {name: _sources_of(part, args.from_file) if grouped else named for name, part in stacks}
+    return _write_and_check(args, stacks_dir, stacks, targets, headers, registry)
+
+
+def _sources_of(adoption: Any, files: list[str]) -> list[str]:
+    """The sources, as a stack file's header names them, that held an object of ``adoption``: with one stack per
+    cluster, each names only the files its own cluster came from."""
+    held = adoption.sources
+    named = ["an API server"] if any(s.startswith("live ") for s in held) else []
+    for f in files:
+        shown = "standard input" if f == "-" else f
+        if any(s.startswith(f"{shown}, document ") for s in held):
+            named.append("standard input" if f == "-" else Path(f).name)
+    return named
 
 
 def _supported_versions(args: argparse.Namespace) -> tuple[str, ...]:
@@ -457,7 +470,7 @@ def _write_and_check(
     stacks_dir: Path,
     stacks: list[tuple[str, Any]],
     targets: dict[str, Path],
-    named: list[str],
+    named: dict[str, list[str]],
     registry: tuple[Path, str, str] | None = None,
 ) -> int:
     """Write the registry's new entry and every stack, then check them as `check` (one stack) or `fleet check`
@@ -473,7 +486,7 @@ def _write_and_check(
         _write(path, text)
         print(f"  wrote {_shown(path)}: {what}; review it, then commit it")
     for name, part in stacks:
-        _write(targets[name], stack_text(part, named))
+        _write(targets[name], stack_text(part, named[name]))
         print(f"  wrote {targets[name]}: {len(part.clusters)} cluster(s); review it, then commit it")
         for key, what in part.secrets_to_set:
             print(

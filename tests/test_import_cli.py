@@ -230,9 +230,13 @@ def test_one_stack_per_cluster(tmp_path: Path, stacks: Path) -> None:
         "Pulumi.team-cesar.yaml",
         "Pulumi.team-prod-west.yaml",
     ]
-    for name in ("cesar", "prod-west"):
-        written = yaml.safe_load((stacks / f"Pulumi.team-{name}.yaml").read_text())
+    # Each stack names the sources its own objects came from, not every file given: cesar's are all in mgmt.yaml;
+    # prod-west's HostedCluster and NodePools are in prod-west.yaml, and the Namespace both declare in mgmt.yaml.
+    for name, sources in (("cesar", "mgmt.yaml"), ("prod-west", "mgmt.yaml, prod-west.yaml")):
+        text = (stacks / f"Pulumi.team-{name}.yaml").read_text()
+        written = yaml.safe_load(text)
         assert [c["name"] for c in written["config"]["nodefleet:fleet"]["clusters"]] == [name]
+        assert text.splitlines()[0] == f"# Written by `nodefleet import` from {sources}."
     assert "2 stacks in" in result.stdout and "fleet exit 0" in result.stdout
     again = _import(stacks, "--stack", "team-{cluster}", "--from-file", example)
     assert again.returncode == 2

@@ -77,6 +77,13 @@ class Adoption:
     report: Report
     fidelity: Fidelity = field(default_factory=Fidelity)
     adopt_defaults: bool = False
+    #: Where each adopted object came from (:attr:`LiveObject.source`), by how the report names it.
+    origins: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def sources(self) -> set[str]:
+        """The :attr:`LiveObject.source` of every object this stack adopted."""
+        return {self.origins[a.obj] for a in self.report.adopted if a.obj in self.origins}
 
     @property
     def refused(self) -> bool:
@@ -177,7 +184,8 @@ def adopt(objects: Sequence[LiveObject], options: ImportOptions) -> Adoption:
     rendered = fleet_plan(fleet).emitted
     fidelity = compare(adopted, rendered)
     _record_adoption(document, rendered, adopted)
-    return Adoption(document, report, fidelity, options.adopt_defaults)
+    origins = {o.shown(): o.source for o in adopted}
+    return Adoption(document, report, fidelity, options.adopt_defaults, origins)
 
 
 def _record_adoption(
@@ -403,7 +411,8 @@ def per_cluster(adoption: Adoption, template: str) -> list[tuple[str, Adoption]]
         fleet: dict[str, Any] = {"output": {"adopt": mine_adopted}} if mine_adopted else {}
         document = {"config": {CONFIG_KEY: {**fleet, "clusters": [cluster]}}}
         name = template.replace(CLUSTER_PLACEHOLDER, str(cluster["name"]))
-        out.append((name, Adoption(document, report, fidelity, adoption.adopt_defaults)))
+        origins = {a.obj: adoption.origins[a.obj] for a in report.adopted if a.obj in adoption.origins}
+        out.append((name, Adoption(document, report, fidelity, adoption.adopt_defaults, origins)))
     return out
 
 
