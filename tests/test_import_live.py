@@ -298,6 +298,56 @@ def test_a_standalone_cluster_running_self_managed_karpenter_from_the_api_server
         assert list(elsewhere.iterdir()) == []
 
 
+def test_a_standalone_cluster_running_the_karpenter_operator_from_the_api_server(
+    test_clusters: Any, tmp_path: Path
+) -> None:
+    """Red Hat's karpenter-operator (its EC2NodeClass CRD, its userData, AMI and amiFamily in every class, its
+    `karpenter-<class>` MachineConfigPools and `default` class): read live, the classes and pools written to
+    `karpenterOperator:`, the operator's pools left alone, and the render applies over the objects as no change."""
+    from tests.nodefleet.adopt.test_standalone_karpenter import _operator_live
+
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    served = [m for m in _operator_live() if m["kind"] != "ClusterVersion"]
+    default_class = copy.deepcopy(next(m for m in served if m["kind"] == "EC2NodeClass"))
+    default_class["metadata"]["name"] = "default"
+    with test_clusters.fresh("adopt-karpenter-operator", karpenter_set="openshift/1.13") as server:
+        dyn = server.dynamic()
+        core = dyn.resources.get(api_version="v1", kind="Namespace")
+        dyn.create(
+            core,
+            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-machine-api"}},
+        )
+        for manifest in [*served, default_class]:
+            _create(dyn, manifest)
+        result = nodefleet(
+            "import",
+            "--stack",
+            "edge",
+            "--stacks-dir",
+            str(stacks),
+            "--kubeconfig",
+            str(server.kubeconfig),
+            "--catalog",
+            "catalogs/coreos-bootimages-5.0.yaml",
+            "--release",
+            "5.0.0-ec.2",
+        )
+        assert result.returncode in (0, 1), result.stdout + result.stderr
+        out = result.stdout
+        assert "adopted  EC2NodeClass batch (live ec2nodeclasses.karpenter.k8s.aws)" in out
+        assert "left     MachineConfigPool karpenter-batch (live machineconfigpools." in out
+        assert "left     EC2NodeClass default (live ec2nodeclasses.karpenter.k8s.aws)" in out
+        raw = yaml.safe_load((stacks / "Pulumi.edge.yaml").read_text())["config"][CONFIG_KEY]
+        cluster = raw["clusters"][0]
+        assert "pools" not in cluster and "karpenter" not in cluster
+        assert [c["name"] for c in cluster["karpenterOperator"]["nodeClasses"]] == ["batch", "general"]
+        applied = _applies_as_no_change(
+            raw, "edge", lambda destination: dyn, groups=("karpenter.sh", "karpenter.k8s.aws")
+        )
+        assert applied == 4  # two EC2NodeClasses, two NodePools
+
+
 def test_an_autonode_cluster_read_from_its_management_and_hosted_api_servers(
     test_clusters: Any, tmp_path: Path
 ) -> None:
