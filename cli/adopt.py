@@ -26,7 +26,8 @@ Sources (--from-file, repeatable, '-' for standard input) are YAML: `oc get ... 
 too), `hypershift create cluster aws --render` output, or a GitOps repository's manifests. A hosted cluster is
 its HostedCluster, its AWS NodePools and, with AutoNode, the OpenshiftEC2NodeClasses and karpenter.sh
 NodePools of its hosted cluster; a standalone cluster is its MachineSets (openshift-machine-api), custom
-MachineConfigPools, the MachineConfiguration `cluster` and its ClusterVersion and, where it runs Karpenter
+MachineConfigPools, the MachineConfiguration `cluster`, its ClusterVersion, its OSImageStream `cluster` (the
+default OS stream; from 5.0 it or --os-image-stream is required) and, where it runs Karpenter
 (self-managed, booting through nodefleet's S3 Ignition pointer, or Red Hat's karpenter-operator), its
 karpenter.sh NodePools and EC2NodeClasses.
 
@@ -51,8 +52,9 @@ examples:
   python -m nodefleet import --stack shop --from-file ms.yaml --from-file cluster.yaml \\
       --catalog catalogs/coreos-bootimages-4.16.yaml
   oc get nodepools.karpenter.sh,ec2nodeclasses -o yaml > karpenter.yaml
-  python -m nodefleet import --stack edge --from-file ms.yaml --from-file cluster.yaml \
-      --from-file karpenter.yaml --catalog catalogs/coreos-bootimages-5.0.yaml \
+  oc get osimagestream cluster -o yaml > stream.yaml    # 5.0 and later: the cluster's default OS stream
+  python -m nodefleet import --stack edge --from-file ms.yaml --from-file cluster.yaml \\
+      --from-file stream.yaml --from-file karpenter.yaml --catalog catalogs/coreos-bootimages-5.0.yaml \\
       --karpenter-version 1.15 --karpenter-node-role edge-m2x7c-karpenter-node"""
 
 
@@ -111,6 +113,13 @@ def add_parser(sub: Any) -> None:
         metavar="X.Y.Z",
         help="the release, where no source holds it (a standalone cluster without its ClusterVersion, a release "
         "image pinned by digest)",
+    )
+    s.add_argument(
+        "--os-image-stream",
+        choices=("rhel-9", "rhel-10"),
+        help="a standalone cluster's default OS stream (its worker pool's), where no source holds its "
+        "OSImageStream 'cluster' (`oc get osimagestream cluster -o yaml`); required from 5.0 then, where an install "
+        "runs rhel-10 and an upgraded cluster keeps rhel-9",
     )
     s.add_argument(
         "--management-cluster",
@@ -291,6 +300,7 @@ def run(args: argparse.Namespace) -> int:
             stack=args.stack.replace(CLUSTER_PLACEHOLDER, "cluster"),
             project_dir=PROJECT_DIR,
             release=args.release,
+            os_image_stream=args.os_image_stream,
             management_cluster=args.management_cluster,
             catalog=args.catalog,
             adopt_defaults=args.adopt_defaults,

@@ -363,3 +363,56 @@ def test_a_standalone_cluster_running_self_managed_karpenter_is_written_and_chec
         "ignition/v1",
         ROLE,
     )
+
+
+def test_a_5_0_cluster_is_judged_by_the_os_stream_its_osimagestream_holds(
+    tmp_path: Path, stacks: Path
+) -> None:
+    """stacks/Pulumi.dev.yaml's cluster as it runs: 5.0, upgraded from 4.22, so its default OS stream is still
+    rhel-9, and its MachineSets boot rhel-9 AMIs. Without its OSImageStream nothing says so: refused, nothing
+    written. With it, the stack says rhel-9 and `check` gives no cross-stream advisory; a fresh 5.0 install
+    (rhel-10) booting the same AMIs gets the advisory for each MachineSet, which it deserves."""
+    from nodefleet.render.objects import fleet_plan, load_fleet
+    from nodefleet.stackfile.model import CONFIG_KEY
+    from tests.conftest import PROJECT
+    from tests.nodefleet.adopt.roundtrip import os_image_stream
+
+    raw = yaml.safe_load((PROJECT / "stacks" / "Pulumi.dev.yaml").read_text())["config"][CONFIG_KEY]
+    manifests = [o.manifest for o in fleet_plan(load_fleet(raw, "dev", PROJECT)).emitted]
+    version = {
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "ClusterVersion",
+        "metadata": {"name": "version"},
+        "status": {"desired": {"version": "5.0.0-ec.2"}},
+    }
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all([*manifests, version]))
+    args = ["--stack", "dev", "--from-file", str(cluster), "--catalog", "catalogs/coreos-bootimages-5.0.yaml"]
+
+    refused = _import(stacks, *args)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "the sources hold no OSImageStream 'cluster'" in refused.stderr
+    assert "pass --os-image-stream rhel-9 or rhel-10" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert list(stacks.iterdir()) == []
+
+    stream = tmp_path / "stream.yaml"
+    stream.write_text(yaml.safe_dump(os_image_stream("rhel-9")))
+    result = _import(stacks, *args, "--from-file", str(stream))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        f"inferred nodefleet:fleet.clusters[0].osImageStream = rhel-9 (from OSImageStream cluster ({stream}, "
+        "document 1) spec.defaultStream)" in result.stdout
+    )
+    assert "nodefleet check: stack 'dev'" in result.stdout
+    assert "0 mandatory, 0 advisory" in result.stdout
+    written = yaml.safe_load((stacks / "Pulumi.dev.yaml").read_text())["config"]["nodefleet:fleet"]
+    assert written["clusters"][0]["osImageStream"] == "rhel-9"
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    stream.write_text(yaml.safe_dump(os_image_stream("rhel-10")))
+    installed = _import(fresh, *args, "--from-file", str(stream))
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert "0 mandatory, 4 advisory" in installed.stdout
+    assert installed.stdout.count("is RHEL 9 for pool 'worker', which runs OS stream rhel-10") == 2

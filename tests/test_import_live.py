@@ -251,7 +251,7 @@ def test_a_standalone_cluster_running_self_managed_karpenter_from_the_api_server
 
     stacks = tmp_path / "stacks"
     stacks.mkdir()
-    served = [m for m in _varied() if m["kind"] not in ("ClusterVersion", "Infrastructure")]
+    served = [m for m in _varied() if m["kind"] not in ("ClusterVersion", "Infrastructure", "OSImageStream")]
     with test_clusters.fresh("adopt-karpenter", karpenter_set="aws/1.15") as server:
         dyn = server.dynamic()
         core = dyn.resources.get(api_version="v1", kind="Namespace")
@@ -263,6 +263,7 @@ def test_a_standalone_cluster_running_self_managed_karpenter_from_the_api_server
             _create(dyn, manifest)
         args = ["import", "--stacks-dir", str(stacks), "--kubeconfig", str(server.kubeconfig)]
         args += ["--catalog", "catalogs/coreos-bootimages-5.0.yaml", "--release", "5.0.0-ec.2"]
+        args += ["--os-image-stream", "rhel-9"]  # this API server serves no OSImageStream
         args += ["--karpenter-version", "1.15", "--karpenter-node-role", ROLE]
         args += ["--cluster-domain", "edge.example.com"]
         result = nodefleet(*args, "--stack", "edge")
@@ -308,7 +309,7 @@ def test_a_standalone_cluster_running_the_karpenter_operator_from_the_api_server
 
     stacks = tmp_path / "stacks"
     stacks.mkdir()
-    served = [m for m in _operator_live() if m["kind"] != "ClusterVersion"]
+    served = [m for m in _operator_live() if m["kind"] not in ("ClusterVersion", "OSImageStream")]
     default_class = copy.deepcopy(next(m for m in served if m["kind"] == "EC2NodeClass"))
     default_class["metadata"]["name"] = "default"
     with test_clusters.fresh("adopt-karpenter-operator", karpenter_set="openshift/1.13") as server:
@@ -332,6 +333,8 @@ def test_a_standalone_cluster_running_the_karpenter_operator_from_the_api_server
             "catalogs/coreos-bootimages-5.0.yaml",
             "--release",
             "5.0.0-ec.2",
+            "--os-image-stream",
+            "rhel-9",
         )
         assert result.returncode in (0, 1), result.stdout + result.stderr
         out = result.stdout

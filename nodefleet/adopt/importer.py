@@ -60,6 +60,8 @@ class ImportOptions:
     project_dir: Path
     #: ``--release``: the release, where no source holds it.
     release: str | None = None
+    #: ``--os-image-stream``: a standalone cluster's default OS stream, where no source holds its OSImageStream.
+    os_image_stream: str | None = None
     #: ``--management-cluster``: the registry name of the management cluster the hosted clusters live on.
     management_cluster: str | None = None
     #: ``--catalog``: the boot image catalog of a standalone cluster, inside the project.
@@ -163,6 +165,11 @@ def adopt(objects: Sequence[LiveObject], options: ImportOptions) -> Adoption:
         )
     if machine_sets or (standalone_kinds and not hosted):
         clusters.append(_standalone(live, options, report, used, index=len(clusters)))
+    elif options.os_image_stream is not None:
+        raise AdoptError(
+            f"--os-image-stream {options.os_image_stream}: a standalone cluster's default OS stream, and the "
+            "sources hold no standalone cluster (its MachineSets); leave --os-image-stream out"
+        )
     said = {a.obj for a in report.left_alone}
     for o in live:
         if o.identity not in used and o.shown() not in said:
@@ -335,6 +342,16 @@ def _standalone(
     configuration = next((o for o in live if _is(o, k.MACHINE_CONFIGURATION) and o.name == "cluster"), None)
     version = next((o for o in live if o.kind == "ClusterVersion" and o.name == "version"), None)
     infrastructure = next((o for o in live if o.kind == "Infrastructure" and o.name == "cluster"), None)
+    stream = next(
+        (
+            o
+            for o in live
+            if o.group == "machineconfiguration.openshift.io"
+            and o.kind == "OSImageStream"
+            and o.name == "cluster"
+        ),
+        None,
+    )
     if options.catalog is None:
         raise AdoptError(
             "a standalone cluster's MachineSets are pinned or judged by a boot image catalog, and no source names "
@@ -350,7 +367,7 @@ def _standalone(
                 "cluster's Karpenter objects with its HostedCluster"
             )
     src = StandaloneSources(
-        machine_sets, pools, configs, configuration, version, infrastructure, classes, karpenter_pools
+        machine_sets, pools, configs, configuration, version, infrastructure, classes, karpenter_pools, stream
     )
     catalog = options.catalog
     boot_images = _catalog(catalog, options.project_dir) if classes or karpenter_pools else None
@@ -364,13 +381,14 @@ def _standalone(
             release=options.release,
             karpenter=options.karpenter,
             boot_images=boot_images,
+            os_image_stream=options.os_image_stream,
         ),
     )
     used.update(o.identity for o in [*machine_sets, *pools])
     used.update(o.identity for o in [*classes, *karpenter_pools] if o.name != "default")
     if configuration is not None:
         used.add(configuration.identity)
-    for o in (version, infrastructure):
+    for o in (version, infrastructure, stream):
         if o is not None:
             used.add(o.identity)
     used.update(o.identity for o in configs)

@@ -3,7 +3,8 @@
 The inverse of :mod:`nodefleet.render.machinesets`: MachineSets of ``openshift-machine-api`` (the installer's
 ``<infraID>-worker-<zone>`` and any ``<infraID>-<name>-<zone>``), custom MachineConfigPools, the
 ``MachineConfiguration`` singleton's boot image management and skew enforcement, the release from
-``ClusterVersion``, and Karpenter's classes and pools (:mod:`nodefleet.adopt.standalone_karpenter`). A MachineSet's AMI is left to the MCO when the cluster's boot image management enrolls it
+``ClusterVersion``, the cluster's default OS stream from the ``OSImageStream`` singleton (or ``--os-image-stream``),
+and Karpenter's classes and pools (:mod:`nodefleet.adopt.standalone_karpenter`). A MachineSet's AMI is left to the MCO when the cluster's boot image management enrolls it
 (``bootImage: managed``), else it is pinned from the catalog, and the fidelity check says whether the
 catalog's AMI is the one it runs.
 """
@@ -39,6 +40,7 @@ class StandaloneSources:
         infrastructure: LiveObject | None,
         karpenter_classes: Sequence[LiveObject] = (),
         karpenter_pools: Sequence[LiveObject] = (),
+        os_image_stream: LiveObject | None = None,
     ) -> None:
         self.machine_sets = list(machine_sets)
         self.pools = list(pools)
@@ -49,6 +51,8 @@ class StandaloneSources:
         #: ``karpenter.k8s.aws`` EC2NodeClasses and ``karpenter.sh`` NodePools, where the cluster runs Karpenter.
         self.karpenter_classes = list(karpenter_classes)
         self.karpenter_pools = list(karpenter_pools)
+        #: ``OSImageStream`` ``cluster`` (``machineconfiguration.openshift.io``): the cluster's default OS stream.
+        self.os_image_stream = os_image_stream
 
 
 def _infra_id(src: StandaloneSources) -> str:
@@ -90,6 +94,56 @@ def _release(src: StandaloneSources, given: str | None, place: str, report: Repo
         )
     report.inferred.append(Inferred(place, given, "from --release"))
     return given
+
+
+#: The OS streams the model takes for a cluster's default (``osImageStream``).
+OS_IMAGE_STREAMS = ("rhel-9", "rhel-10")
+
+_ASK_STREAM = (
+    "pass --os-image-stream rhel-9 or rhel-10 (`oc get osimagestream cluster -o jsonpath='{.spec.defaultStream}'`), "
+    "or add `oc get osimagestream cluster -o yaml` to the sources"
+)
+
+
+def _os_image_stream(
+    src: StandaloneSources, given: str | None, release: str, place: str, report: Report
+) -> str | None:
+    """The cluster's default OS stream (the worker pool's): ``spec.defaultStream`` of the ``OSImageStream``
+    singleton, else ``--os-image-stream``. From 5.0 neither is guessed: an install of 5.0 runs rhel-10 and a
+    cluster upgraded to 5.0 keeps rhel-9, so the release does not say it, and the boot image checks (a rhel-9 AMI
+    for a rhel-10 pool, a rhel-10 AMI for a rhel-9 one) depend on it. Before 5.0 (no ``OSImageStream`` API but a
+    TechPreview one) None: the model's default, rhel-9, is the only stream an install of those releases runs."""
+    obj = src.os_image_stream
+    found = at(obj.manifest, "spec", "defaultStream") if obj is not None else None
+    if obj is not None and found not in (None, ""):
+        if found not in OS_IMAGE_STREAMS:
+            raise AdoptError(
+                f"{obj.shown()}: spec.defaultStream {found!r} is not an OS stream nodefleet models "
+                f"({', '.join(OS_IMAGE_STREAMS)}); export the object again from the cluster (`oc get osimagestream "
+                "cluster -o yaml`), or report the stream if the model should take it"
+            )
+        if given is not None and given != found:
+            raise AdoptError(
+                f"{obj.shown()}: --os-image-stream {given} contradicts spec.defaultStream {found}; leave "
+                "--os-image-stream out (the OSImageStream holds the cluster's default stream)"
+            )
+        report.inferred.append(Inferred(place, str(found), f"from {obj.shown()} spec.defaultStream"))
+        return str(found)
+    if given is not None:
+        report.inferred.append(Inferred(place, given, "from --os-image-stream"))
+        return given
+    if parse_release(release).major >= 5:
+        held = (
+            f"{obj.shown()} holds no spec.defaultStream"
+            if obj is not None
+            else "the sources hold no OSImageStream 'cluster'"
+        )
+        raise AdoptError(
+            f"{held}, so nothing says which OS stream the worker pool of this {release} cluster runs: an install "
+            "of 5.0 or later runs rhel-10, a cluster upgraded to 5.0 keeps rhel-9, and which boot images `check` "
+            f"accepts depends on it; {_ASK_STREAM}"
+        )
+    return None
 
 
 def _boot_image_management(src: StandaloneSources) -> dict[str, Any]:
@@ -278,9 +332,11 @@ def standalone_entry(
     name: str | None = None,
     karpenter: KarpenterOptions | None = None,
     boot_images: BootImageCatalog | None = None,
+    os_image_stream: str | None = None,
 ) -> dict[str, Any]:
     """The ``kind: standalone`` entry of ``clusters[index]`` that renders ``src``; ``boot_images`` is the
-    catalog ``catalog`` names, which says what a Karpenter class's AMI is."""
+    catalog ``catalog`` names, which says what a Karpenter class's AMI is; ``os_image_stream`` is
+    ``--os-image-stream``, the cluster's default OS stream where no source holds it."""
     base = f"{CONFIG_KEY}.clusters[{index}]"
     if not src.machine_sets:
         raise AdoptError(
@@ -339,13 +395,16 @@ def standalone_entry(
         region = region or str(
             at(ms.spec, "template", "spec", "providerSpec", "value", "placement", "region") or ""
         )
+    found_release = _release(src, release, f"{base}.release", report)
+    stream = _os_image_stream(src, os_image_stream, found_release, f"{base}.osImageStream", report)
     entry: dict[str, Any] = {
         "kind": "standalone",
         "name": cluster_name,
         "infraId": infra,
         "region": region,
-        "release": _release(src, release, f"{base}.release", report),
+        "release": found_release,
         "catalog": catalog,
+        **({"osImageStream": stream} if stream else {}),
         "bootImageManagement": bim,
         "skewEnforcement": {"mode": _skew(skew, bim, f"{base}.skewEnforcement.mode", report)},
     }

@@ -30,6 +30,19 @@ def objects(docs: Iterable[Mapping[str, Any]], source: str = "test") -> list[Liv
     return [LiveObject(dict(d), f"{source}, document {i}") for i, d in enumerate(docs, start=1) if d]
 
 
+def os_image_stream(default: str) -> dict[str, Any]:
+    """The ``OSImageStream`` singleton as `oc get osimagestream cluster -o yaml` shows it on 5.0 and later (its
+    shape as openshift/enhancements ``machine-config/os-images-streams.md`` gives it): the cluster's default OS
+    stream, which its installer chose, in ``spec.defaultStream``."""
+    return {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "OSImageStream",
+        "metadata": {"name": "cluster"},
+        "spec": {"defaultStream": default},
+        "status": {"availableStreams": [{"name": "rhel-9"}, {"name": "rhel-10"}]},
+    }
+
+
 def data_objects(name: str) -> list[LiveObject]:
     return read_documents((DATA / name).read_text(encoding="utf-8"), name)
 

@@ -12,7 +12,7 @@ import yaml
 from nodefleet.adopt.documents import AdoptError
 from nodefleet.adopt.importer import stack_text
 from nodefleet.render.objects import fleet_plan, load_fleet
-from nodefleet.stackfile.model import CONFIG_KEY
+from nodefleet.stackfile.model import CONFIG_KEY, StandaloneCluster
 from tests.nodefleet.adopt.roundtrip import (
     FIXTURE_PREFIX,
     FIXTURES,
@@ -27,6 +27,7 @@ from tests.nodefleet.adopt.roundtrip import (
     hypershift_fixture_dir,
     imported,
     objects,
+    os_image_stream,
 )
 
 RELEASE_IMAGE = "quay.io/openshift-release-dev/ocp-release:4.22.3-multi"
@@ -192,20 +193,25 @@ def test_nodefleets_own_render_imports_back_to_itself(stack: str) -> None:
     raw = yaml.safe_load(text)["config"][CONFIG_KEY]
     fleet = load_fleet(raw, stack, PROJECT)
     live = objects((o.manifest for o in fleet_plan(fleet).emitted), source=stack)
-    for cluster in raw["clusters"]:
-        if cluster.get("kind", "standalone") == "standalone":
-            live += objects([_singletons(cluster)], source=f"{stack} cluster")
+    streams = {}
+    for cluster, declared in zip(raw["clusters"], fleet.config.clusters, strict=True):
+        if isinstance(declared, StandaloneCluster):
+            streams[declared.name] = declared.default_stream
+            live += objects(_singletons(cluster, declared.default_stream), source=f"{stack} cluster")
     catalog = next((c.get("catalog") for c in raw["clusters"] if c.get("catalog")), None)
-    assert_round_trip(live, catalog=catalog)
+    adoption = assert_round_trip(live, catalog=catalog)
+    assert {c["name"]: c["osImageStream"] for c in adoption.clusters if c["kind"] == "standalone"} == streams
 
 
-def _singletons(cluster: dict[str, object]) -> dict[str, object]:
-    return {
+def _singletons(cluster: dict[str, object], stream: str) -> list[dict[str, object]]:
+    """Its ClusterVersion and its OSImageStream, which hold the release and the default OS stream it declares."""
+    version = {
         "apiVersion": "config.openshift.io/v1",
         "kind": "ClusterVersion",
         "metadata": {"name": "version"},
         "status": {"desired": {"version": cluster["release"]}},
     }
+    return [version, os_image_stream(stream)]
 
 
 def test_an_export_of_a_running_hosted_cluster_round_trips() -> None:

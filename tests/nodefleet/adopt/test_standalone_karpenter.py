@@ -16,7 +16,14 @@ from nodefleet.adopt.documents import AdoptError
 from nodefleet.adopt.standalone_karpenter import KarpenterOptions
 from nodefleet.render.objects import fleet_plan, load_fleet
 from nodefleet.stackfile.model import CONFIG_KEY
-from tests.nodefleet.adopt.roundtrip import PROJECT, assert_round_trip, differences, imported, objects
+from tests.nodefleet.adopt.roundtrip import (
+    PROJECT,
+    assert_round_trip,
+    differences,
+    imported,
+    objects,
+    os_image_stream,
+)
 
 STACK = PROJECT / "stacks" / "Pulumi.karpenter.yaml"
 CATALOG = "catalogs/coreos-bootimages-5.0.yaml"
@@ -71,7 +78,7 @@ def karpenter_live(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_the_karpenter_stacks_render_imports_back_to_itself() -> None:
     fleet = stack_fleet()
-    live = objects([*rendered(fleet), cluster_version()], source="karpenter")
+    live = objects([*rendered(fleet), cluster_version(), os_image_stream("rhel-9")], source="karpenter")
     adoption = assert_round_trip(
         live, catalog=CATALOG, karpenter=KarpenterOptions(node_role=ROLE, cluster_domain="edge.example.com")
     )
@@ -117,7 +124,7 @@ def _varied() -> list[dict[str, Any]]:
     manifests = as_a_user_wrote_them(rendered(fleet))
     default_class = copy.deepcopy(next(m for m in manifests if m["kind"] == "EC2NodeClass"))
     default_class["metadata"]["name"] = "default"
-    return [*manifests, default_class, cluster_version(), infrastructure()]
+    return [*manifests, default_class, cluster_version(), infrastructure(), os_image_stream("rhel-9")]
 
 
 def test_a_users_own_self_managed_karpenter_round_trips_with_what_it_needs_asked_for() -> None:
@@ -230,7 +237,7 @@ def _operator_live() -> list[dict[str, Any]]:
                     "spec": {"machineConfigSelector": {"matchLabels": {"role": f"karpenter-{name}"}}},
                 }
             )
-    return [*manifests, *pools, cluster_version()]
+    return [*manifests, *pools, cluster_version(), os_image_stream("rhel-9")]
 
 
 def test_a_cluster_running_the_karpenter_operator_round_trips_leaving_it_its_fields_and_pools() -> None:
