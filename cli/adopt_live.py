@@ -4,8 +4,8 @@ handed to :mod:`nodefleet.adopt` as the dicts the API server returns (the domain
 What it lists, and only that (no Secret but the one below: import references Secrets by name): on a management cluster the
 HostedClusters (one namespace with ``--namespace``, one cluster with ``--cluster``), their NodePools and
 Namespaces; on a standalone cluster the MachineSets of ``openshift-machine-api``, the custom
-MachineConfigPools and their MachineConfigs, the ``MachineConfiguration``, ``ClusterVersion`` and
-``Infrastructure`` singletons, and Karpenter's NodePools and EC2NodeClasses where it runs Karpenter (self-managed or
+MachineConfigPools and their MachineConfigs, the ``MachineConfiguration``, ``ClusterVersion``, ``Infrastructure``
+and ``OSImageStream`` singletons, and Karpenter's NodePools and EC2NodeClasses where it runs Karpenter (self-managed or
 Red Hat's karpenter-operator); inside a hosted cluster (``--hosted-kubeconfig``) the AutoNode classes and
 Karpenter NodePools. A kind the API server does not serve (404) is simply not there; a refusal (401, 403) or
 an unreachable server stops the import with one message naming the verb, the resource and the fix.
@@ -35,6 +35,8 @@ _STANDALONE = (
     ("operator.openshift.io", "v1", "machineconfigurations", "MachineConfiguration", None),
     ("config.openshift.io", "v1", "clusterversions", "ClusterVersion", None),
     ("config.openshift.io", "v1", "infrastructures", "Infrastructure", None),
+    # The cluster's default OS stream; served from 5.0 (TechPreview before: a 404 there means no object).
+    ("machineconfiguration.openshift.io", "v1", "osimagestreams", "OSImageStream", None),
 )
 #: Karpenter on a standalone cluster: upstream's kinds, which the karpenter-operator serves too.
 _STANDALONE_KARPENTER = (

@@ -46,6 +46,59 @@ def _create(dyn: Any, manifest: dict[str, Any]) -> None:
     dyn.create(api, body=_declared(manifest), namespace=manifest["metadata"].get("namespace"))
 
 
+#: ``osimagestreams.machineconfiguration.openshift.io``, the cluster's default OS stream (5.0 and later). Neither
+#: nodefleet nor its CRD sources ship this CRD: it is written here from the object's shape in openshift/enhancements
+#: ``machine-config/os-images-streams.md`` (the cluster-scoped singleton ``cluster``, ``spec.defaultStream``,
+#: ``status.availableStreams[].{name,osImage,osExtensionsImage}``), which is all the import reads of it.
+OS_IMAGE_STREAM_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "osimagestreams.machineconfiguration.openshift.io"},
+    "spec": {
+        "group": "machineconfiguration.openshift.io",
+        "scope": "Cluster",
+        "names": {
+            "kind": "OSImageStream",
+            "listKind": "OSImageStreamList",
+            "plural": "osimagestreams",
+            "singular": "osimagestream",
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "properties": {"defaultStream": {"type": "string"}}},
+                            "status": {
+                                "type": "object",
+                                "properties": {
+                                    "availableStreams": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "properties": {
+                                                "name": {"type": "string"},
+                                                "osImage": {"type": "string"},
+                                                "osExtensionsImage": {"type": "string"},
+                                            },
+                                        },
+                                    }
+                                },
+                            },
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
 def _sources() -> list[dict[str, Any]]:
     example = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))["items"]
     cesar = hypershift_fixture("default_creation_flags_for_cesar")
@@ -303,16 +356,20 @@ def test_a_standalone_cluster_running_the_karpenter_operator_from_the_api_server
     test_clusters: Any, tmp_path: Path
 ) -> None:
     """Red Hat's karpenter-operator (its EC2NodeClass CRD, its userData, AMI and amiFamily in every class, its
-    `karpenter-<class>` MachineConfigPools and `default` class): read live, the classes and pools written to
-    `karpenterOperator:`, the operator's pools left alone, and the render applies over the objects as no change."""
+    `karpenter-<class>` MachineConfigPools and `default` class) on a 5.0 cluster upgraded from 4.x: read live,
+    the classes and pools written to `karpenterOperator:`, the operator's pools left alone, the default OS stream
+    read from the cluster's OSImageStream, and the render applies over the objects as no change."""
     from tests.nodefleet.adopt.test_standalone_karpenter import _operator_live
+    from tests.testcluster import install_crd_documents
 
     stacks = tmp_path / "stacks"
     stacks.mkdir()
-    served = [m for m in _operator_live() if m["kind"] not in ("ClusterVersion", "OSImageStream")]
+    served = [m for m in _operator_live() if m["kind"] != "ClusterVersion"]
+    assert [m["spec"] for m in served if m["kind"] == "OSImageStream"] == [{"defaultStream": "rhel-9"}]
     default_class = copy.deepcopy(next(m for m in served if m["kind"] == "EC2NodeClass"))
     default_class["metadata"]["name"] = "default"
     with test_clusters.fresh("adopt-karpenter-operator", karpenter_set="openshift/1.13") as server:
+        install_crd_documents(server, [OS_IMAGE_STREAM_CRD])
         dyn = server.dynamic()
         core = dyn.resources.get(api_version="v1", kind="Namespace")
         dyn.create(
@@ -333,22 +390,46 @@ def test_a_standalone_cluster_running_the_karpenter_operator_from_the_api_server
             "catalogs/coreos-bootimages-5.0.yaml",
             "--release",
             "5.0.0-ec.2",
-            "--os-image-stream",
-            "rhel-9",
         )
         assert result.returncode in (0, 1), result.stdout + result.stderr
         out = result.stdout
+        assert (
+            "inferred nodefleet:fleet.clusters[0].osImageStream = rhel-9 (from OSImageStream cluster (live "
+            "osimagestreams.machineconfiguration.openshift.io) spec.defaultStream)" in out
+        )
         assert "adopted  EC2NodeClass batch (live ec2nodeclasses.karpenter.k8s.aws)" in out
         assert "left     MachineConfigPool karpenter-batch (live machineconfigpools." in out
         assert "left     EC2NodeClass default (live ec2nodeclasses.karpenter.k8s.aws)" in out
         raw = yaml.safe_load((stacks / "Pulumi.edge.yaml").read_text())["config"][CONFIG_KEY]
         cluster = raw["clusters"][0]
         assert "pools" not in cluster and "karpenter" not in cluster
+        assert cluster["osImageStream"] == "rhel-9"
         assert [c["name"] for c in cluster["karpenterOperator"]["nodeClasses"]] == ["batch", "general"]
         applied = _applies_as_no_change(
             raw, "edge", lambda destination: dyn, groups=("karpenter.sh", "karpenter.k8s.aws")
         )
         assert applied == 4  # two EC2NodeClasses, two NodePools
+
+        streams = dyn.resources.get(api_version="machineconfiguration.openshift.io/v1", kind="OSImageStream")
+        dyn.delete(streams, name="cluster")
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        args = [
+            "import",
+            "--stack",
+            "edge",
+            "--stacks-dir",
+            str(elsewhere),
+            "--kubeconfig",
+            str(server.kubeconfig),
+        ]
+        args += ["--catalog", "catalogs/coreos-bootimages-5.0.yaml", "--release", "5.0.0-ec.2"]
+        refused = nodefleet(*args)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "the sources hold no OSImageStream 'cluster'" in refused.stderr
+        assert "pass --os-image-stream rhel-9 or rhel-10" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert list(elsewhere.iterdir()) == []
 
 
 def test_an_autonode_cluster_read_from_its_management_and_hosted_api_servers(
