@@ -35,7 +35,7 @@ _STANDALONE = (
     ("operator.openshift.io", "v1", "machineconfigurations", "MachineConfiguration", None),
     ("config.openshift.io", "v1", "clusterversions", "ClusterVersion", None),
     ("config.openshift.io", "v1", "infrastructures", "Infrastructure", None),
-    # The cluster's default OS stream; served from 5.0 (TechPreview before: a 404 there means no object).
+    # The cluster's default OS stream: v1 from 5.0 (v1alpha1, TechPreview, in 4.22: read when v1 is not served).
     ("machineconfiguration.openshift.io", "v1", "osimagestreams", "OSImageStream", None),
 )
 #: Karpenter on a standalone cluster: upstream's kinds, which the karpenter-operator serves too.
@@ -281,6 +281,11 @@ def read_live(
     if not objects and cluster is None and namespace is None:
         for group, version, plural, kind, ns in (*_STANDALONE, *_STANDALONE_KARPENTER):
             objects += source.list(group, version, plural, kind, ns)
+        if not any(p.get("kind") == "OSImageStream" for p in objects):
+            # 4.22 serves the kind as TechPreview, at v1alpha1 only.
+            objects += source.list(
+                "machineconfiguration.openshift.io", "v1alpha1", "osimagestreams", "OSImageStream", None
+            )
         custom: list[str] = [
             str(p["metadata"]["name"])
             for p in objects

@@ -6,6 +6,7 @@ with nothing and changes no spec; a server that refuses or cannot be reached is 
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -430,6 +431,49 @@ def test_a_standalone_cluster_running_the_karpenter_operator_from_the_api_server
         assert "pass --os-image-stream rhel-9 or rhel-10" in refused.stderr
         assert "Traceback" not in refused.stderr
         assert list(elsewhere.iterdir()) == []
+
+        # A 4.22 cluster with the TechPreview on serves the kind at v1alpha1 only: read there.
+        _serve_os_image_stream_at_v1alpha1_only(server)
+        alpha = dyn.resources.get(
+            api_version="machineconfiguration.openshift.io/v1alpha1", kind="OSImageStream"
+        )
+        dyn.create(alpha, body={**_os_stream_object("rhel-9"), "apiVersion": alpha.group_version})
+        again = nodefleet(*args)
+        assert again.returncode in (0, 1), again.stdout + again.stderr
+        assert "osImageStream = rhel-9 (from OSImageStream cluster (live " in again.stdout
+        assert (
+            yaml.safe_load((elsewhere / "Pulumi.edge.yaml").read_text())["config"][CONFIG_KEY]["clusters"][0][
+                "osImageStream"
+            ]
+            == "rhel-9"
+        )
+
+
+def _os_stream_object(stream: str) -> dict[str, Any]:
+    return {"kind": "OSImageStream", "metadata": {"name": "cluster"}, "spec": {"defaultStream": stream}}
+
+
+def _serve_os_image_stream_at_v1alpha1_only(server: Any) -> None:
+    """Replace the test CRD by one that serves only v1alpha1, as 4.22's TechPreview does."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from tests.testcluster import install_crd_documents
+
+    api = client.ApiextensionsV1Api(server.api_client())
+    name = OS_IMAGE_STREAM_CRD["metadata"]["name"]
+    api.delete_custom_resource_definition(name)
+    while True:  # gone once the API server has removed it (its objects first); the test's timeout bounds it
+        try:
+            api.read_custom_resource_definition(name, _preload_content=False)
+        except ApiException as e:
+            if e.status == 404:
+                break
+            raise
+        time.sleep(0.1)
+    alpha = copy.deepcopy(OS_IMAGE_STREAM_CRD)
+    alpha["spec"]["versions"][0]["name"] = "v1alpha1"
+    install_crd_documents(server, [alpha])
 
 
 def test_an_autonode_cluster_read_from_its_management_and_hosted_api_servers(
