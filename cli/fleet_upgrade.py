@@ -635,9 +635,15 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
             raise InputError(str(exc)) from None
         plan = state.the_plan()
     else:
-        loaded = _read_stacks(known, names, registry)
+        from cli.stacks import CACHED_FLEET, many_stacks
+
+        # A fleet's stack files read through the cache of their values, as gitops and fleet check read them; the
+        # plan's own reading (each edit's, read back) past it.
+        with many_stacks(Path(args.stacks_dir) if len(names) >= CACHED_FLEET else None):
+            loaded = _read_stacks(known, names, registry)
         try:
-            plan = _make_plan(args, loaded, names, target, registry)
+            with many_stacks():
+                plan = _make_plan(args, loaded, names, target, registry)
         except PlanError as exc:
             raise InputError(
                 "\n".join(exc.problems)

@@ -394,6 +394,8 @@ class StackEdit:
 
         if self._doc is None:
             self._doc = upgrade_text.parse(self.text, indents_of(self.text), HOLD_MARK) or False
+        elif self._doc and self._doc.operations:
+            self._doc.commit()  # the last step's edit, made the document's now that it is read again
         return self._doc
 
     def hold_marks(self) -> frozenset[tuple[str, str]]:

@@ -24,7 +24,7 @@ bytes on stack files with and without comments, quoting, flow style, anchors and
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +47,7 @@ class NotPlain(Exception):
     """The text is not in the form this module edits: the round trip edits it."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Scalar:
     value: Any
     line: int
@@ -57,7 +57,7 @@ class Scalar:
     style: str
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Block:
     """A block mapping (``keys``) or sequence (``keys`` empty): its entries and the lines it spans."""
 
@@ -96,7 +96,7 @@ class Block:
         return found.value if isinstance(found, Scalar) else found
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Flow:
     """A flow sequence of scalars (``[a, b]``) or an empty flow mapping (``{}``), on its key's line."""
 
@@ -117,7 +117,7 @@ class Document:
         self.indent_settings = (mapping_indent, sequence, offset)
         self.claimed: dict[int, str] = {}  # line → its end-of-line comment ("" none)
         try:
-            self.events = list(_events(text))
+            self.events = _events(text)
         except yaml.YAMLError:
             raise NotPlain from None
         self.position = 0
@@ -428,15 +428,18 @@ def _moved(line: int, moved: dict[int, int]) -> int:
     return moved[line] if line >= 0 else moved[-1 - line] + 1
 
 
-def _events(text: str) -> Iterator[Any]:
+def _events(text: str) -> list[Any]:
     loader = _LOADER(text)
+    out: list[Any] = []
+    append, get, end, alias = out.append, loader.get_event, yaml.StreamEndEvent, yaml.AliasEvent
     try:
         while True:
-            event = loader.get_event()
-            yield event
-            if isinstance(event, yaml.StreamEndEvent):
-                return
-            if isinstance(event, yaml.AliasEvent):
+            event = get()
+            append(event)
+            kind = type(event)
+            if kind is end:
+                return out
+            if kind is alias:
                 raise NotPlain
     finally:
         loader.dispose()
@@ -444,6 +447,22 @@ def _events(text: str) -> Iterator[Any]:
 
 def _plain(raw: str) -> Any:
     """A plain scalar's value, where YAML 1.1 and 1.2 read it alike and ruamel writes it back as it is."""
+    found = _PLAIN_SEEN.get(raw, _PLAIN_SEEN)
+    if found is _PLAIN_SEEN:
+        try:
+            found = _PLAIN_SEEN[raw] = _plain_value(raw)
+        except NotPlain:
+            found = _PLAIN_SEEN[raw] = NotPlain
+    if found is NotPlain:
+        raise NotPlain
+    return found
+
+
+#: :func:`_plain` of the texts seen so far (keys, names, releases repeat across a fleet's stack files).
+_PLAIN_SEEN: dict[str, Any] = {}
+
+
+def _plain_value(raw: str) -> Any:
     if raw in ("true", "false"):
         return raw == "true"
     if _INT.fullmatch(raw):
@@ -615,8 +634,8 @@ def stage_moves(
 def stage(
     doc: Document, moves: Sequence[Any], phase: str, *, hold_mark: str, keep_stream_mark: str
 ) -> tuple[str, list[str]] | None:
-    """The step on ``doc``: (the text after it, what changed), ``doc`` then that text's document; or None where
-    the round trip makes the step (``doc`` is then spent)."""
+    """The step on ``doc``: (the text after it, what changed), and ``doc`` that text's document once
+    :meth:`Document.commit` is called; or None where the round trip makes the step (``doc`` is then spent)."""
     try:
         changes: list[str] = []
         for move in moves:
@@ -641,9 +660,7 @@ def stage(
             else:
                 lines = []
             changes += [f"{move.cluster}: {line}" for line in lines]
-        text = doc.text()
-        doc.commit()
-        return text, changes
+        return doc.text(), changes
     except NotPlain:
         return None
 
