@@ -565,6 +565,19 @@ def _load_state(path: Path) -> us.State | None:
         raise InputError(str(exc)) from None
 
 
+def _refuse_foreign(path: Path) -> None:
+    """``--restart`` sets the state file aside by writing a new one over it: not over a file that is not
+    nodefleet's state (exit 2, naming it)."""
+    from nodefleet.files import read_regular_file
+
+    try:
+        us.load(read_regular_file(path), _shown(path))
+    except us.ForeignFile as exc:
+        raise InputError(str(exc)) from None
+    except (OSError, ValueError):
+        pass  # no file, or one nodefleet wrote (valid or not): what --restart replaces; the write names any other
+
+
 def _shown(path: Path) -> str:
     from cli.fleet import _shown as shown
 
@@ -622,6 +635,8 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     repo = _open_repo(args) if args.commit else None
     state_path = _state_path(args, repo)
     stacks_dir = str(Path(args.stacks_dir).resolve())
+    if args.restart and not args.dry_run:
+        _refuse_foreign(state_path)
     state = None if args.restart else _load_state(state_path)
     if state is not None and state.complete:
         state = None  # a finished upgrade is history: the release is planned afresh
