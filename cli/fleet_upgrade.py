@@ -160,7 +160,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the whole plan and write nothing; exit 0 only when the plan is possible",
+        help="print the whole plan and write nothing (but the cache of stack-file values gitops and fleet check "
+        "keep too, NODEFLEET_CACHE_DIR); exit 0 only when the plan is possible",
     )
 
 
