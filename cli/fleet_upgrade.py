@@ -653,13 +653,13 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     else:
         from cli.stacks import CACHED_FLEET, many_stacks
 
-        # A fleet's stack files read through the cache of their values, as gitops and fleet check read them; the
-        # plan's own reading (each edit's, read back) past it.
+        # A fleet's stack files read through the cache of their values, as gitops and fleet check read them (what
+        # they keep then left out of the cycle collector's passes); the plan's own reading (an edit made through
+        # the round trip, read back) past it, with the collector on: ruamel's loaders hold reference cycles.
         with many_stacks(Path(args.stacks_dir) if len(names) >= CACHED_FLEET else None):
             loaded = _read_stacks(known, names, registry)
         try:
-            with many_stacks():
-                plan = _make_plan(args, loaded, names, target, registry)
+            plan = _make_plan(args, loaded, names, target, registry)
         except PlanError as exc:
             raise InputError(
                 "\n".join(exc.problems)
