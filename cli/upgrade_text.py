@@ -128,7 +128,7 @@ class Document:
         first = self._peek()
         if not isinstance(first, yaml.MappingStartEvent):
             raise NotPlain
-        self.root = self._mapping(0, first.start_mark.line, dashed=False)
+        self.root = self._mapping(0, _line(first), dashed=False)
         if "" in self.lines[: self.root.first]:
             raise NotPlain  # ruamel drops empty lines before the first key
         end = self._expect(yaml.DocumentEndEvent)
@@ -210,7 +210,7 @@ class Document:
             return self._flow(key, text, colon)
         self._claim(key.line, text[colon:])
         if isinstance(event, yaml.MappingStartEvent):
-            line = event.start_mark.line
+            line = _line(event)
             if line <= key.line:
                 raise NotPlain
             return self._mapping(key.start + self.indent, line, dashed=False)
@@ -428,6 +428,11 @@ def _moved(line: int, moved: dict[int, int]) -> int:
     return moved[line] if line >= 0 else moved[-1 - line] + 1
 
 
+def _line(event: Any) -> int:
+    """The line an event starts on (libyaml gives every event its marks)."""
+    return int(event.start_mark.line)
+
+
 def _events(text: str) -> list[Any]:
     loader = _LOADER(text)
     out: list[Any] = []
@@ -467,7 +472,7 @@ def _plain_value(raw: str) -> Any:
         return raw == "true"
     if _INT.fullmatch(raw):
         return int(raw)
-    tag = _RESOLVER.resolve(yaml.ScalarNode, raw, (True, False))
+    tag = _RESOLVER.resolve(yaml.ScalarNode, raw, (True, False))  # type: ignore[no-untyped-call]
     if tag != "tag:yaml.org,2002:str" or _OCTAL_12.fullmatch(raw):
         raise NotPlain
     return raw
