@@ -160,7 +160,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the whole plan and write nothing; exit 0 only when the plan is possible",
+        help="print the whole plan and write nothing (but the cache of stack-file values gitops and fleet check "
+        "keep too, NODEFLEET_CACHE_DIR); exit 0 only when the plan is possible",
     )
 
 
@@ -231,7 +232,7 @@ def _read_stacks(known: dict[str, Path], names: Sequence[str], registry: Any) ->
     """Every selected stack, validated as ``check`` validates it (against the fleet's registry too); every
     invalid one named at once (exit 2)."""
     from cli.fleet import _shown
-    from cli.upgrade import HOLD_MARK, hold_marks, load_round_trip
+    from cli.upgrade import hold_marks_of
     from mockruntime.run import PROJECT_DIR, read_stack_config
     from nodefleet.fleet.registry import load_fleet_in
     from nodefleet.stackfile.model import CONFIG_KEY, ConfigError
@@ -249,9 +250,7 @@ def _read_stacks(known: dict[str, Path], names: Sequence[str], registry: Any) ->
         except (ConfigError, YAMLFileError) as exc:
             problems.append(str(exc))
             continue
-        # A held pin is marked by a comment holding HOLD_MARK: a file without the words has none, and is not read
-        # again by the round-trip parser (pure Python, tens of milliseconds a file).
-        marks = hold_marks(load_round_trip(text)[1]) if HOLD_MARK in text else frozenset()
+        marks = hold_marks_of(text)
         out.append(
             Loaded(
                 path, text, StackInput(name, shown, fleet.config.wave, fleet.config.output.mode, fleet, marks)
@@ -362,7 +361,7 @@ def _skew_settings(args: argparse.Namespace) -> tuple[str, int | None]:
 def _make_plan(
     args: argparse.Namespace, loaded: Sequence[Loaded], names: Sequence[str], target: Any, registry: Any
 ) -> Plan:
-    from cli.upgrade import dump_round_trip, hold_marks, load_round_trip, stage_moves
+    from cli.upgrade import StackEdit
 
     profile, behind = _skew_settings(args)
     support = _support(loaded, target, registry)
@@ -379,38 +378,50 @@ def _make_plan(
     by_stack = {item.input.stack: item for item in loaded}
     problems: list[str] = []
     waves = []
+    of_stack: dict[str, list[ClusterMove]] = {}
+    for move in judgment.moves:
+        of_stack.setdefault(move.stack, []).append(move)
     for wave, members in waves_of([item.input for item in loaded], judgment.moves):
-        moves = tuple(m for m in judgment.moves if m.stack in {s.stack for s in members})
-        texts = {s.stack: by_stack[s.stack].text for s in members}
+        in_wave = {s.stack for s in members}
+        moves = tuple(m for m in judgment.moves if m.stack in in_wave)
+        files: dict[str, dict[str, FileStep]] = {phase: {} for phase in PHASES}
+        found: dict[str, list[str]] = {phase: [] for phase in PHASES}
+        # Stack by stack, each through both steps (the second edits the first's text, kept parsed); the steps'
+        # files and problems in the order of the stacks.
+        for s in members:
+            mine = of_stack[s.stack]
+            edit = StackEdit(by_stack[s.stack].text, s.file)
+            for phase in PHASES:
+                before = edit.text
+                held = edit.hold_marks()
+                try:
+                    after, changes = edit.step(mine, phase)
+                except InputError as exc:
+                    found[phase].append(str(exc))
+                    continue
+                if after == before:
+                    continue
+                # An edit made on the text changes only the entries the step names, in a file without anchors
+                # and aliases (cli/upgrade_text.py); one made by the round trip is read back as check reads it.
+                problem = (
+                    "" if edit.on_text else _verify_edit(by_stack[s.stack], before, after, mine, phase, held)
+                )
+                if problem:
+                    found[phase].append(problem)
+                    continue
+                files[phase][s.stack] = FileStep(_sha(before), _sha(after), tuple(changes))
+                edit.accept()
         steps = []
         for phase in PHASES:
-            files: dict[str, FileStep] = {}
-            for s in members:
-                mine = [m for m in moves if m.stack == s.stack]
-                y, doc = load_round_trip(texts[s.stack])
-                held = hold_marks(doc)
-                try:
-                    changes = stage_moves(doc, s.file, mine, phase)
-                except InputError as exc:
-                    problems.append(str(exc))
-                    continue
-                after = dump_round_trip(y, doc)
-                if after == texts[s.stack]:
-                    continue
-                problem = _verify_edit(by_stack[s.stack], texts[s.stack], after, mine, phase, held)
-                if problem:
-                    problems.append(problem)
-                    continue
-                files[s.stack] = FileStep(_sha(texts[s.stack]), _sha(after), tuple(changes))
-                texts[s.stack] = after
+            problems += found[phase]
             instructions = tuple(
                 f"{m.stack} / {m.cluster}: upgrade the cluster itself to {m.target} (`oc adm upgrade --to {m.target}`: "
                 "its cluster version operator moves it); nodefleet records the release in the nodes step"
                 for m in moves
                 if m.kind == "standalone" and phase == "control-plane"
             )
-            steps.append(Step(wave, phase, files, instructions))
-        stacks = {s.stack: (s.mode, tuple(m.cluster for m in moves if m.stack == s.stack)) for s in members}
+            steps.append(Step(wave, phase, files[phase], instructions))
+        stacks = {s.stack: (s.mode, tuple(m.cluster for m in of_stack[s.stack])) for s in members}
         waves.append(WavePlan(wave, stacks, tuple(steps), moves))
     if problems:
         raise PlanError(problems)
@@ -555,6 +566,19 @@ def _load_state(path: Path) -> us.State | None:
         raise InputError(str(exc)) from None
 
 
+def _refuse_foreign(path: Path) -> None:
+    """``--restart`` sets the state file aside by writing a new one over it: not over a file that is not
+    nodefleet's state (exit 2, naming it)."""
+    from nodefleet.files import read_regular_file
+
+    try:
+        us.load(read_regular_file(path), _shown(path))
+    except us.ForeignFile as exc:
+        raise InputError(str(exc)) from None
+    except (OSError, ValueError):
+        pass  # no file, or one nodefleet wrote (valid or not): what --restart replaces; the write names any other
+
+
 def _shown(path: Path) -> str:
     from cli.fleet import _shown as shown
 
@@ -612,6 +636,8 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
     repo = _open_repo(args) if args.commit else None
     state_path = _state_path(args, repo)
     stacks_dir = str(Path(args.stacks_dir).resolve())
+    if args.restart and not args.dry_run:
+        _refuse_foreign(state_path)
     state = None if args.restart else _load_state(state_path)
     if state is not None and state.complete:
         state = None  # a finished upgrade is history: the release is planned afresh
@@ -625,7 +651,13 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
             raise InputError(str(exc)) from None
         plan = state.the_plan()
     else:
-        loaded = _read_stacks(known, names, registry)
+        from cli.stacks import CACHED_FLEET, many_stacks
+
+        # A fleet's stack files read through the cache of their values, as gitops and fleet check read them (what
+        # they keep then left out of the cycle collector's passes); the plan's own reading (an edit made through
+        # the round trip, read back) past it, with the collector on: ruamel's loaders hold reference cycles.
+        with many_stacks(Path(args.stacks_dir) if len(names) >= CACHED_FLEET else None):
+            loaded = _read_stacks(known, names, registry)
         try:
             plan = _make_plan(args, loaded, names, target, registry)
         except PlanError as exc:
@@ -1066,7 +1098,7 @@ def _no_staged_changes(ctx: Context, step: Step, source: str | None) -> None:
 
 def _edit(ctx: Context, step: Step, wave: WavePlan) -> None:
     """Each stack file of the step to its planned text (left alone when a killed run already wrote it)."""
-    from cli.upgrade import dump_round_trip, load_round_trip, stage_moves
+    from cli.upgrade import edit_step
 
     for stack in step.stacks:
         planned = step.files[stack]
@@ -1078,9 +1110,7 @@ def _edit(ctx: Context, step: Step, wave: WavePlan) -> None:
             raise InputError(
                 f"{_shown(path)}: changed since the upgrade planned it; restore it, or run with --restart"
             )
-        y, doc = load_round_trip(text)
-        changes = stage_moves(doc, _shown(path), wave.moves_of(stack), step.phase)
-        after = dump_round_trip(y, doc)
+        after, changes = edit_step(text, _shown(path), wave.moves_of(stack), step.phase)
         if _sha(after) != planned.after:
             raise InputError(
                 f"{_shown(path)}: the edit of {step.key} does not give the text planned (nodefleet changed since the "

@@ -163,19 +163,26 @@ def read_custom_object(
 def _yaml(text: str) -> Any:
     """A round-trip loader/dumper that writes with the indentation ``text`` already uses."""
     from ruamel.yaml import YAML
-    from ruamel.yaml.util import load_yaml_guess_indent
 
     # ruamel guesses the sequence layout (dash offset, item indent); the mapping indent is the first
     # nested key's, as in `config:` / `  nodefleet:fleet:`.
     # Its guess is read from the lines; the document it would also load is not needed (`yaml=` takes the place of
     # that load, which doubled the cost of every edit: a `fleet upgrade` of 10,000 stack files makes 20,000).
-    _, sequence, offset = load_yaml_guess_indent(text, yaml=_NotLoaded)
-    nested = re.search(r"^( +)[^\s#-][^:\n]*:", text, re.M)
+    mapping, sequence, offset = indents_of(text)
     y = YAML(typ="rt")
     y.preserve_quotes = True
     y.width = 4096  # never re-wrap a long line the user wrote
-    y.indent(mapping=len(nested.group(1)) if nested else 2, sequence=sequence or 2, offset=offset or 0)
+    y.indent(mapping=mapping, sequence=sequence, offset=offset)
     return y
+
+
+def indents_of(text: str) -> tuple[int, int, int]:
+    """The mapping indent, sequence indent and dash offset the round trip writes ``text`` back with."""
+    from ruamel.yaml.util import load_yaml_guess_indent
+
+    _, sequence, offset = load_yaml_guess_indent(text, yaml=_NotLoaded)
+    nested = re.search(r"^( +)[^\s#-][^:\n]*:", text, re.M)
+    return len(nested.group(1)) if nested else 2, sequence or 2, offset or 0
 
 
 class _NotLoaded:
@@ -354,6 +361,89 @@ def stage_moves(doc: Any, where: str, moves: Sequence[Any], phase: str) -> list[
             lines = []
         changes += [f"{move.cluster}: {line}" for line in lines]
     return changes
+
+
+def edit_step(text: str, where: str, moves: Sequence[Any], phase: str) -> tuple[str, list[str]]:
+    """:func:`stage_moves` on a stack file's text: (the text after the step, what changed). Made on the text
+    (:mod:`cli.upgrade_text`) where that gives the round trip's bytes, through the round trip elsewhere."""
+    from cli import upgrade_text
+
+    fast = upgrade_text.stage_moves(
+        text, indents_of(text), moves, phase, hold_mark=HOLD_MARK, keep_stream_mark=KEEP_STREAM_MARK
+    )
+    if fast is not None:
+        return fast
+    y, doc = load_round_trip(text)
+    changes = stage_moves(doc, where, moves, phase)
+    return dump_round_trip(y, doc), changes
+
+
+class StackEdit:
+    """One stack file through the steps of a plan: its text, and where the text edit takes it, its document, kept
+    from one step to the next (each step's text is read once, not once a step)."""
+
+    def __init__(self, text: str, where: str) -> None:
+        self.text, self.where = text, where
+        self._doc: Any = None
+        self._pending: tuple[str, Any] | None = None
+        #: Whether the last :meth:`step` was made on the text (not read back: see :mod:`cli.upgrade_text`).
+        self.on_text = False
+
+    def _document(self) -> Any:
+        from cli import upgrade_text
+
+        if self._doc is None:
+            self._doc = upgrade_text.parse(self.text, indents_of(self.text), HOLD_MARK) or False
+        elif self._doc and self._doc.operations:
+            self._doc.commit()  # the last step's edit, made the document's now that it is read again
+        return self._doc
+
+    def hold_marks(self) -> frozenset[tuple[str, str]]:
+        from cli import upgrade_text
+
+        if HOLD_MARK not in self.text:
+            return frozenset()
+        doc = self._document()
+        found = upgrade_text.held(doc, HOLD_MARK) if doc else None
+        return found if found is not None else hold_marks(load_round_trip(self.text)[1])
+
+    def step(self, moves: Sequence[Any], phase: str) -> tuple[str, list[str]]:
+        """The step's (text after it, what changed); :meth:`accept` makes that text the stack file's."""
+        from cli import upgrade_text
+
+        doc, self._doc = self._document(), None
+        if doc:
+            fast = upgrade_text.stage(
+                doc, moves, phase, hold_mark=HOLD_MARK, keep_stream_mark=KEEP_STREAM_MARK
+            )
+            if fast is not None:
+                self._pending, self.on_text = (fast[0], doc), True
+                return fast
+        self.on_text = False
+        y, loaded = load_round_trip(self.text)
+        changes = stage_moves(loaded, self.where, moves, phase)
+        after = dump_round_trip(y, loaded)
+        self._pending = (after, None)
+        return after, changes
+
+    def accept(self) -> None:
+        assert self._pending is not None
+        self.text, doc = self._pending
+        self._pending = None
+        # A document carried over is the text's only where the round trip would read the text with the same
+        # indentation (it is guessed from the text).
+        if doc is not None and indents_of(self.text) == doc.indent_settings:
+            self._doc = doc
+
+
+def hold_marks_of(text: str) -> frozenset[tuple[str, str]]:
+    """:func:`hold_marks` of a stack file's text (none where the hold mark's words are not in it)."""
+    from cli import upgrade_text
+
+    if HOLD_MARK not in text:
+        return frozenset()
+    fast = upgrade_text.hold_marks(text, indents_of(text), HOLD_MARK)
+    return fast if fast is not None else hold_marks(load_round_trip(text)[1])
 
 
 def load_round_trip(text: str) -> tuple[Any, Any]:

@@ -76,7 +76,13 @@ def test_a_state_file_that_does_not_fit_is_refused_with_what_to_do(base: Path, c
     for extra in (["--dry-run"], []):
         result = _upgrade(base, *extra)
         refused(result, "nodefleet-upgrade.json")
-        assert "--restart" in result.stderr or "remove" in result.stderr, result.where()
+        # nodefleet's own state (valid or not): --restart or the file to remove; a file that is not a state file at
+        # all (not JSON, a list, not UTF-8): another path, never --restart, which would write over it.
+        assert (
+            "--restart" in result.stderr
+            or "remove" in result.stderr
+            or "give --state a file of its own" in result.stderr
+        ), result.where()
 
 
 def test_a_state_file_marked_done_by_hand_is_refused(base: Path) -> None:

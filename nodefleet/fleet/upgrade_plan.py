@@ -31,8 +31,8 @@ A standalone cluster whose boot images would fall outside the boot image skew of
 (:func:`nodefleet.bootimages.skew.evaluate_skew`, the rule the ``boot-image-skew`` policy applies) is left out of
 the plan, with the reason and the fix, instead of being moved into a state the policies refuse (:class:`LeftOut`).
 
-Nothing here writes or runs anything: the edits themselves (ruamel round trips that keep comments and layout)
-and git stay in ``cli/``. The plan is plain data with a stable digest (:meth:`Plan.digest`) that the state of
+Nothing here writes or runs anything: the edits themselves (the bytes of a ruamel round trip that keeps comments
+and layout, made on the text where that gives the same bytes: ``cli/upgrade_text.py``) and git stay in ``cli/``. The plan is plain data with a stable digest (:meth:`Plan.digest`) that the state of
 the upgrade (:mod:`nodefleet.fleet.upgrade_state`) and the commits it makes are bound to.
 """
 

@@ -16,7 +16,8 @@ A state file is JSON a user can read (``fleet upgrade --state``). It holds:
 
 :func:`load` validates all of it (shape, sizes, digest, plan digest, the order of the progress) and raises
 :class:`StateError` with what to do: run with ``--restart`` to plan afresh from the stack files as they are, or
-remove the file. :func:`check_bound` compares a state with the run that reads it. Checking the state against
+remove the file; a file that is not nodefleet's state at all (not JSON, another tool's JSON) is
+:class:`ForeignFile`, whose message suggests a path of its own instead (``--restart`` would write over it). :func:`check_bound` compares a state with the run that reads it. Checking the state against
 git and the stack files (the commits it names exist and carry the upgrade's trailers, each stack file is at the
 step the state says) needs git and the files: ``cli/fleet_upgrade.py`` does it with :func:`expected_files`.
 """
@@ -200,6 +201,19 @@ class StateError(ValueError):
     """A state file nodefleet will not follow; the message names the file, what is wrong and what to do."""
 
 
+class ForeignFile(StateError):
+    """A file where the state file goes that is not nodefleet's state at all: the message says so and suggests
+    another path, never ``--restart`` (which would write the state over it)."""
+
+
+def _foreign(where: str, why: str) -> ForeignFile:
+    return ForeignFile(
+        f"{where}: not a fleet upgrade state file ({why}), and nodefleet does not write its state over a file it did "
+        f"not write: give --state a file of its own (for example --state ../upgrade-state.json), or move {where} "
+        "out of the way"
+    )
+
+
 def _fix(where: str) -> str:
     return f"run the same command with --restart to plan afresh from the stack files as they are, or remove {where}"
 
@@ -224,20 +238,23 @@ def load(data: bytes, where: str) -> State:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise StateError(
-            f"{where}: not a fleet upgrade state file (not UTF-8 text: byte {exc.start}); {_fix(where)}"
-        ) from None
+        raise _foreign(where, f"not UTF-8 text: byte {exc.start}") from None
     try:
         raw = json.loads(text)
     except RecursionError:
-        raise StateError(
-            f"{where}: not a fleet upgrade state file (nested too deeply); {_fix(where)}"
-        ) from None
+        raise _foreign(where, "nested too deeply") from None
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         at = f" at line {line}" if line else ""
-        raise StateError(f"{where}: not a fleet upgrade state file (not JSON{at}); {_fix(where)}") from None
-    if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
+        raise _foreign(where, f"not JSON{at}") from None
+    if not isinstance(raw, dict):
+        raise _foreign(where, f"JSON, but a {type(raw).__name__}, not an object")
+    found = raw.get("schema")
+    if isinstance(found, str) and not found.startswith(SCHEMA.rsplit("/", 1)[0] + "/"):
+        raise _foreign(where, f"its schema is {found[:60]!r}")
+    if found is None and "release" not in raw:
+        raise _foreign(where, "a JSON object that names neither a schema nor a release")
+    if raw.get("schema") != SCHEMA:
         found = raw.get("schema") if isinstance(raw, dict) else None
         what = (
             f"its schema is {str(found)[:60]!r}, not {SCHEMA!r}"

@@ -146,29 +146,73 @@ def test_a_state_file_edited_by_hand_to_skip_the_canary_is_refused(stopped: Path
     }
 
 
+#: What a file that is not nodefleet's state is refused with: another path, never --restart (which writes over it).
+NOT_OURS = (
+    "and nodefleet does not write its state over a file it did not write: give --state a file of its own (for "
+    "example --state ../upgrade-state.json), or move"
+)
+
+
 @pytest.mark.parametrize(
-    ("content", "says"),
+    ("content", "says", "ours"),
     [
-        ('{"schema": "caf\xe9"}'.encode("latin-1"), "not UTF-8 text"),
-        (b'{"schema": ', "not JSON at line 1"),
-        (b"[" * 50_000 + b"]" * 50_000, "nested too deeply"),
-        (json.dumps({"release": NEW, "waves": [], "stopped": None}).encode(), "it names no schema"),
+        ('{"schema": "caf\xe9"}'.encode("latin-1"), "not UTF-8 text", False),
+        (b'{"schema": ', "not JSON at line 1", False),
+        (b"[" * 50_000 + b"]" * 50_000, "nested too deeply", False),
+        (b'["a", "list"]', "JSON, but a list, not an object", False),
+        (b'{"schema": "example.com/other-tool/v1"}', "its schema is 'example.com/other-tool/v1'", False),
+        (json.dumps({"release": NEW, "waves": [], "stopped": None}).encode(), "it names no schema", True),
         (
             json.dumps({"schema": us.SCHEMA, "release": NEW, "waves": "all done"}).encode(),
             "not a valid fleet upgrade state file",
+            True,
         ),
     ],
 )
 def test_a_state_file_that_is_not_one_is_refused_with_what_to_do(
-    tmp_path: Path, content: bytes, says: str
+    tmp_path: Path, content: bytes, says: str, ours: bool
 ) -> None:
     stacks = _stacks(tmp_path, "canary-east")
     (stacks / "nodefleet-upgrade.json").write_bytes(content)
     refused = _upgrade(stacks, "--dry-run")
     _clean(refused)
-    assert refused.returncode == 2 and says in refused.stderr and RESTART in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and says in refused.stderr, refused.stderr
+    if ours:
+        # A state file nodefleet wrote (an earlier one's, or a broken one): --restart replaces it.
+        assert RESTART in refused.stderr and NOT_OURS not in refused.stderr, refused.stderr
+    else:
+        assert refused.stderr.startswith(
+            f"error: {stacks / 'nodefleet-upgrade.json'}: not a fleet upgrade state file"
+        )
+        assert NOT_OURS in refused.stderr and "--restart" not in refused.stderr, refused.stderr
     again = _upgrade(stacks, "--dry-run", "--restart")
     assert again.returncode == 0, again.stdout + again.stderr
+    assert (stacks / "nodefleet-upgrade.json").read_bytes() == content
+
+
+def test_a_state_option_naming_another_file_is_refused_and_the_file_left_alone(tmp_path: Path) -> None:
+    """`--state` pointed by mistake at a file that is not a state file (a team's notes): named, said
+    not to be one, another path suggested; not written, not even with --restart."""
+    stacks = _stacks(tmp_path, "canary-east")
+    other = tmp_path / "notes.json"
+    other.write_text('{"owner": "platform team", "oncall": "#fleet"}\n')
+    before = other.read_bytes()
+    for extra in ((), ("--restart",)):
+        refused = _upgrade(stacks, "--state", str(other), *extra)
+        _clean(refused)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert refused.stderr == (
+            f"error: {other}: not a fleet upgrade state file (a JSON object that names neither a schema nor a "
+            f"release), {NOT_OURS} {other} out of the way\n"
+        )
+        assert other.read_bytes() == before
+        assert not (stacks / "nodefleet-upgrade.json").exists()
+    # Given a path of its own, the upgrade runs (and stops at the canary's gate, as every upgrade without a
+    # cluster does here).
+    own = tmp_path / "upgrade-state.json"
+    ran = _upgrade(stacks, "--state", str(own))
+    assert ran.returncode == 1 and own.is_file(), ran.stdout + ran.stderr
+    assert other.read_bytes() == before
 
 
 def test_a_named_pipe_as_the_state_file_is_refused_without_hanging(tmp_path: Path) -> None:
