@@ -218,17 +218,13 @@ def _deselect_gitops_tests(config: pytest.Config, items: list[pytest.Item]) -> N
     _deselect_marked(config, items, "gitops", missing, _GITOPS_REPORT)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def gitops_controllers(test_clusters: TestClusters) -> Iterator[Controllers]:
-    """Flux's and Argo CD's controllers, a Git server and Redis for the session (tests/gitopsctl.py), on a hub
-    API server of their own; stopped, and their folder removed, at the end of the session, however it ends."""
+    """Flux's and Argo CD's controllers, a Git server and Redis (tests/gitopsctl.py), on a hub API server of
+    their own; kept from one module to the next while this worker's next test needs them (:func:`_kept`)."""
     from tests.gitopsctl import Controllers
 
-    controllers = Controllers(test_clusters)
-    try:
-        yield controllers
-    finally:
-        controllers.close()
+    yield _kept("gitops_controllers", lambda: Controllers(test_clusters))
 
 
 def _deselected_banner(terminalreporter: Any, report: dict[str, Any] | None, title: str, what: str) -> None:
@@ -247,17 +243,46 @@ def _deselected_banner(terminalreporter: Any, report: dict[str, Any] | None, tit
     tr.write_sep("!", f"{n} {title} tests did not run", red=True, bold=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def test_clusters() -> Iterator[TestClusters]:
-    """etcd and kube-apiserver for the session (tests/testcluster.py); stopped, and their folder removed, at
-    the end of the session, however it ends."""
+    """etcd and kube-apiserver (tests/testcluster.py); kept from one module to the next while this worker's next
+    test needs them (:func:`_kept`)."""
     from tests.testcluster import TestClusters
 
-    clusters = TestClusters()
-    try:
-        yield clusters
-    finally:
-        clusters.close()
+    yield _kept("test_clusters", TestClusters)
+
+
+# The processes wider than a module: etcd with the API servers `test_clusters` keeps, and the GitOps controllers.
+# A worker keeps them from one module to the next while its next test needs them, and stops them, their folders
+# removed, as soon as its next test is in another module that does not (xdist hands a worker its next test before
+# it runs the current one), or at the end of the session however it ends. Kept for the whole session, as before,
+# they burned about 17 CPU-seconds a minute across the workers while the workers ran other tiers.
+_KEPT: dict[str, Any] = {}
+
+
+def _kept(name: str, make: Callable[[], Any]) -> Any:
+    if name not in _KEPT:
+        _KEPT[name] = make()
+    return _KEPT[name]
+
+
+def _release(*names: str) -> None:
+    for name in names:
+        kept = _KEPT.pop(name, None)
+        if kept is not None:
+            kept.close()
+
+
+# trylast: after pytest's own teardown of the module's fixtures, which may still use them.
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if nextitem is not None and nextitem.module is getattr(item, "module", None):
+        return  # a module fixture of this module may hold an API server for its next tests
+    needs = set(getattr(nextitem, "fixturenames", ()))
+    if "gitops_controllers" not in needs:
+        _release("gitops_controllers")
+    if "test_clusters" not in needs:
+        _release("test_clusters")
 
 
 # --- Parallel runs ---------------------------------------------------------------------------------------
@@ -285,6 +310,7 @@ def pytest_testnodedown(node: Any, error: object | None) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    _release("gitops_controllers", "test_clusters")
     parallel.stop_builds(session.config)
 
 
