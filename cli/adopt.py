@@ -26,7 +26,9 @@ Sources (--from-file, repeatable, '-' for standard input) are YAML: `oc get ... 
 too), `hypershift create cluster aws --render` output, or a GitOps repository's manifests. A hosted cluster is
 its HostedCluster, its AWS NodePools and, with AutoNode, the OpenshiftEC2NodeClasses and karpenter.sh
 NodePools of its hosted cluster; a standalone cluster is its MachineSets (openshift-machine-api), custom
-MachineConfigPools, the MachineConfiguration `cluster` and its ClusterVersion.
+MachineConfigPools, the MachineConfiguration `cluster` and its ClusterVersion and, where it runs Karpenter
+(self-managed, booting through nodefleet's S3 Ignition pointer, or Red Hat's karpenter-operator), its
+karpenter.sh NodePools and EC2NodeClasses.
 
 The stack is written only when nodefleet's own render of it reproduces every adopted object field by field
 (spec, labels, annotations; not status, not what controllers write, not the fields nodefleet leaves to
@@ -47,7 +49,11 @@ examples:
   oc get machinesets -n openshift-machine-api -o yaml > ms.yaml
   oc get machineconfigpools,machineconfiguration,clusterversion,infrastructure -o yaml > cluster.yaml
   python -m nodefleet import --stack shop --from-file ms.yaml --from-file cluster.yaml \\
-      --catalog catalogs/coreos-bootimages-4.16.yaml"""
+      --catalog catalogs/coreos-bootimages-4.16.yaml
+  oc get nodepools.karpenter.sh,ec2nodeclasses -o yaml > karpenter.yaml
+  python -m nodefleet import --stack edge --from-file ms.yaml --from-file cluster.yaml \
+      --from-file karpenter.yaml --catalog catalogs/coreos-bootimages-5.0.yaml \
+      --karpenter-version 1.15 --karpenter-node-role edge-m2x7c-karpenter-node"""
 
 
 def add_parser(sub: Any) -> None:
@@ -118,6 +124,25 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="a standalone cluster's boot image catalog, inside the project (its coreos-bootimages ConfigMap "
         "saved as a file)",
+    )
+    karpenter = s.add_argument_group(
+        "self-managed Karpenter on a standalone cluster (EC2NodeClasses booting through nodefleet's S3 Ignition "
+        "pointer), where no object holds these"
+    )
+    karpenter.add_argument(
+        "--karpenter-version",
+        metavar="X.Y",
+        help="the Karpenter you installed (default: the one nodefleet recorded on its objects)",
+    )
+    karpenter.add_argument(
+        "--karpenter-node-role",
+        metavar="ROLE",
+        help="the nodes' IAM role (the role of the classes' instance profile)",
+    )
+    karpenter.add_argument(
+        "--cluster-domain",
+        metavar="DOMAIN",
+        help="<cluster>.<baseDomain>, where the sources hold no Infrastructure object",
     )
     s.add_argument(
         "--adopt-defaults",
@@ -235,6 +260,7 @@ def run(args: argparse.Namespace) -> int:
         already_declared,
         per_cluster,
     )
+    from nodefleet.adopt.standalone_karpenter import KarpenterOptions
 
     stacks_dir: Path = args.stacks_dir if args.stacks_dir is not None else PROJECT_DIR / "stacks"
     if not stacks_dir.is_dir():
@@ -268,6 +294,11 @@ def run(args: argparse.Namespace) -> int:
             management_cluster=args.management_cluster,
             catalog=args.catalog,
             adopt_defaults=args.adopt_defaults,
+            karpenter=KarpenterOptions(
+                version=args.karpenter_version,
+                node_role=args.karpenter_node_role,
+                cluster_domain=args.cluster_domain,
+            ),
         )
         adoption = adopt(objects, options)
     except AdoptError as e:
@@ -289,7 +320,20 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     named = ["an API server"] if live else []
     named += ["standard input" if f == "-" else Path(f).name for f in args.from_file]
-    return _write_and_check(args, stacks_dir, stacks, targets, named, registry)
+    headers = {name: _sources_of(part, args.from_file) if grouped else named for name, part in stacks}
+    return _write_and_check(args, stacks_dir, stacks, targets, headers, registry)
+
+
+def _sources_of(adoption: Any, files: list[str]) -> list[str]:
+    """The sources, as a stack file's header names them, that held an object of ``adoption``: with one stack per
+    cluster, each names only the files its own cluster came from."""
+    held = adoption.sources
+    named = ["an API server"] if any(s.startswith("live ") for s in held) else []
+    for f in files:
+        shown = "standard input" if f == "-" else f
+        if any(s.startswith(f"{shown}, document ") for s in held):
+            named.append("standard input" if f == "-" else Path(f).name)
+    return named
 
 
 def _supported_versions(args: argparse.Namespace) -> tuple[str, ...]:
@@ -426,7 +470,7 @@ def _write_and_check(
     stacks_dir: Path,
     stacks: list[tuple[str, Any]],
     targets: dict[str, Path],
-    named: list[str],
+    named: dict[str, list[str]],
     registry: tuple[Path, str, str] | None = None,
 ) -> int:
     """Write the registry's new entry and every stack, then check them as `check` (one stack) or `fleet check`
@@ -442,8 +486,14 @@ def _write_and_check(
         _write(path, text)
         print(f"  wrote {_shown(path)}: {what}; review it, then commit it")
     for name, part in stacks:
-        _write(targets[name], stack_text(part, named))
+        _write(targets[name], stack_text(part, named[name]))
         print(f"  wrote {targets[name]}: {len(part.clusters)} cluster(s); review it, then commit it")
+        for key, what in part.secrets_to_set:
+            print(
+                f"  next     set nodefleet:{key}, {what}, which no object an import reads holds: `pulumi config "
+                f"set --secret nodefleet:{key} --stack {name} < ca.pem` (the certificateAuthorities source of the "
+                "pointer in Secret openshift-machine-api/worker-user-data), before `pulumi preview`"
+            )
 
     def take_back() -> None:
         undo = dict(targets)
@@ -479,6 +529,7 @@ def _write_and_check(
         root=[],
         catalog_root=[],
         debug=False,
+        secrets_to_set=[key for _, part in stacks for key, _ in part.secrets_to_set],
     )
     try:
         return check.run(check_args)

@@ -5,7 +5,8 @@ What it lists, and only that (no Secret but the one below: import references Sec
 HostedClusters (one namespace with ``--namespace``, one cluster with ``--cluster``), their NodePools and
 Namespaces; on a standalone cluster the MachineSets of ``openshift-machine-api``, the custom
 MachineConfigPools and their MachineConfigs, the ``MachineConfiguration``, ``ClusterVersion`` and
-``Infrastructure`` singletons; inside a hosted cluster (``--hosted-kubeconfig``) the AutoNode classes and
+``Infrastructure`` singletons, and Karpenter's NodePools and EC2NodeClasses where it runs Karpenter (self-managed or
+Red Hat's karpenter-operator); inside a hosted cluster (``--hosted-kubeconfig``) the AutoNode classes and
 Karpenter NodePools. A kind the API server does not serve (404) is simply not there; a refusal (401, 403) or
 an unreachable server stops the import with one message naming the verb, the resource and the fix.
 
@@ -34,6 +35,11 @@ _STANDALONE = (
     ("operator.openshift.io", "v1", "machineconfigurations", "MachineConfiguration", None),
     ("config.openshift.io", "v1", "clusterversions", "ClusterVersion", None),
     ("config.openshift.io", "v1", "infrastructures", "Infrastructure", None),
+)
+#: Karpenter on a standalone cluster: upstream's kinds, which the karpenter-operator serves too.
+_STANDALONE_KARPENTER = (
+    ("karpenter.sh", "v1", "nodepools", "NodePool", None),
+    ("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", None),
 )
 _INSIDE = (
     ("karpenter.hypershift.openshift.io", "v1", "openshiftec2nodeclasses", "OpenshiftEC2NodeClass"),
@@ -271,7 +277,7 @@ def read_live(
             if found is not None:
                 objects.append(found)
     if not objects and cluster is None and namespace is None:
-        for group, version, plural, kind, ns in _STANDALONE:
+        for group, version, plural, kind, ns in (*_STANDALONE, *_STANDALONE_KARPENTER):
             objects += source.list(group, version, plural, kind, ns)
         custom: list[str] = [
             str(p["metadata"]["name"])

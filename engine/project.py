@@ -91,9 +91,8 @@ def scratch_project(dest: Path, stack_files: list[Path], project: Path = PROJECT
     for name in SOURCES:
         src = project / name
         if src.is_dir():
-            shutil.copytree(
-                src, dest / name, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True
-            )
+            # The bytecode comes along: the language host then does not compile the program again.
+            shutil.copytree(src, dest / name, dirs_exist_ok=True)
         else:
             shutil.copy2(src, dest / name)
     (dest / "stacks").mkdir(exist_ok=True)

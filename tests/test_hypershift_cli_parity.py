@@ -1,18 +1,18 @@
 """nodefleet's HostedCluster, NodePool, Namespace and pull-secret labels against what the HyperShift CLI
 renders, field by field.
 
-The CLI's output is HyperShift's own test fixtures for ``hypershift create cluster aws --render`` at
-v0.1.80 (``tests/fixtures/SOURCES.md`` says where they come from and why the CLI itself could not be built
-here). The fixtures use placeholder inputs (``fakeVPCID``); the comparison substitutes the values the
-nodefleet stack gives for the same inputs, then asserts that the remaining differences are exactly the
-listed ones, each with its reason. A new field the CLI starts rendering, or one nodefleet stops rendering,
-fails the test.
+The CLI's output is HyperShift's own test fixtures for ``hypershift create cluster aws --render`` at every
+vendored module version, v0.1.40 to v0.1.82 (``tests/fixtures/SOURCES.md`` says where they come from, what each
+version changed, and why the CLI itself could not be built here). The fixtures use placeholder inputs
+(``fakeVPCID``); the comparison substitutes the values the nodefleet stack gives for the same inputs, then
+asserts that the remaining differences are exactly the listed ones, each with its reason (a few only for the
+versions that render them). A new field the CLI starts rendering, or one nodefleet stops rendering, fails the
+test.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,9 +27,14 @@ from nodefleet.render.hosted import (
 )
 from nodefleet.stackfile.hosted import HostedCluster
 from tests.crdschema import validate_manifest
-from tests.nodefleet.adopt.roundtrip import substitute
+from tests.nodefleet.adopt.roundtrip import (
+    FIXTURE_PREFIX,
+    HYPERSHIFT_VERSIONED_CASES,
+    HYPERSHIFT_VERSIONS,
+    hypershift_fixture_dir,
+    substitute,
+)
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hypershift-cli-v0.1.80"
 ACCOUNT = "123456789012"
 ROLES = {
     "ingressARN": "fakeIngressARN",
@@ -55,8 +60,34 @@ FLAG_SETS = {
 }
 
 
-def _fixture(case: str) -> dict[str, dict[str, Any]]:
-    docs = yaml.safe_load_all((FIXTURES / f"zz_fixture_TestCreateCluster_{case}.yaml").read_text())
+#: v0.1.82 named its cases after what they assert, with v0.1.80's flags and bytes (tests/fixtures/SOURCES.md).
+RENAMED = {
+    "When_minimal_flags_are_provided__it_should_render_successfully": "minimal_flags_necessary_to_render",
+    "When_default_creation_flags_are_provided__it_should_create_cluster_with_expected_configuration": (
+        "default_creation_flags_for_cesar"
+    ),
+    "When_KubeAPIServerDNSName_is_provided__it_should_configure_custom_DNS_name": (
+        "minimal_with_KubeAPIServerDNSName"
+    ),
+    "When_OVNKubernetesMTU_is_provided__it_should_configure_custom_MTU": "minimal_with_OVNKubernetesMTU",
+}
+#: Every vendored fixture: (module version, its file's case name, the flag set it renders).
+VERSIONED = [(version, case, RENAMED.get(case, case)) for version, case in HYPERSHIFT_VERSIONED_CASES]
+IDS = [f"{version}-{flags}" for version, _, flags in VERSIONED]
+#: The case every version renders, for the comparisons made once per version.
+MINIMAL = [(v, c) for v, c, flags in VERSIONED if flags == "minimal_flags_necessary_to_render"]
+
+
+def _at_least(version: str, oldest: str) -> bool:
+    def parts(v: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in v.removeprefix("v").split("."))
+
+    return parts(version) >= parts(oldest)
+
+
+def _fixture(case: str, version: str) -> dict[str, dict[str, Any]]:
+    path = hypershift_fixture_dir(version) / f"{FIXTURE_PREFIX}{case}.yaml"
+    docs = yaml.safe_load_all(path.read_text())
     return {doc["kind"]: doc for doc in docs if doc}
 
 
@@ -200,6 +231,38 @@ def _diff(cli: Any, ours: Any, path: str = "") -> dict[str, tuple[Any, Any]]:
     return {} if cli == ours else {path: (cli, ours)}
 
 
+#: What each version of the CLI renders that nodefleet does not, or not any more: (oldest, newest, reason).
+VERSION_STRUCTURAL = {
+    "metadata.creationTimestamp": (
+        "v0.1.40",
+        "v0.1.70",
+        "the CLI serialized the unset creation time as null (Go's zero metav1.Time); the API server sets it, "
+        "nodefleet writes none, as v0.1.80's CLI",
+    ),
+}
+#: Differences the newer CLIs have that older ones do not: (path, oldest version rendering it).
+SINCE = {"spec.capabilities": "v0.1.70"}
+
+
+def _version_structural(version: str, paths: Mapping[str, str]) -> set[str]:
+    expected = {p for p in paths if p not in SINCE or _at_least(version, SINCE[p])}
+    expected |= {
+        path
+        for path, (oldest, newest, _) in VERSION_STRUCTURAL.items()
+        if _at_least(version, oldest) and _at_least(newest, version)
+    }
+    return expected
+
+
+def _cli_choices(version: str) -> dict[str, Any]:
+    """The CLI's choices of ``version``: v0.1.40 also published OVNSbDb, a no-op service a cluster it created
+    holds for life (``spec.services`` is immutable), which nodefleet declares as ``legacyServices``."""
+    choices = dict(CLI_DEFAULT_CHOICES)
+    if not _at_least(version, "v0.1.60"):
+        choices["legacyServices"] = [{"service": "OVNSbDb", "type": "Route"}]
+    return choices
+
+
 def _render(case: str, choices: Mapping[str, Any]) -> tuple[HostedCluster, dict[str, Any], dict[str, Any]]:
     name, region, case_choices = CASES[case]
     merged = dict(choices)
@@ -217,19 +280,28 @@ EMPTY_STATUS = {
 }
 
 
-def _cli(case: str) -> dict[str, dict[str, Any]]:
-    _, region, _ = CASES[case]
-    docs = substitute(_fixture(case), _placeholders(region))
+def _cli(case: str, version: str) -> dict[str, dict[str, Any]]:
+    """The fixture of file case ``case`` at ``version``, placeholders filled, its empty status checked and gone."""
+    _, region, _ = CASES[RENAMED.get(case, case)]
+    docs = substitute(_fixture(case, version), _placeholders(region))
     for kind, status in EMPTY_STATUS.items():
         assert docs[kind].pop("status") == status
     return docs
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_hosted_cluster_matches_the_cli_when_the_user_makes_the_clis_choices(case: str) -> None:
-    cli = _cli(case)["HostedCluster"]
-    _, ours, _ = _render(case, CLI_DEFAULT_CHOICES)
-    expected = set(STRUCTURAL)
+def test_every_vendored_fixture_is_compared() -> None:
+    """A fixture whose flags this file does not list would be left out of the comparison silently."""
+    assert {version for version, _, _ in VERSIONED} == set(HYPERSHIFT_VERSIONS)
+    assert {flags for _, _, flags in VERSIONED} == set(CASES)
+
+
+@pytest.mark.parametrize(("version", "case", "flags"), VERSIONED, ids=IDS)
+def test_hosted_cluster_matches_the_cli_when_the_user_makes_the_clis_choices(
+    version: str, case: str, flags: str
+) -> None:
+    cli = _cli(case, version)["HostedCluster"]
+    _, ours, _ = _render(flags, _cli_choices(version))
+    expected = _version_structural(version, STRUCTURAL)
     if cli["spec"]["release"]["image"] == "":
         # Without --release-image the CLI renders an empty image (the operator's latest); nodefleet pins one.
         expected.add("spec.release.image")
@@ -237,11 +309,13 @@ def test_hosted_cluster_matches_the_cli_when_the_user_makes_the_clis_choices(cas
     validate_manifest(ours)
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_node_pool_matches_the_cli_when_the_user_makes_the_clis_choices(case: str) -> None:
-    cli = _cli(case)["NodePool"]
-    _, _, ours = _render(case, CLI_DEFAULT_CHOICES)
-    expected = set(NODE_POOL_STRUCTURAL) - {"spec.release.image"}
+@pytest.mark.parametrize(("version", "case", "flags"), VERSIONED, ids=IDS)
+def test_node_pool_matches_the_cli_when_the_user_makes_the_clis_choices(
+    version: str, case: str, flags: str
+) -> None:
+    cli = _cli(case, version)["NodePool"]
+    _, _, ours = _render(flags, _cli_choices(version))
+    expected = _version_structural(version, NODE_POOL_STRUCTURAL) - {"spec.release.image"}
     if cli["spec"]["release"]["image"] == "":
         expected.add("spec.release.image")
     assert set(_diff(cli, ours)) == expected
@@ -257,11 +331,13 @@ NODEFLEET_DEFAULTS = {
 }
 
 
-def test_nodefleet_defaults_differ_from_the_cli_only_where_chosen() -> None:
-    case = "minimal_flags_necessary_to_render"
-    cli = _cli(case)
-    _, ours, pool = _render(case, {})
-    _, ours_as_cli, pool_as_cli = _render(case, CLI_DEFAULT_CHOICES)
+@pytest.mark.parametrize(("version", "case"), MINIMAL, ids=[v for v, _ in MINIMAL])
+def test_nodefleet_defaults_differ_from_the_cli_only_where_chosen(version: str, case: str) -> None:
+    cli = _cli(case, version)
+    flags = RENAMED.get(case, case)
+    legacy = {key: v for key, v in _cli_choices(version).items() if key == "legacyServices"}
+    _, ours, pool = _render(flags, legacy)
+    _, ours_as_cli, pool_as_cli = _render(flags, _cli_choices(version))
     # What changes when the user keeps nodefleet's defaults instead of making the CLI's choices.
     as_cli = _diff(cli["HostedCluster"], ours_as_cli)
     chosen = {path: v for path, v in _diff(cli["HostedCluster"], ours).items() if as_cli.get(path) != v}
@@ -273,13 +349,16 @@ def test_nodefleet_defaults_differ_from_the_cli_only_where_chosen() -> None:
     assert pool_chosen == {"spec.management.autoRepair": (False, True)}
 
 
-def test_namespace_and_pull_secret_labels_match_the_cli() -> None:
-    case = "minimal_flags_necessary_to_render"
-    cli = _cli(case)
-    hc, _, _ = _render(case, {})
+@pytest.mark.parametrize(("version", "case"), MINIMAL, ids=[v for v, _ in MINIMAL])
+def test_namespace_and_pull_secret_labels_match_the_cli(version: str, case: str) -> None:
+    cli = _cli(case, version)
+    hc, _, _ = _render(RENAMED.get(case, case), {})
     namespace = render_namespace(hc)
     # The CLI's Go type adds empty spec and status; the object is the same.
-    assert _diff(cli["Namespace"], namespace) == {"spec": ({}, ...)}
+    expected: dict[str, tuple[Any, Any]] = {"spec": ({}, ...)}
+    if "metadata.creationTimestamp" in _version_structural(version, {}):
+        expected["metadata.creationTimestamp"] = (None, ...)
+    assert _diff(cli["Namespace"], namespace) == expected
     labels = secret_labels(hc, hc.pull_secret.delete_with_cluster)
     cli_labels = cli["Secret"]["metadata"]["labels"]
     # The CLI adds auto-created-for-infra to every object when it applies (not when it renders); on the

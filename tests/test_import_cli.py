@@ -230,9 +230,13 @@ def test_one_stack_per_cluster(tmp_path: Path, stacks: Path) -> None:
         "Pulumi.team-cesar.yaml",
         "Pulumi.team-prod-west.yaml",
     ]
-    for name in ("cesar", "prod-west"):
-        written = yaml.safe_load((stacks / f"Pulumi.team-{name}.yaml").read_text())
+    # Each stack names the sources its own objects came from, not every file given: cesar's are all in mgmt.yaml;
+    # prod-west's HostedCluster and NodePools are in prod-west.yaml, and the Namespace both declare in mgmt.yaml.
+    for name, sources in (("cesar", "mgmt.yaml"), ("prod-west", "mgmt.yaml, prod-west.yaml")):
+        text = (stacks / f"Pulumi.team-{name}.yaml").read_text()
+        written = yaml.safe_load(text)
         assert [c["name"] for c in written["config"]["nodefleet:fleet"]["clusters"]] == [name]
+        assert text.splitlines()[0] == f"# Written by `nodefleet import` from {sources}."
     assert "2 stacks in" in result.stdout and "fleet exit 0" in result.stdout
     again = _import(stacks, "--stack", "team-{cluster}", "--from-file", example)
     assert again.returncode == 2
@@ -326,3 +330,36 @@ def test_an_autonode_cluster_with_pools_on_hypershifts_default_class_is_written_
     assert "nodefleet check: stack 'cesar'" in result.stdout
     written = yaml.safe_load((stacks / "Pulumi.cesar.yaml").read_text())["config"]["nodefleet:fleet"]
     assert {p["nodeClass"] for p in written["clusters"][0]["autoNode"]["nodePools"]} == {"default"}
+
+
+def test_a_standalone_cluster_running_self_managed_karpenter_is_written_and_checked(
+    tmp_path: Path, stacks: Path
+) -> None:
+    """Its classes and pools go to the `karpenter:` block; the MCS CA, which no object holds, is the step left."""
+    from tests.nodefleet.adopt.test_standalone_karpenter import ROLE, _varied
+
+    source = tmp_path / "edge.yaml"
+    source.write_text(yaml.safe_dump_all(_varied()))
+    args = ["--stack", "edge", "--from-file", str(source), "--catalog", "catalogs/coreos-bootimages-5.0.yaml"]
+    unsaid = _import(stacks, *args, "--karpenter-version", "1.15")
+    assert unsaid.returncode == 2, unsaid.stdout + unsaid.stderr
+    assert "pass --karpenter-node-role with the role of instance profile edge-m2x7c-karpenter-node" in (
+        unsaid.stderr
+    )
+    assert "Traceback" not in unsaid.stderr
+    assert list(stacks.iterdir()) == []
+    result = _import(stacks, *args, "--karpenter-version", "1.15", "--karpenter-node-role", ROLE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "adopted  EC2NodeClass general" in out
+    assert "left     EC2NodeClass default" in out
+    assert "next     set nodefleet:mcsCaBundle, the MCS CA bundle of cluster edge" in out
+    assert "nodefleet check: stack 'edge'" in out
+    raw = yaml.safe_load((stacks / "Pulumi.edge.yaml").read_text())["config"]
+    assert "nodefleet:mcsCaBundle" not in raw  # never invented: the user sets it
+    block = raw["nodefleet:fleet"]["clusters"][0]["karpenter"]
+    assert (block["bucket"], block["prefix"], block["nodeRole"]) == (
+        "edge-m2x7c-ignition",
+        "ignition/v1",
+        ROLE,
+    )

@@ -56,13 +56,18 @@ def _without_bookkeeping(notes: dict[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in (notes or {}).items() if not k.startswith(BOOKKEEPING)}
 
 
-def _applies_as_no_change(raw: dict[str, Any], stack: str, client_for: Any) -> int:
+def _applies_as_no_change(
+    raw: dict[str, Any], stack: str, client_for: Any, groups: tuple[str, ...] = ()
+) -> int:
     """Server-side apply, as a dry run with nodefleet's field manager and without forcing, every object the stack
     renders over the live object of its name: no conflict, no change of spec or generation, labels or annotations
-    beyond nodefleet's own. ``client_for(destination)`` is the dynamic client of an object's API server."""
+    beyond nodefleet's own. ``client_for(destination)`` is the dynamic client of an object's API server;
+    ``groups``: only the objects of these API groups."""
     fleet = load_fleet(raw, stack, PROJECT, "written stack")
     applied = 0
     for o in fleet_plan(fleet).emitted:
+        if groups and o.key.group not in groups:
+            continue
         dyn = client_for(o.key.destination)
         manifest = o.manifest
         meta = manifest["metadata"]
@@ -233,6 +238,114 @@ def test_a_standalone_cluster_from_the_api_server(test_clusters: Any, tmp_path: 
             in result.stdout
         )
         assert "MANDATORY custom-pool-labeling  shop-4kq8z-infra-us-east-1a" in result.stdout
+
+
+def test_a_standalone_cluster_running_self_managed_karpenter_from_the_api_server(
+    test_clusters: Any, tmp_path: Path
+) -> None:
+    """A team's own self-managed Karpenter (S3-pointer classes, the installation's `default` class, none of
+    nodefleet's annotations) beside the cluster's MachineSet: its NodePools and EC2NodeClasses are read too, and
+    the render of the imported stack applies over them as no change. A class field the model cannot express
+    refuses the import (exit 2) naming the object and field, and nothing is written."""
+    from tests.nodefleet.adopt.test_standalone_karpenter import ROLE, _varied
+
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    served = [m for m in _varied() if m["kind"] not in ("ClusterVersion", "Infrastructure")]
+    with test_clusters.fresh("adopt-karpenter", karpenter_set="aws/1.15") as server:
+        dyn = server.dynamic()
+        core = dyn.resources.get(api_version="v1", kind="Namespace")
+        dyn.create(
+            core,
+            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-machine-api"}},
+        )
+        for manifest in served:
+            _create(dyn, manifest)
+        args = ["import", "--stacks-dir", str(stacks), "--kubeconfig", str(server.kubeconfig)]
+        args += ["--catalog", "catalogs/coreos-bootimages-5.0.yaml", "--release", "5.0.0-ec.2"]
+        args += ["--karpenter-version", "1.15", "--karpenter-node-role", ROLE]
+        args += ["--cluster-domain", "edge.example.com"]
+        result = nodefleet(*args, "--stack", "edge")
+        assert result.returncode in (0, 1), result.stdout + result.stderr
+        out = result.stdout
+        assert "adopted  EC2NodeClass general (live ec2nodeclasses.karpenter.k8s.aws)" in out
+        assert "adopted  NodePool.karpenter.sh arm (live nodepools.karpenter.sh)" in out
+        assert "left     EC2NodeClass default (live ec2nodeclasses.karpenter.k8s.aws)" in out
+        raw = yaml.safe_load((stacks / "Pulumi.edge.yaml").read_text())["config"][CONFIG_KEY]
+        assert [c["name"] for c in raw["clusters"][0]["karpenter"]["nodeClasses"]] == ["arm", "general"]
+        applied = _applies_as_no_change(
+            raw, "edge", lambda destination: dyn, groups=("karpenter.sh", "karpenter.k8s.aws")
+        )
+        assert applied == 4  # two EC2NodeClasses, two NodePools
+
+        api = dyn.resources.get(api_version="karpenter.k8s.aws/v1", kind="EC2NodeClass")
+        dyn.patch(
+            api,
+            name="general",
+            body={"spec": {"kubelet": {"maxPods": 110}}},
+            content_type="application/merge-patch+json",
+        )
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        args[args.index(str(stacks))] = str(elsewhere)
+        refused = nodefleet(*args, "--stack", "edge")
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert (
+            "EC2NodeClass general (live ec2nodeclasses.karpenter.k8s.aws): spec.kubelet: nodefleet would remove "
+            "{'maxPods': 110}" in refused.stdout + refused.stderr
+        )
+        assert "Traceback" not in refused.stderr
+        assert list(elsewhere.iterdir()) == []
+
+
+def test_a_standalone_cluster_running_the_karpenter_operator_from_the_api_server(
+    test_clusters: Any, tmp_path: Path
+) -> None:
+    """Red Hat's karpenter-operator (its EC2NodeClass CRD, its userData, AMI and amiFamily in every class, its
+    `karpenter-<class>` MachineConfigPools and `default` class): read live, the classes and pools written to
+    `karpenterOperator:`, the operator's pools left alone, and the render applies over the objects as no change."""
+    from tests.nodefleet.adopt.test_standalone_karpenter import _operator_live
+
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    served = [m for m in _operator_live() if m["kind"] != "ClusterVersion"]
+    default_class = copy.deepcopy(next(m for m in served if m["kind"] == "EC2NodeClass"))
+    default_class["metadata"]["name"] = "default"
+    with test_clusters.fresh("adopt-karpenter-operator", karpenter_set="openshift/1.13") as server:
+        dyn = server.dynamic()
+        core = dyn.resources.get(api_version="v1", kind="Namespace")
+        dyn.create(
+            core,
+            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-machine-api"}},
+        )
+        for manifest in [*served, default_class]:
+            _create(dyn, manifest)
+        result = nodefleet(
+            "import",
+            "--stack",
+            "edge",
+            "--stacks-dir",
+            str(stacks),
+            "--kubeconfig",
+            str(server.kubeconfig),
+            "--catalog",
+            "catalogs/coreos-bootimages-5.0.yaml",
+            "--release",
+            "5.0.0-ec.2",
+        )
+        assert result.returncode in (0, 1), result.stdout + result.stderr
+        out = result.stdout
+        assert "adopted  EC2NodeClass batch (live ec2nodeclasses.karpenter.k8s.aws)" in out
+        assert "left     MachineConfigPool karpenter-batch (live machineconfigpools." in out
+        assert "left     EC2NodeClass default (live ec2nodeclasses.karpenter.k8s.aws)" in out
+        raw = yaml.safe_load((stacks / "Pulumi.edge.yaml").read_text())["config"][CONFIG_KEY]
+        cluster = raw["clusters"][0]
+        assert "pools" not in cluster and "karpenter" not in cluster
+        assert [c["name"] for c in cluster["karpenterOperator"]["nodeClasses"]] == ["batch", "general"]
+        applied = _applies_as_no_change(
+            raw, "edge", lambda destination: dyn, groups=("karpenter.sh", "karpenter.k8s.aws")
+        )
+        assert applied == 4  # two EC2NodeClasses, two NodePools
 
 
 def test_an_autonode_cluster_read_from_its_management_and_hosted_api_servers(

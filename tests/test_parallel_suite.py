@@ -136,3 +136,26 @@ def test_a_test_unknown_to_the_durations_is_estimated_by_its_tier() -> None:
     assert (
         parallel.TIER_ESTIMATES["gitops"] > parallel.TIER_ESTIMATES["apiserver"] > parallel.DEFAULT_ESTIMATE
     )
+
+
+def test_a_copy_of_the_project_runs_its_edited_text_not_the_compiled_bytecode(tmp_path: Path) -> None:
+    """The suite compiles the project once and its copies keep the bytecode; a test that edits a module of its
+    copy must run the edited text even where the edit keeps the file's size and modification time, which
+    is all timestamp-checked bytecode would look at."""
+    from tests.conftest import copy_project, nodefleet
+
+    copy = copy_project(tmp_path / "project")
+    module = copy / "cli" / "main.py"
+    assert list((copy / "cli" / "__pycache__").glob("main.*.pyc")), (
+        "the copy took the compiled bytecode along"
+    )
+    stat = module.stat()
+    text = module.read_text()
+    assert "credential-free companion" in text
+    module.write_text(text.replace("nodefleet's command line:", "nodefleet's COMMAND LINE:"))
+    os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert module.stat().st_size == stat.st_size and module.stat().st_mtime_ns == stat.st_mtime_ns
+
+    done = nodefleet("--help", cwd=copy)
+    assert done.returncode == 0, done.stderr
+    assert "nodefleet's COMMAND LINE:" in " ".join(done.stdout.split())

@@ -5,7 +5,8 @@ an apply would store them): ``spec``, ``metadata.labels`` and ``metadata.annotat
 only. Not compared: ``status``; what the API server or a controller writes (:data:`CONTROLLER_WRITTEN`, such as
 the machine-api's capacity annotations or Karpenter's hash annotations); the fields nodefleet leaves to
 controllers by design, the ones its ``ignore_changes`` and GitOps ignore rules name (an MCO-managed
-MachineSet's AMI, a legacy EC2NodeClass's ``userData`` and ``amiSelectorTerms``); on the
+MachineSet's AMI, a legacy EC2NodeClass's ``userData`` and ``amiSelectorTerms``, the ``userData``, AMI and
+``amiFamily`` Red Hat's karpenter-operator writes on a standalone cluster's classes); on the
 ``MachineConfiguration`` singleton, which nodefleet patches, every field it does not declare. A key present on
 one side only with Go's zero value (``{}``, ``[]``, ``""``, ``0``, ``false``, null) on the other means the same to
 every controller reading it and is not a difference; nor is an object holding nothing but the CRD's defaults
@@ -35,6 +36,7 @@ from nodefleet.render.gitops import (
     parse_property_path,
 )
 from nodefleet.render.hosted import LEGACY_CONTROLLER_OWNED
+from nodefleet.render.karpenter import OPERATOR_OWNED, USERDATA_MODE_OPERATOR
 from nodefleet.render.objects import StackObject
 
 __all__ = [
@@ -294,6 +296,9 @@ def _ignored(live: LiveObject, rendered: Mapping[str, Any]) -> list[str]:
         )  # the MCO boot image controller's (ignore_changes, Flux/Argo CD ignore rules)
     if live.kind == k.EC2_NODE_CLASS.kind and notes.get(k.ANNOTATION_USERDATA_MODE) == k.USERDATA_MODE_LEGACY:
         paths += list(LEGACY_CONTROLLER_OWNED)  # HyperShift rewrites both (ignore_changes)
+    if live.kind == k.EC2_NODE_CLASS.kind and notes.get(k.ANNOTATION_USERDATA_MODE) == USERDATA_MODE_OPERATOR:
+        # The karpenter-operator writes these on every class and its admission policies reject anyone else's.
+        paths += [f"spec.{name}" for name in OPERATOR_OWNED]
     return paths
 
 

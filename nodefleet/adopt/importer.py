@@ -21,8 +21,15 @@ from nodefleet.adopt.fidelity import Fidelity, compare, normalized
 from nodefleet.adopt.hosted import HostedSources, hosted_entry
 from nodefleet.adopt.report import Adopted, Inferred, LeftAlone, Report
 from nodefleet.adopt.standalone import StandaloneSources, standalone_entry
+from nodefleet.adopt.standalone_karpenter import KarpenterOptions
 from nodefleet.apiserver.schema import validate_object
 from nodefleet.apiserver.store import load_index
+from nodefleet.bootimages.catalog import (
+    BootImageCatalog,
+    CatalogError,
+    load_catalog,
+    resolve_catalog_reference,
+)
 from nodefleet.render.objects import StackObject, fleet_plan, load_fleet
 from nodefleet.render_layout import render_targets
 from nodefleet.stackfile.adopt import adopt_list
@@ -59,6 +66,9 @@ class ImportOptions:
     catalog: str | None = None
     #: ``--adopt-defaults``: accept the fields nodefleet's render adds that the live objects lack.
     adopt_defaults: bool = False
+    #: ``--karpenter-version``, ``--karpenter-node-role``, ``--cluster-domain``: a standalone cluster's
+    #: self-managed Karpenter, where no object holds them.
+    karpenter: KarpenterOptions = field(default_factory=KarpenterOptions)
 
 
 @dataclass
@@ -67,10 +77,30 @@ class Adoption:
     report: Report
     fidelity: Fidelity = field(default_factory=Fidelity)
     adopt_defaults: bool = False
+    #: Where each adopted object came from (:attr:`LiveObject.source`), by how the report names it.
+    origins: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def sources(self) -> set[str]:
+        """The :attr:`LiveObject.source` of every object this stack adopted."""
+        return {self.origins[a.obj] for a in self.report.adopted if a.obj in self.origins}
 
     @property
     def refused(self) -> bool:
         return bool(self.fidelity.changes) or (bool(self.fidelity.additions) and not self.adopt_defaults)
+
+    @property
+    def secrets_to_set(self) -> list[tuple[str, str]]:
+        """(key, what) of the stack secrets the stack reads that no live object holds: the MCS CA bundle of a
+        cluster running self-managed Karpenter (in the S3 payloads, which an import does not read)."""
+        return [
+            (
+                str(c["karpenter"].get("caBundleKey", "mcsCaBundle")),
+                f"the MCS CA bundle of cluster {c['name']}",
+            )
+            for c in self.clusters
+            if isinstance(c.get("karpenter"), Mapping)
+        ]
 
     @property
     def clusters(self) -> list[dict[str, Any]]:
@@ -124,11 +154,12 @@ def adopt(objects: Sequence[LiveObject], options: ImportOptions) -> Adoption:
         )
     if hosted or node_pools:
         clusters += _hosted(hosted, node_pools, inside, live, options, report, used)
-    elif inside:
+    elif inside and not machine_sets:
         raise AdoptError(
-            f"{inside[0].shown()}: a Karpenter object without a HostedCluster in the sources; import an AutoNode "
-            "hosted cluster's node classes and pools together with its HostedCluster (self-managed Karpenter on a "
-            "standalone cluster cannot be imported yet: declare its `karpenter:` block by hand)"
+            f"{inside[0].shown()}: a Karpenter object without a HostedCluster or MachineSets in the sources; import "
+            "an AutoNode hosted cluster's node classes and pools together with its HostedCluster, and a standalone "
+            "cluster's Karpenter together with its MachineSets (`oc -n openshift-machine-api get machinesets -o "
+            "yaml`)"
         )
     if machine_sets or (standalone_kinds and not hosted):
         clusters.append(_standalone(live, options, report, used, index=len(clusters)))
@@ -153,7 +184,8 @@ def adopt(objects: Sequence[LiveObject], options: ImportOptions) -> Adoption:
     rendered = fleet_plan(fleet).emitted
     fidelity = compare(adopted, rendered)
     _record_adoption(document, rendered, adopted)
-    return Adoption(document, report, fidelity, options.adopt_defaults)
+    origins = {o.shown(): o.source for o in adopted}
+    return Adoption(document, report, fidelity, options.adopt_defaults, origins)
 
 
 def _record_adoption(
@@ -309,13 +341,33 @@ def _standalone(
             "one: pass --catalog with a catalog inside the project (save the cluster's own with `oc -n "
             "openshift-machine-config-operator get configmap coreos-bootimages -o yaml > catalogs/<name>.yaml`)"
         )
-    src = StandaloneSources(machine_sets, pools, configs, configuration, version, infrastructure)
+    classes = [o for o in live if _is(o, k.EC2_NODE_CLASS)]
+    karpenter_pools = [o for o in live if _is(o, k.KARPENTER_NODE_POOL)]
+    for obj in live:
+        if _is(obj, k.OPENSHIFT_EC2_NODE_CLASS):
+            raise AdoptError(
+                f"{obj.shown()}: an AutoNode class (HyperShift) among a standalone cluster's objects; import a hosted "
+                "cluster's Karpenter objects with its HostedCluster"
+            )
+    src = StandaloneSources(
+        machine_sets, pools, configs, configuration, version, infrastructure, classes, karpenter_pools
+    )
     catalog = options.catalog
+    boot_images = _catalog(catalog, options.project_dir) if classes or karpenter_pools else None
     entry = _shape_guarded(
         machine_sets[0] if machine_sets else (configuration or live[0]),
-        lambda: standalone_entry(src, index, report, catalog=catalog, release=options.release),
+        lambda: standalone_entry(
+            src,
+            index,
+            report,
+            catalog=catalog,
+            release=options.release,
+            karpenter=options.karpenter,
+            boot_images=boot_images,
+        ),
     )
     used.update(o.identity for o in [*machine_sets, *pools])
+    used.update(o.identity for o in [*classes, *karpenter_pools] if o.name != "default")
     if configuration is not None:
         used.add(configuration.identity)
     for o in (version, infrastructure):
@@ -323,6 +375,15 @@ def _standalone(
             used.add(o.identity)
     used.update(o.identity for o in configs)
     return entry
+
+
+def _catalog(reference: str, project_dir: Path) -> BootImageCatalog:
+    """The boot image catalog ``--catalog`` names, which says which architecture and OS stream a Karpenter
+    class's AMI is."""
+    try:
+        return load_catalog(resolve_catalog_reference(reference, project_dir), reference)
+    except (CatalogError, OSError, ValueError) as e:
+        raise AdoptError(f"--catalog {reference}: {e}") from None
 
 
 def per_cluster(adoption: Adoption, template: str) -> list[tuple[str, Adoption]]:
@@ -350,7 +411,8 @@ def per_cluster(adoption: Adoption, template: str) -> list[tuple[str, Adoption]]
         fleet: dict[str, Any] = {"output": {"adopt": mine_adopted}} if mine_adopted else {}
         document = {"config": {CONFIG_KEY: {**fleet, "clusters": [cluster]}}}
         name = template.replace(CLUSTER_PLACEHOLDER, str(cluster["name"]))
-        out.append((name, Adoption(document, report, fidelity, adoption.adopt_defaults)))
+        origins = {a.obj: adoption.origins[a.obj] for a in report.adopted if a.obj in adoption.origins}
+        out.append((name, Adoption(document, report, fidelity, adoption.adopt_defaults, origins)))
     return out
 
 

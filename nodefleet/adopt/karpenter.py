@@ -1,7 +1,9 @@
-"""Karpenter NodePools and AutoNode node classes, from the live object to the stack file's model.
+"""Karpenter NodePools and node classes, from the live object to the stack file's model.
 
-The inverse of :func:`nodefleet.render.hosted.render_karpenter_node_pool` and
-:func:`nodefleet.render.hosted.render_openshift_ec2_node_class`: each live field goes to the key that renders
+The inverse of :func:`nodefleet.render.hosted.render_karpenter_node_pool`,
+:func:`nodefleet.render.hosted.render_openshift_ec2_node_class` and, on standalone clusters,
+:func:`nodefleet.render.karpenter.render_self_managed_ec2_node_class` and
+:func:`nodefleet.render.karpenter.render_operator_ec2_node_class`: each live field goes to the key that renders
 it. A field the model has no key for is not dropped here and not refused here either: the entry leaves it out,
 and the fidelity check (:mod:`nodefleet.adopt.fidelity`) names it as a difference, with the object and the
 path, so that one place decides what the stack cannot express.
@@ -13,9 +15,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodefleet.adopt.documents import LiveObject, at
+from nodefleet.files import load_json
+from nodefleet.render.ignition import s3_pointer, user_data
 from nodefleet.stackfile.karpenter import REASON_ORDER
 
-__all__ = ["autonode_class_entry", "legacy_class_entry", "node_pool_entry"]
+__all__ = [
+    "PointerKey",
+    "autonode_class_entry",
+    "legacy_class_entry",
+    "node_pool_entry",
+    "operator_class_entry",
+    "s3_pointer_key",
+    "self_managed_class_entry",
+]
 
 ARCH = "kubernetes.io/arch"
 CAPACITY = "karpenter.sh/capacity-type"
@@ -209,4 +221,103 @@ def legacy_class_entry(obj: LiveObject, infra_id: str) -> dict[str, Any]:
         entry["rootVolumeGiB"] = int(size[:-2])
     if isinstance(spec.get("tags"), Mapping) and spec["tags"]:
         entry["tags"] = {str(key): str(value) for key, value in spec["tags"].items()}
+    return entry
+
+
+# ---- standalone clusters: self-managed Karpenter and Red Hat's karpenter-operator ------------------------
+
+
+class PointerKey:
+    """The parts of the S3 key a self-managed class's userData points at:
+    ``<prefix>/<cluster>/<class>/<release>/<config>.ign`` (:func:`nodefleet.render.karpenter.object_key`)."""
+
+    def __init__(self, bucket: str, prefix: str, cluster: str, node_class: str, release: str, config: str):
+        self.bucket, self.prefix, self.cluster = bucket, prefix, cluster
+        self.node_class, self.release, self.config = node_class, release, config
+
+    @property
+    def pool_and_config(self) -> tuple[str, str]:
+        """(pool, configVersion): ``rendered-<pool>-<hash>`` names its pool; any other config is written
+        ``<pool>.<config>``; a bare config is the worker pool's, which the fidelity check then judges."""
+        if self.config.startswith("rendered-") and "-" in self.config[len("rendered-") :]:
+            return self.config[len("rendered-") :].rpartition("-")[0], self.config
+        pool, dot, config = self.config.partition(".")
+        return (pool, config) if dot and pool and config else ("worker", self.config)
+
+
+def s3_pointer_key(spec: Mapping[str, Any]) -> PointerKey | None:
+    """The key of a userData that is exactly nodefleet's S3 Ignition pointer (byte for byte as the renderer
+    writes it); None for any other userData."""
+    text = spec.get("userData")
+    if not isinstance(text, str):
+        return None
+    try:
+        source = load_json(text, "userData")["ignition"]["config"]["merge"][0]["source"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    if not isinstance(source, str) or not source.startswith("s3://"):
+        return None
+    bucket, _, key = source[len("s3://") :].partition("/")
+    segments = key.removesuffix(".ign").split("/")
+    if not key.endswith(".ign") or len(segments) < 5 or not all(segments):
+        return None
+    try:
+        if user_data(s3_pointer(bucket, key)) != text:
+            return None
+    except ValueError:
+        return None
+    prefix = "/".join(segments[:-4])
+    cluster, node_class, release, config = segments[-4:]
+    return PointerKey(bucket, prefix, cluster, node_class, release, config)
+
+
+def _tags_term(live: Any, default: Mapping[str, str]) -> dict[str, str] | None:
+    """The tags of a selector written as the renderer writes it (one term of tags); None for its default and
+    for any other shape, which the renderer's default then stands for and the fidelity check names."""
+    terms = [t for t in live or [] if isinstance(t, Mapping)]
+    if len(terms) != 1 or set(terms[0]) != {"tags"} or not isinstance(terms[0]["tags"], Mapping):
+        return None
+    tags = {str(key): str(value) for key, value in terms[0]["tags"].items()}
+    return None if tags == dict(default) else tags
+
+
+def _standalone_common(obj: LiveObject, infra_id: str) -> dict[str, Any]:
+    spec = obj.spec
+    entry: dict[str, Any] = {"name": obj.name}
+    subnets = _tags_term(spec.get("subnetSelectorTerms"), {f"kubernetes.io/cluster/{infra_id}": "owned"})
+    if subnets is not None:
+        entry["subnetTags"] = subnets
+    groups = _tags_term(spec.get("securityGroupSelectorTerms"), {"Name": f"{infra_id}-node"})
+    if groups is not None:
+        entry["securityGroupTags"] = groups
+    mappings = spec.get("blockDeviceMappings")
+    size = at(mappings[0], "ebs", "volumeSize") if isinstance(mappings, list) and mappings else None
+    if isinstance(size, str) and size.endswith("Gi") and size[:-2].isdigit() and int(size[:-2]) != 120:
+        entry["rootVolumeGiB"] = int(size[:-2])
+    return entry
+
+
+def self_managed_class_entry(
+    obj: LiveObject, infra_id: str, key: PointerKey, *, architecture: str, stream: str
+) -> dict[str, Any]:
+    """The stack-file entry of a self-managed ``EC2NodeClass`` (``karpenter.nodeClasses[]``); ``architecture``
+    and ``stream`` are those of its AMI in the cluster's catalog."""
+    entry = _standalone_common(obj, infra_id)
+    pool, config = key.pool_and_config
+    if pool != "worker":
+        entry["pool"] = pool
+    entry["configVersion"] = config
+    if architecture != "amd64":
+        entry["architecture"] = architecture
+    if stream != "rhel-9":
+        entry["stream"] = stream
+    return entry
+
+
+def operator_class_entry(obj: LiveObject, infra_id: str) -> dict[str, Any]:
+    """The stack-file entry of an ``EC2NodeClass`` on a cluster running Red Hat's karpenter-operator
+    (``karpenterOperator.nodeClasses[]``): only what the operator leaves to users."""
+    entry = _standalone_common(obj, infra_id)
+    if isinstance(obj.spec.get("tags"), Mapping) and obj.spec["tags"]:
+        entry["tags"] = {str(key): str(value) for key, value in obj.spec["tags"].items()}
     return entry

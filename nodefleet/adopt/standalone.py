@@ -3,7 +3,7 @@
 The inverse of :mod:`nodefleet.render.machinesets`: MachineSets of ``openshift-machine-api`` (the installer's
 ``<infraID>-worker-<zone>`` and any ``<infraID>-<name>-<zone>``), custom MachineConfigPools, the
 ``MachineConfiguration`` singleton's boot image management and skew enforcement, the release from
-``ClusterVersion``. A MachineSet's AMI is left to the MCO when the cluster's boot image management enrolls it
+``ClusterVersion``, and Karpenter's classes and pools (:mod:`nodefleet.adopt.standalone_karpenter`). A MachineSet's AMI is left to the MCO when the cluster's boot image management enrolls it
 (``bootImage: managed``), else it is pinned from the catalog, and the fidelity check says whether the
 catalog's AMI is the one it runs.
 """
@@ -16,6 +16,8 @@ from typing import Any
 from nodefleet import kinds as k
 from nodefleet.adopt.documents import AdoptError, LiveObject, at
 from nodefleet.adopt.report import Adopted, Inferred, LeftAlone, Report
+from nodefleet.adopt.standalone_karpenter import KarpenterOptions, operator_pools, standalone_karpenter
+from nodefleet.bootimages.catalog import BootImageCatalog
 from nodefleet.bootimages.versions import VersionError, parse_release
 from nodefleet.render.machinesets import user_data_secret
 from nodefleet.stackfile.instance_types import instance_type_architecture
@@ -35,6 +37,8 @@ class StandaloneSources:
         configuration: LiveObject | None,
         cluster_version: LiveObject | None,
         infrastructure: LiveObject | None,
+        karpenter_classes: Sequence[LiveObject] = (),
+        karpenter_pools: Sequence[LiveObject] = (),
     ) -> None:
         self.machine_sets = list(machine_sets)
         self.pools = list(pools)
@@ -42,6 +46,9 @@ class StandaloneSources:
         self.configuration = configuration
         self.cluster_version = cluster_version
         self.infrastructure = infrastructure
+        #: ``karpenter.k8s.aws`` EC2NodeClasses and ``karpenter.sh`` NodePools, where the cluster runs Karpenter.
+        self.karpenter_classes = list(karpenter_classes)
+        self.karpenter_pools = list(karpenter_pools)
 
 
 def _infra_id(src: StandaloneSources) -> str:
@@ -269,8 +276,11 @@ def standalone_entry(
     catalog: str,
     release: str | None = None,
     name: str | None = None,
+    karpenter: KarpenterOptions | None = None,
+    boot_images: BootImageCatalog | None = None,
 ) -> dict[str, Any]:
-    """The ``kind: standalone`` entry of ``clusters[index]`` that renders ``src``."""
+    """The ``kind: standalone`` entry of ``clusters[index]`` that renders ``src``; ``boot_images`` is the
+    catalog ``catalog`` names, which says what a Karpenter class's AMI is."""
     base = f"{CONFIG_KEY}.clusters[{index}]"
     if not src.machine_sets:
         raise AdoptError(
@@ -278,6 +288,26 @@ def standalone_entry(
             "MachineSets: add `oc -n openshift-machine-api get machinesets -o yaml`"
         )
     infra = _infra_id(src)
+    block = None
+    if src.karpenter_classes or src.karpenter_pools:
+        block = standalone_karpenter(
+            src.karpenter_classes,
+            src.karpenter_pools,
+            src.pools,
+            src.infrastructure,
+            infra,
+            base,
+            report,
+            karpenter or KarpenterOptions(),
+            boot_images,
+        )
+    if name is None and block is not None and block.cluster_name:
+        name = block.cluster_name
+        report.inferred.append(
+            Inferred(
+                f"{base}.name", name, "the cluster segment of the S3 key its Karpenter classes boot from"
+            )
+        )
     cluster_name = name or infra.rpartition("-")[0] or infra
     if name is None:
         report.inferred.append(
@@ -293,7 +323,17 @@ def standalone_entry(
     region = ""
     machine_sets: list[dict[str, Any]] = []
     declared: set[str] = set()
-    custom = {p.name for p in src.pools}
+    owned = (
+        operator_pools(src.karpenter_classes, src.pools)
+        if block and block.key == "karpenterOperator"
+        else set()
+    )
+    custom = {p.name for p in src.pools} - owned
+    for p in src.pools:
+        if p.name in owned:
+            report.left_alone.append(
+                LeftAlone(p.shown(), "made and kept by the karpenter-operator for the node class of its name")
+            )
     for j, ms in enumerate(sorted(src.machine_sets, key=lambda o: o.name)):
         machine_sets.append(_machine_set(ms, infra, bim, declared, f"{base}.machineSets[{j}]", report))
         region = region or str(
@@ -319,6 +359,8 @@ def standalone_entry(
     if pools:
         entry["pools"] = pools
     entry["machineSets"] = machine_sets
+    if block is not None:
+        entry[block.key] = block.block
     for mc in src.machine_configs:
         report.left_alone.append(
             LeftAlone(

@@ -350,3 +350,48 @@ def test_make_setup_force_passes_force_and_a_bad_argument_is_refused(tmp_path: P
     machine = make_machine(tmp_path)
     refused = machine.run("bootstrap", "--forse")
     assert refused.returncode == 2 and "unknown argument --forse" in refused.stderr
+
+
+def test_the_status_is_never_half_written_while_a_bootstrap_runs_or_after_one_is_killed(
+    machine: Machine,
+) -> None:
+    """Engine tests and `engine/run` read `.engine/status` while a bootstrap may be running (`make test` runs
+    one in another checkout's shell, a user reruns `make setup`): they see the last complete record, never
+    the few lines a running or killed bootstrap has written so far."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    assert machine.run("bootstrap").returncode == 1  # no pulumi and no Go: a complete record
+    complete = machine.status()
+    assert complete["pulumi"].startswith("missing: no pulumi >= v")
+
+    started = machine.root / "go-started"
+    hang = f"#!/bin/sh\ntouch {started}\nexec sleep 600\n"  # a Go build that takes its time
+    (machine.fakebin / "go").write_text(hang)
+    (machine.fakebin / "go").chmod(0o755)
+    running = subprocess.Popen(
+        [str(machine.project / "engine" / "bootstrap")],
+        env=machine.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert running.poll() is None, "the bootstrap ended before its Go build"
+            assert time.monotonic() < deadline, "the bootstrap never reached its Go build"
+            time.sleep(0.05)
+        assert machine.status() == complete, "a running bootstrap's partial record was visible"
+    finally:
+        os.killpg(running.pid, signal.SIGKILL)
+        running.wait()
+    assert machine.status() == complete, "a killed bootstrap left its partial record in place"
+
+    (machine.fakebin / "go").unlink()
+    assert machine.run("bootstrap").returncode == 1
+    assert machine.status() == complete
+    left = [p.name for p in (machine.project / ".engine").iterdir() if p.name.startswith("status.")]
+    assert left == [], f"the killed run's unfinished record was not cleared: {left}"

@@ -20,7 +20,7 @@ PROJECT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).parent / "data"
 FIXTURES = PROJECT / "tests" / "fixtures"
 #: The HyperShift module versions whose `--render` fixtures are vendored (tests/fixtures/SOURCES.md), oldest
-#: first; v0.1.80 is the one nodefleet's CLI parity is taken from.
+#: first; nodefleet's CLI parity (tests/test_hypershift_cli_parity.py) compares every one.
 HYPERSHIFT_VERSIONS = ("v0.1.40", "v0.1.60", "v0.1.70", "v0.1.80", "v0.1.82")
 HYPERSHIFT_VERSION = "v0.1.80"
 FIXTURE_PREFIX = "zz_fixture_TestCreateCluster_"
