@@ -230,6 +230,7 @@ def on_servers(servers: dict[str, ApiServer]) -> dict[str, dict[str, Any]]:
 # --- what the tools report -----------------------------------------------------------------------------------
 
 KUSTOMIZATIONS = f"/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/{FLUX_NAMESPACE}/kustomizations"
+GIT_REPOSITORIES = f"/apis/source.toolkit.fluxcd.io/v1/namespaces/{FLUX_NAMESPACE}/gitrepositories"
 APPLICATIONS = f"/apis/argoproj.io/v1alpha1/namespaces/{ARGOCD_NAMESPACE}/applications"
 APPLICATION_SETS = f"/apis/argoproj.io/v1alpha1/namespaces/{ARGOCD_NAMESPACE}/applicationsets"
 
@@ -340,8 +341,12 @@ def roll_out(ctl: Controllers, clusters: TestClusters, fleet: Fleet, tool: str) 
     t0 = time.monotonic()
     ctl.apply(fleet.wiring[tool])
     if tool == "flux":
-        _annotate(hub, "/apis/source.toolkit.fluxcd.io/v1", "gitrepositories", FLUX_NAMESPACE, "nodefleet-rendered",
-                  {"reconcile.fluxcd.io/requestedAt": str(time.time())})  # fmt: skip
+        for doc in fleet.wiring[tool]:
+            if (
+                doc["kind"] == "GitRepository"
+            ):  # one for the fleet, or one per management cluster group and more
+                _annotate(hub, "/apis/source.toolkit.fluxcd.io/v1", "gitrepositories", FLUX_NAMESPACE,
+                          doc["metadata"]["name"], {"reconcile.fluxcd.io/requestedAt": str(time.time())})  # fmt: skip
     else:
         for doc in fleet.wiring[tool]:
             _annotate(hub, "/apis/argoproj.io/v1alpha1", "applicationsets", ARGOCD_NAMESPACE,
@@ -400,10 +405,7 @@ def remove(ctl: Controllers, fleet: Fleet, tool: str) -> None:
     rollout starts from nothing."""
     hub = ctl.hub
     paths = {
-        "flux": (
-            KUSTOMIZATIONS,
-            f"/apis/source.toolkit.fluxcd.io/v1/namespaces/{FLUX_NAMESPACE}/gitrepositories",
-        ),
+        "flux": (KUSTOMIZATIONS, GIT_REPOSITORIES),
         "argocd": (APPLICATION_SETS, APPLICATIONS),
     }[tool]
     for path in paths:

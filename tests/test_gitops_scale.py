@@ -5,7 +5,8 @@ ApplicationSet controller with progressive syncs), one after the other on the sa
 
 The fleet is 20 stacks of 10 hosted clusters (one management-side folder each): the canary stack's 10 folders
 keep their direct ``dependsOn``, the early, main and last waves are gated by Flux's barrier Kustomizations (a
-leaf per management cluster, a root per wave), and Argo CD gets one ApplicationSet per management cluster
+leaf per management cluster, a root per wave), each management cluster's folders read a Flux GitRepository of
+their own (sparse checkout of its folders), and Argo CD gets one ApplicationSet per management cluster
 (``--argocd-sharding group``), each rolling its waves in order. What the rollouts cost is printed (``-s``);
 bench/gitops_scale.py measures it at other sizes, and docs/measurements.md has the figures.
 """
@@ -14,14 +15,16 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from tests.gitopsctl import Controllers
-from tests.gitopsfleet import TOOL_MANAGER, managers
+from tests.gitopsfleet import DEADLINE, TOOL_MANAGER, managers
 from tests.gitopsscale import (
     APPLICATION_SETS,
+    GIT_REPOSITORIES,
     HYPERSHIFT,
     KUSTOMIZATIONS,
     WAVE_ORDER,
@@ -98,7 +101,9 @@ def test_a_generated_fleet_on_four_api_servers_applies_each_folder_to_its_server
 
 def _flux_barriers(ctl: Controllers, fleet: Fleet) -> None:
     """The waves of more than 10 folders went through a barrier per wave and management cluster and one root per
-    wave, all applied at the commit; a wave of at most 10 folders is waited for directly."""
+    wave, all applied at the commit; a wave of at most 10 folders is waited for directly. Each management
+    cluster's folders and barriers read a GitRepository of their own, whose artifact is their folders (sparse
+    checkout), and each folder waits also for its own management cluster's barrier of the wave before."""
     live = {k["metadata"]["name"]: k for k in items(ctl.hub, KUSTOMIZATIONS)}
     barriers = {n for n, k in live.items() if (k["metadata"].get("labels") or {}).get("nodefleet.io/barrier")}
     of_wave = {w: {f.name for f in fleet.folders if f.wave == w} for w in WAVE_ORDER}
@@ -107,24 +112,57 @@ def _flux_barriers(ctl: Controllers, fleet: Fleet) -> None:
         f"nodefleet--wave-{w}-{f.management_cluster}-0" for w in gated for f in fleet.folders if f.wave == w
     }
     assert gated and barriers == expected
+    has = {(f.wave, f.management_cluster) for f in fleet.folders}
+    assert has == {(w, m) for w in WAVE_ORDER for m in fleet.servers}  # so the wave before is the group's too
     for f in fleet.folders:
         depends = {d["name"] for d in live[f.name]["spec"].get("dependsOn") or []}
         wave = WAVE_ORDER.index(f.wave)
         before = WAVE_ORDER[wave - 1] if wave else None
         want = (
-            set() if before is None else {f"nodefleet--wave-{before}"} if before in gated else of_wave[before]
+            set()
+            if before is None
+            else {f"nodefleet--wave-{before}", f"nodefleet--wave-{before}-{f.management_cluster}-0"}
+            if before in gated
+            else of_wave[before]
         )
         assert depends == want, f.name
+        assert live[f.name]["spec"]["sourceRef"]["name"] == f"nodefleet-rendered-{f.management_cluster}", (
+            f.name
+        )
     for name in barriers:
         revision = (live[name].get("status") or {}).get("lastAppliedRevision", "")
         assert revision.endswith(fleet.commit), name
+    sources = {g["metadata"]["name"]: g for g in items(ctl.hub, GIT_REPOSITORIES)}
+    assert set(sources) == {"nodefleet-rendered"} | {f"nodefleet-rendered-{m}" for m in fleet.servers}
+    for name, source in sources.items():
+        status = source.get("status") or {}
+        assert (status.get("artifact") or {}).get("revision", "").endswith(fleet.commit), name
+        assert status.get("observedSparseCheckout") == source["spec"]["sparseCheckout"], name
+        readers = {
+            k["spec"]["path"].removeprefix("./")
+            for k in live.values()
+            if k["spec"]["sourceRef"]["name"] == name
+        }
+        assert set(source["spec"]["sparseCheckout"]) == readers, name
 
 
 def _argocd_shards(ctl: Controllers, fleet: Fleet) -> None:
     """One ApplicationSet per management cluster, its RollingSync status naming exactly that cluster's
-    Applications, each Healthy, at steps in wave order."""
+    Applications, each Healthy, at steps in wave order. The ApplicationSet controller writes an Application's
+    step status on its own reconcile after the Application's health, so the last may still say Progressing when
+    every Application is Healthy: read until none does, within the deadline."""
     waves = _waves(fleet)
-    appsets = {a["metadata"]["name"]: a for a in items(ctl.hub, APPLICATION_SETS)}
+    end = time.monotonic() + DEADLINE
+    while True:
+        appsets = {a["metadata"]["name"]: a for a in items(ctl.hub, APPLICATION_SETS)}
+        states = {
+            s.get("status")
+            for a in appsets.values()
+            for s in (a.get("status") or {}).get("applicationStatus") or []
+        }
+        if states == {"Healthy"} or time.monotonic() > end:
+            break
+        time.sleep(2)
     assert set(appsets) == {f"nodefleet-{m}" for m in fleet.servers}
     for m in fleet.servers:
         status = (appsets[f"nodefleet-{m}"].get("status") or {}).get("applicationStatus") or []
