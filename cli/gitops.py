@@ -39,7 +39,8 @@ def add_parser(sub: Any) -> None:
         help="write the Argo CD ApplicationSet and Flux Kustomizations for every render folder of the fleet",
         description="Write the GitOps wiring of the fleet's render-mode stacks: an Argo CD ApplicationSet "
         "with one Application per render folder (and the argocd-cm health checks of the kinds that gate a "
-        "wave), and a Flux GitRepository with one Kustomization per render folder. Each folder goes to its API "
+        "wave), and a Flux GitRepository with one Kustomization per render folder (a large fleet: a "
+        "GitRepository per management cluster group, holding only its folders). Each folder goes to its API "
         "server: a standalone cluster's own, a hosted cluster's management cluster (its entry in "
         "nodefleet-fleet.yaml beside the stack files: argocdCluster and fluxKubeConfig), or the hosted cluster "
         "itself, which syncs after its management side. Waves sync in order, each when the one before is "
@@ -341,6 +342,7 @@ def _run(args: argparse.Namespace) -> int:
                 sources=sources,
                 barrier_paths=barrier_paths,
                 shards=shard_of,
+                group_of=group_of,
             )
     except WiringError as e:
         raise InputError(str(e)) from None

@@ -606,6 +606,8 @@ class _Barrier:
     management_cluster: str
     #: The Flux shard of the folders below it, "" when several or none.
     shard: str
+    #: The management cluster group of every folder below it, "" when several.
+    group: str
 
 
 def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
@@ -613,7 +615,11 @@ def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
 
 
 def _barrier_tree(
-    wave: str, members: Sequence[Folder], prefix: str, shard_of: Callable[[Folder], str]
+    wave: str,
+    members: Sequence[Folder],
+    prefix: str,
+    shard_of: Callable[[Folder], str],
+    group_of: Callable[[Folder], str],
 ) -> list[_Barrier]:
     """The barriers gating ``wave`` (its folders ``members``), leaves first, the root last: a leaf per management
     cluster (standalone clusters together) and at most :data:`FLUX_BARRIER_FAN_IN` folders, then levels of at most
@@ -633,6 +639,7 @@ def _barrier_tree(
                     chunk[0].stack,
                     group,
                     shards.pop() if len(shards) == 1 else "",
+                    group_of(chunk[0]),
                 )
             )
     out = list(level)
@@ -642,6 +649,7 @@ def _barrier_tree(
         for i, chunk in enumerate(_chunks(level, FLUX_BARRIER_FAN_IN)):
             mcs = {b.management_cluster for b in chunk}
             shards = {b.shard for b in chunk}
+            groups_ = {b.group for b in chunk}
             upper.append(
                 _Barrier(
                     dns_label(
@@ -653,6 +661,7 @@ def _barrier_tree(
                     chunk[0].stack,
                     mcs.pop() if len(mcs) == 1 else "",
                     shards.pop() if len(shards) == 1 else "",
+                    groups_.pop() if len(groups_) == 1 else "",
                 )
             )
         out += upper
@@ -673,8 +682,9 @@ def flux_kustomizations(
     timeout: str = "30m",
     barrier_paths: Mapping[str, str] | None = None,
     shards: Callable[[Folder], str] | None = None,
+    group_of: Callable[[Folder], str] | None = None,
 ) -> list[dict[str, Any]]:
-    """A GitRepository and one Kustomization per folder of the fleet, and the barriers that gate large waves.
+    """The GitRepositories, one Kustomization per folder of the fleet, and the barriers that gate large waves.
 
     Each Kustomization applies through its folder's kubeconfig Secret (name and key), carries the folder's
     labels, has ``wait: true`` with the health of each kind spelt out (:func:`nodefleet.render.health.
@@ -693,11 +703,24 @@ def flux_kustomizations(
     commit only once every folder below it is, and every object's ``dependsOn`` stays at most
     :data:`FLUX_BARRIER_FAN_IN` entries, whatever the fleet's size.
 
+    Sources: kustomize-controller downloads and unpacks its source's whole artifact on every reconcile of every
+    Kustomization, so one source for a large fleet costs it the fleet's size per folder. A fleet with barriers
+    and folders in several management cluster groups (``group_of``: a folder's management cluster, or the group
+    the registry names for it; standalone clusters together) gets a GitRepository per group,
+    ``<source>-<group>``, whose artifact holds only that group's folders and the barrier folder
+    (``spec.sparseCheckout``); its folders and the barriers below one group read it, so within a group every
+    ``dependsOn`` still checks the revision. The barriers above several groups read ``source``, whose artifact
+    holds the barrier folder alone; across groups a dependency is checked for ``Ready`` only (kustomize-controller
+    compares revisions of a shared source only), and a folder depends also on its own group's barriers of the
+    wave before, so the order within each group holds at every commit. A smaller fleet keeps one GitRepository,
+    ``source``, with the whole branch.
+
     ``shards``: the Flux shard of a folder (:data:`FLUX_SHARD_LABEL`), None for an unsharded Flux.
     """
     if sources is None:
         sources = {}
     shard_of = shards or (lambda f: "")
+    group = group_of or (lambda f: f.management_cluster or "standalone")
     ordered = _order(all_folders)
     by_wave: dict[str, list[Folder]] = {w: [] for w in WAVES}
     for f in ordered:
@@ -705,12 +728,18 @@ def flux_kustomizations(
     prefix = source.removesuffix("-rendered")
     barriers: list[_Barrier] = []
     gate: dict[str, list[str]] = {}  # wave -> the names its folders depend on for the waves before it
+    # wave -> group -> the leaf barriers of that group in the last wave before it that has the group's folders
+    group_gate: dict[str, dict[str, list[str]]] = {}
     before: list[str] = []
+    before_groups: dict[str, list[str]] = {}
     for wave in WAVES:
         gate[wave] = before
+        group_gate[wave] = before_groups
         members = by_wave[wave]
         if not members:
             continue
+        # A group's own gate is kept through the waves it has no folder in.
+        before_groups = {g: v for g, v in before_groups.items() if g not in {group(f) for f in members}}
         if len(members) <= FLUX_DIRECT_GATE:
             before = [f.application for f in members]
             continue
@@ -719,24 +748,44 @@ def flux_kustomizations(
                 f"wave {wave} has {len(members)} folders, and its barriers need each stack's "
                 f"{BARRIER_FOLDER} folder's path"
             )
-        tree = _barrier_tree(wave, members, prefix, shard_of)
+        tree = _barrier_tree(wave, members, prefix, shard_of, group)
         barriers += tree
         before = [tree[-1].name]
+        if len(tree) > 1:
+            for b in tree:
+                if b.depends and b.depends[0] not in {t.name for t in tree}:  # a leaf: it depends on folders
+                    before_groups.setdefault(b.group, []).append(b.name)
     _unique_names(ordered, barriers, sources)
     management_of = {(f.stack, f.cluster): f for f in ordered if f.side == "management"}
-    docs: list[dict[str, Any]] = [
-        {
-            "apiVersion": "source.toolkit.fluxcd.io/v1",
-            "kind": "GitRepository",
-            "metadata": {"name": source, "namespace": namespace},
-            "spec": {"interval": "1m", "url": repo_url, "ref": {"branch": revision}},
-        }
-    ]
+    groups = sorted({group(f) for f in ordered})
+    per_group = bool(barriers) and len(groups) > 1
+    source_of: dict[str, str] = {}  # group -> its GitRepository's name, when per group
+    docs: list[dict[str, Any]] = []
+    if not per_group:
+        docs.append(_git_repository(source, namespace, repo_url, revision, None))
+    else:
+        assert barrier_paths is not None
+        dirs: dict[str, set[str]] = {g: set() for g in ["", *groups]}  # group -> its source's folders
+        for f in ordered:
+            dirs[group(f)].add(paths[(f.stack, f.target)])
+        for b in barriers:
+            dirs[b.group].add(barrier_paths[b.stack])
+        docs.append(_git_repository(source, namespace, repo_url, revision, sorted(dirs[""])))
+        for g in groups:
+            source_of[g] = dns_label(f"{source}-{g}")
+            docs.append(_git_repository(source_of[g], namespace, repo_url, revision, sorted(dirs[g])))
+        if len(set(source_of.values()) | {source}) < len(groups) + 1:
+            raise WiringError(
+                f"the GitRepositories of the management cluster groups ({', '.join(source_of.values())}) and the "
+                f"wiring's {source} need distinct names; give the groups names that differ (the registry's shard:)"
+            )
     # One copy for every Kustomization of the call: the same value, written once per document (20,000 copies of
     # it took seconds at 10,000 stacks).
     ignore = copy.deepcopy(FLUX_IGNORE_RULES)
     for f in ordered:
         depends = list(gate[f.wave])
+        if per_group:
+            depends += [d for d in group_gate[f.wave].get(group(f), []) if d not in depends]
         if f.side == "hosted":
             depends.insert(0, management_of[(f.stack, f.cluster)].application)
         spec: dict[str, Any] = {"interval": "10m", "retryInterval": FLUX_RETRY_INTERVAL}
@@ -746,7 +795,7 @@ def flux_kustomizations(
             "wait": True,
             "timeout": timeout,
             "healthCheckExprs": flux_health_check_exprs(),
-            "sourceRef": {"kind": "GitRepository", "name": source},
+            "sourceRef": {"kind": "GitRepository", "name": source_of.get(group(f), source)},
             "path": f"./{paths[(f.stack, f.target)]}",
             "prune": False,
             "deletionPolicy": "Orphan",
@@ -781,7 +830,7 @@ def flux_kustomizations(
                     "retryInterval": FLUX_RETRY_INTERVAL,
                     "dependsOn": [{"name": d} for d in b.depends],
                     # No kubeConfig: the folder holds no manifest, so nothing is applied anywhere.
-                    "sourceRef": {"kind": "GitRepository", "name": source},
+                    "sourceRef": {"kind": "GitRepository", "name": source_of.get(b.group, source)},
                     "path": f"./{barrier_paths[b.stack]}",
                     "prune": False,
                     "deletionPolicy": "Orphan",
@@ -789,6 +838,21 @@ def flux_kustomizations(
             }
         )
     return docs
+
+
+def _git_repository(
+    name: str, namespace: str, repo_url: str, revision: str, dirs: Sequence[str] | None
+) -> dict[str, Any]:
+    """A GitRepository of the rendered branch; with ``dirs``, its artifact holds only those folders."""
+    spec: dict[str, Any] = {"interval": "1m", "url": repo_url, "ref": {"branch": revision}}
+    if dirs is not None:
+        spec["sparseCheckout"] = list(dirs)
+    return {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
 
 
 def _unique_names(

@@ -148,8 +148,53 @@ def test_every_kustomization_waits_for_every_folder_of_every_earlier_wave_throug
         if d["metadata"]["name"] in barriers:
             spec = d["spec"]
             assert spec["path"].endswith("/.nodefleet-barrier") and "kubeConfig" not in spec
-            assert spec["sourceRef"] == {"kind": "GitRepository", "name": "nodefleet-rendered"}
             assert (spec["prune"], spec["deletionPolicy"]) == (False, "Orphan")
+
+
+def _sources(docs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == "GitRepository"}
+
+
+def test_each_management_cluster_group_reads_a_source_of_its_own_folders() -> None:
+    """kustomize-controller unpacks its source's whole artifact on every reconcile: a large fleet's folders read
+    a GitRepository per management cluster group whose artifact holds that group's folders only (sparse
+    checkout), so what a Kustomization unpacks grows with its group, not with the fleet."""
+    for stacks in (300, 1000):
+        all_folders = fleet_folders(stacks)
+        docs = _flux(all_folders)
+        sources = _sources(docs)
+        assert len(sources) == 101  # the barriers' own, and one per management cluster
+        kustomizations = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Kustomization"}
+        for f in all_folders:
+            ref = kustomizations[f.application]["spec"]["sourceRef"]
+            assert ref == {"kind": "GitRepository", "name": f"nodefleet-rendered-{f.management_cluster}"}
+        for name, k in kustomizations.items():
+            source = sources[k["spec"]["sourceRef"]["name"]]
+            assert source["spec"]["ref"] == {"branch": "main"} and source["spec"]["url"] == REPO_URL
+            assert k["spec"]["path"].removeprefix("./") in source["spec"]["sparseCheckout"], name
+        for name, source in sources.items():
+            _valid(source)
+            readers = [k for k in kustomizations.values() if k["spec"]["sourceRef"]["name"] == name]
+            assert sorted(source["spec"]["sparseCheckout"]) == sorted(
+                {k["spec"]["path"].removeprefix("./") for k in readers}
+            ), name  # nothing more than its readers' folders
+        # the upper barriers read the fleet's source, which holds no folder of a cluster
+        shared = sources["nodefleet-rendered"]["spec"]["sparseCheckout"]
+        assert shared and all(p.endswith("/.nodefleet-barrier") for p in shared)
+        per_group = max(
+            len(s["spec"]["sparseCheckout"]) for n, s in sources.items() if n != "nodefleet-rendered"
+        )
+        assert per_group <= 2 * stacks / 100 + 4 * len(WAVES)
+
+
+def test_a_small_fleet_keeps_one_source_of_the_whole_branch() -> None:
+    for all_folders in (fleet_folders(5, management_clusters=2), fleet_folders(300, management_clusters=1)):
+        docs = _flux(all_folders)
+        assert list(_sources(docs)) == ["nodefleet-rendered"]
+        assert "sparseCheckout" not in _sources(docs)["nodefleet-rendered"]["spec"]
+        assert {d["spec"]["sourceRef"]["name"] for d in docs if d["kind"] == "Kustomization"} == {
+            "nodefleet-rendered"
+        }
 
 
 def dns(stack: str, target: str) -> str:
@@ -158,23 +203,59 @@ def dns(stack: str, target: str) -> str:
 
 def test_a_barrier_is_ready_only_when_its_wave_is() -> None:
     """Flux's dependency rule played on the wiring (kustomize-controller ``checkDependencies``: every dependency
-    Ready for its generation and, sharing the source, at the source's revision): a new commit, one canary
-    folder that never gets healthy, and nothing of a later wave applies it; once it is healthy, everything does."""
-    all_folders = fleet_folders(300)
-    depends = _depends(_flux(all_folders))
+    Ready for its generation and, sharing the source, at the source's revision): at the first rollout, one
+    canary folder that never gets healthy, and nothing of a later wave applies; once it is healthy, everything
+    does. At a later commit, with everything Ready at the one before, a dependency on another source counts as
+    Ready at once: the order still holds within the stuck folder's management cluster group."""
+    all_folders = fleet_folders(300, management_clusters=7)  # every group with folders of several waves
+    docs = _flux(all_folders)
+    depends = _depends(docs)
+    source = {
+        d["metadata"]["name"]: d["spec"]["sourceRef"]["name"] for d in docs if d["kind"] == "Kustomization"
+    }
     barriers = {n for n in depends if n not in {f.application for f in all_folders}}
-    stuck = next(f.application for f in all_folders if f.wave == "canary")
+    stuck_folder = next(f for f in all_folders if f.wave == "canary")
+    stuck = stuck_folder.application
 
-    def play(healthy: Callable[[str], bool]) -> dict[str, bool]:
+    def play(healthy: Callable[[str], bool], ready_before: bool = False) -> dict[str, bool]:
         at_commit = dict.fromkeys(depends, False)  # applied the new commit, and Ready
+
+        def met(name: str, dep: str) -> bool:
+            if ready_before and source[dep] != source[name]:
+                return at_commit[dep] or healthy(dep)  # Ready at the commit before, and no revision compared
+            return at_commit[dep]
+
         changed = True
         while changed:
             changed = False
             for name, deps in depends.items():
-                if not at_commit[name] and all(at_commit[d] for d in deps) and healthy(name):
+                if not at_commit[name] and all(met(name, d) for d in deps) and healthy(name):
                     at_commit[name] = changed = True
         return at_commit
 
+    # Through the dependencies on its own source alone, a folder waits for every earlier folder of its group,
+    # also when its group has no folder in the wave just before.
+    gap = [f for f in all_folders if not (f.management_cluster == "mgmt-000" and f.wave == "main")]
+    for fleet in (all_folders, gap):
+        fleet_docs = _flux(fleet)
+        own = {
+            d["metadata"]["name"]: d["spec"]["sourceRef"]["name"]
+            for d in fleet_docs
+            if d["kind"] == "Kustomization"
+        }
+        below_same = _closure(
+            {n: [d for d in deps if own[d] == own[n]] for n, deps in _depends(fleet_docs).items()}
+        )
+        for f in fleet:
+            earlier_in_group = {
+                g.application
+                for g in fleet
+                if g.management_cluster == f.management_cluster and WAVES.index(g.wave) < WAVES.index(f.wave)
+            }
+            assert earlier_in_group <= below_same(f.application), f.application
+    later = play(lambda name: name != stuck, ready_before=True)
+    group = [f for f in all_folders if f.management_cluster == stuck_folder.management_cluster]
+    assert len(group) > 2 and not any(later[f.application] for f in group if f.wave != "canary")
     held = play(lambda name: name != stuck)
     canary = {f.application for f in all_folders if f.wave == "canary"}
     assert not any(held[f.application] for f in all_folders if f.wave != "canary")
