@@ -129,26 +129,38 @@ def test_a_state_whose_plan_was_changed_and_resealed_is_refused() -> None:
         us.load(_tampered(other_stack, reseal=True), "s.json")
 
 
+#: The end of the message for a file nodefleet did not write: another path, never --restart, which would write the
+#: state over the file.
+FOREIGN = "give --state a file of its own (for example --state ../upgrade-state.json), or move s.json out of the way"
+
+
 @pytest.mark.parametrize(
-    ("data", "says"),
+    ("data", "says", "fix"),
     [
-        (b"\xff\xfe{}", "not a fleet upgrade state file (not UTF-8 text: byte 0)"),
-        ('{"schema": "caf\xe9"}'.encode("latin-1"), "not UTF-8 text"),
-        (b"{", "not a fleet upgrade state file (not JSON at line 1)"),
-        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
-        (b"[]", "not a state file this nodefleet reads: it names no schema"),
-        (json.dumps({"release": "4.22.4", "waves": [], "stopped": None}).encode(), "it names no schema"),
-        (json.dumps({"schema": "other/v9"}).encode(), "its schema is 'other/v9'"),
+        (b"\xff\xfe{}", "not a fleet upgrade state file (not UTF-8 text: byte 0)", FOREIGN),
+        ('{"schema": "caf\xe9"}'.encode("latin-1"), "not UTF-8 text", FOREIGN),
+        (b"{", "not a fleet upgrade state file (not JSON at line 1)", FOREIGN),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply", FOREIGN),
+        (b"[]", "not a fleet upgrade state file (JSON, but a list, not an object)", FOREIGN),
+        (json.dumps({"schema": "other/v9"}).encode(), "its schema is 'other/v9'", FOREIGN),
+        # What an earlier nodefleet wrote, or its own state broken: planned afresh over it.
+        (
+            json.dumps({"release": "4.22.4", "waves": [], "stopped": None}).encode(),
+            "it names no schema",
+            RESTART,
+        ),
         (
             json.dumps({"schema": us.SCHEMA, "release": 4}).encode(),
             "not a valid fleet upgrade state file (release:",
+            RESTART,
         ),
     ],
 )
-def test_a_file_that_is_not_a_state_is_refused_with_what_to_do(data: bytes, says: str) -> None:
+def test_a_file_that_is_not_a_state_is_refused_with_what_to_do(data: bytes, says: str, fix: str) -> None:
     with pytest.raises(us.StateError) as caught:
         us.load(data, "s.json")
-    assert says in str(caught.value) and str(caught.value).endswith(RESTART)
+    assert says in str(caught.value) and str(caught.value).endswith(fix)
+    assert (fix == RESTART) == ("--restart" in str(caught.value))
 
 
 def test_a_state_belongs_to_one_release_fleet_and_way_of_running() -> None:
