@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.conftest import nodefleet
-from tests.nodefleet.adopt.roundtrip import DATA, hypershift_fixture
+from tests.nodefleet.adopt.roundtrip import DATA, hypershift_fixture, with_autonode
 
 RELEASE_IMAGE = "quay.io/openshift-release-dev/ocp-release:4.22.3-multi"
 STANDALONE = str(DATA / "standalone-4.16.yaml")
@@ -306,21 +306,7 @@ def test_an_autonode_cluster_with_pools_on_hypershifts_default_class_is_written_
     tmp_path: Path, stacks: Path
 ) -> None:
     def autonode(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for d in docs:
-            if d["kind"] == "HostedCluster":
-                d["spec"]["autoNode"] = {
-                    "provisionerConfig": {
-                        "name": "Karpenter",
-                        "karpenter": {
-                            "platform": "AWS",
-                            "aws": {"roleARN": "arn:aws:iam::123456789012:role/k"},
-                        },
-                    }
-                }
-                d["metadata"]["annotations"][
-                    "hypershift.openshift.io/aws-karpenter-default-instance-profile"
-                ] = "example-4kq8z-worker"
-        return docs
+        return with_autonode(docs, "arn:aws:iam::123456789012:role/k")
 
     inside = str(DATA / "karpenter-upstream-nodepools.yaml")
     result = _import(

@@ -141,25 +141,31 @@ def hypershift_fixture(
     return list(docs)
 
 
-def autonode_cesar() -> list[dict[str, Any]]:
-    """HyperShift's fixture for ``cesar`` as an AutoNode cluster: Karpenter as its provisioner, with the role and
-    the default instance profile HyperShift reads."""
-    docs = hypershift_fixture("default_creation_flags_for_cesar")
+def with_autonode(docs: list[dict[str, Any]], role: str, *, profile: bool = True) -> list[dict[str, Any]]:
+    """``docs`` (a HyperShift render) with their HostedCluster made an AutoNode cluster: Karpenter as its
+    provisioner with ``role``, and with ``profile`` the default instance profile HyperShift reads."""
     for d in docs:
         if d["kind"] == "HostedCluster":
             d["spec"]["autoNode"] = {
                 "provisionerConfig": {
                     "name": "Karpenter",
-                    "karpenter": {
-                        "platform": "AWS",
-                        "aws": {"roleARN": "arn:aws:iam::123456789012:role/cesar-karpenter"},
-                    },
+                    "karpenter": {"platform": "AWS", "aws": {"roleARN": role}},
                 }
             }
-            d["metadata"]["annotations"]["hypershift.openshift.io/aws-karpenter-default-instance-profile"] = (
-                "example-4kq8z-worker"
-            )
+            if profile:
+                d["metadata"]["annotations"][
+                    "hypershift.openshift.io/aws-karpenter-default-instance-profile"
+                ] = "example-4kq8z-worker"
     return docs
+
+
+def autonode_cesar() -> list[dict[str, Any]]:
+    """HyperShift's fixture for ``cesar`` as an AutoNode cluster: Karpenter as its provisioner, with the role and
+    the default instance profile HyperShift reads."""
+    return with_autonode(
+        hypershift_fixture("default_creation_flags_for_cesar"),
+        "arn:aws:iam::123456789012:role/cesar-karpenter",
+    )
 
 
 HYPERSHIFT_CASES = (

@@ -16,6 +16,7 @@ from tests.nodefleet.adopt.roundtrip import (
     hypershift_fixture,
     imported,
     objects,
+    with_autonode,
 )
 
 ROLE = "arn:aws:iam::123456789012:role/cesar-karpenter"
@@ -29,20 +30,7 @@ PROFILE = (
 
 
 def _autonode_cluster(profile: bool = False) -> list[dict[str, Any]]:
-    docs = hypershift_fixture("default_creation_flags_for_cesar")
-    for d in docs:
-        if d["kind"] == "HostedCluster":
-            d["spec"]["autoNode"] = {
-                "provisionerConfig": {
-                    "name": "Karpenter",
-                    "karpenter": {"platform": "AWS", "aws": {"roleARN": ROLE}},
-                }
-            }
-            if profile:
-                d["metadata"]["annotations"][
-                    "hypershift.openshift.io/aws-karpenter-default-instance-profile"
-                ] = "example-4kq8z-worker"
-    return docs
+    return with_autonode(hypershift_fixture("default_creation_flags_for_cesar"), ROLE, profile=profile)
 
 
 def _classes(*names: str) -> list[Any]:
