@@ -47,6 +47,16 @@ def _create(dyn: Any, manifest: dict[str, Any]) -> None:
     dyn.create(api, body=_declared(manifest), namespace=manifest["metadata"].get("namespace"))
 
 
+def _serve_standalone(dyn: Any, manifests: list[dict[str, Any]]) -> None:
+    """A standalone cluster's objects on the test API server, in its `openshift-machine-api` namespace."""
+    core = dyn.resources.get(api_version="v1", kind="Namespace")
+    dyn.create(
+        core, body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-machine-api"}}
+    )
+    for manifest in manifests:
+        _create(dyn, manifest)
+
+
 #: ``osimagestreams.machineconfiguration.openshift.io``, the cluster's default OS stream (5.0 and later). Neither
 #: nodefleet nor its CRD sources ship this CRD: it is written here from the object's shape in openshift/enhancements
 #: ``machine-config/os-images-streams.md`` (the cluster-scoped singleton ``cluster``, ``spec.defaultStream``,
@@ -265,13 +275,7 @@ def test_a_standalone_cluster_from_the_api_server(test_clusters: Any, tmp_path: 
     served = [i for i in items if i["kind"] not in ("ClusterVersion", "Infrastructure")]
     with test_clusters.fresh("adopt-standalone") as server:
         dyn = server.dynamic()
-        core = dyn.resources.get(api_version="v1", kind="Namespace")
-        dyn.create(
-            core,
-            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-machine-api"}},
-        )
-        for manifest in served:
-            _create(dyn, manifest)
+        _serve_standalone(dyn, served)
         args = [
             "import",
             "--stack",
@@ -308,13 +312,7 @@ def test_a_standalone_cluster_running_self_managed_karpenter_from_the_api_server
     served = [m for m in _varied() if m["kind"] not in ("ClusterVersion", "Infrastructure", "OSImageStream")]
     with test_clusters.fresh("adopt-karpenter", karpenter_set="aws/1.15") as server:
         dyn = server.dynamic()
-        core = dyn.resources.get(api_version="v1", kind="Namespace")
-        dyn.create(
-            core,
-            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-machine-api"}},
-        )
-        for manifest in served:
-            _create(dyn, manifest)
+        _serve_standalone(dyn, served)
         args = ["import", "--stacks-dir", str(stacks), "--kubeconfig", str(server.kubeconfig)]
         args += ["--catalog", "catalogs/coreos-bootimages-5.0.yaml", "--release", "5.0.0-ec.2"]
         args += ["--os-image-stream", "rhel-9"]  # this API server serves no OSImageStream
@@ -372,13 +370,7 @@ def test_a_standalone_cluster_running_the_karpenter_operator_from_the_api_server
     with test_clusters.fresh("adopt-karpenter-operator", karpenter_set="openshift/1.13") as server:
         install_crd_documents(server, [OS_IMAGE_STREAM_CRD])
         dyn = server.dynamic()
-        core = dyn.resources.get(api_version="v1", kind="Namespace")
-        dyn.create(
-            core,
-            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-machine-api"}},
-        )
-        for manifest in [*served, default_class]:
-            _create(dyn, manifest)
+        _serve_standalone(dyn, [*served, default_class])
         result = nodefleet(
             "import",
             "--stack",
