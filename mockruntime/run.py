@@ -409,9 +409,9 @@ def run_program(
             os.environ.pop(STACK_FILE_ENV, None)
         else:
             os.environ[STACK_FILE_ENV] = previous
+        _cancel_pending(own_loop)
+        _join_workers(own_loop)
         for loop in {own_loop, asyncio.get_event_loop(), *monitor.thread_loops}:
-            if loop.is_running():
-                continue  # a gRPC worker thread is still inside it (a registration the failure overtook)
             _cancel_pending(loop)
             loop.set_exception_handler(functools.partial(_quiet_about_reported_errors, raised))
             loop.close()
@@ -432,6 +432,16 @@ def _quiet_about_reported_errors(
     if raised is not None and getattr(exception, "__cause__", None) is raised:
         return
     loop.default_exception_handler(context)
+
+
+def _join_workers(loop: asyncio.AbstractEventLoop) -> None:
+    """Wait for the gRPC worker threads of ``loop``'s default executor. The SDK stops waiting for registrations
+    at the first that fails, and another may still be on a worker thread, running that thread's own event
+    loop to serialize its outputs: closing that loop under it fails ("Cannot close a running event loop"), and
+    closing it before the thread reaches it fails the thread. The mock monitor's calls do not block, so the
+    wait is as long as the registration still in flight."""
+    if not loop.is_closed():
+        loop.run_until_complete(loop.shutdown_default_executor())
 
 
 def _cancel_pending(loop: asyncio.AbstractEventLoop) -> None:

@@ -213,3 +213,46 @@ def test_a_stack_policy_sees_a_components_registered_outputs_not_its_inputs(tmp_
     assert set(seen["box"]) == {"recorded", "lines"}
     assert seen["box"]["recorded"] == "as an output" and list(seen["box"]["lines"]) == ["4.22", "4.21"]
     assert set(seen["box-thing"]) == {"spec"}
+
+
+FAILS_WHILE_REGISTERING = """
+import pulumi
+
+class Thing(pulumi.CustomResource):
+    def __init__(self, name, props, opts=None):
+        super().__init__("test:index:Thing", name, props, opts)
+
+Thing("slow", {"spec": {"a": 1}})
+Thing("refused", {"spec": {"a": 2}})
+"""
+
+
+def test_a_registration_that_fails_while_another_is_in_flight_reports_its_error_after_both_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK stops waiting for registrations at the first that fails; another may still be on a gRPC
+    worker thread, running that thread's event loop to serialize its outputs. The run must report the
+    failure, not an error of its own cleanup ("Cannot close a running event loop", which render showed as
+    an internal error), and must not return while that thread still uses a loop the cleanup closes."""
+    import threading
+
+    from mockruntime import run as runmod
+
+    ended: list[str] = []
+    original = runmod._EchoMocks.new_resource
+
+    def new_resource(self: Any, args: Any) -> Any:
+        if args.name == "refused":
+            raise ValueError("the refused registration")
+        threading.Event().wait(0.3)  # the other registration's failure overtakes this one
+        try:
+            return original(self, args)
+        finally:
+            ended.append(args.name)
+
+    monkeypatch.setattr(runmod._EchoMocks, "new_resource", new_resource)
+    (tmp_path / "Pulumi.yaml").write_text("name: fails-test\nruntime: python\n")
+    (tmp_path / "__main__.py").write_text(FAILS_WHILE_REGISTERING)
+    with pytest.raises(Exception, match="the refused registration"):
+        run_program("qa", {}, project_dir=tmp_path)
+    assert ended == ["slow"]
