@@ -11,6 +11,7 @@ controllers' logs in the failure message, and compares what landed with what was
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
@@ -18,6 +19,8 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,6 +163,36 @@ def applications(ctl: Controllers) -> dict[str, dict[str, Any]]:
         a["metadata"]["name"]: a
         for a in listed(ctl.hub_client, "argoproj.io/v1alpha1", "Application", ARGOCD_NAMESPACE)
     }
+
+
+def argocd_live_state(
+    ctl: Controllers, app: str, kind: str, name: str, namespace: str
+) -> dict[str, Any] | None:
+    """The live state of one of ``app``'s objects as Argo CD last compared it (``argocd app manifests --source
+    live``: the API server's ``managed-resources``, which the application controller stores after each
+    comparison from its cache of the cluster). A write Argo CD has not seen yet is not in it."""
+    address = ctl.argocd_server()
+    secret = get(ctl.hub_client, "v1", "Secret", "argocd-initial-admin-secret", ARGOCD_NAMESPACE)
+    password = base64.b64decode(secret["data"]["password"]).decode()
+    login = urllib.request.Request(
+        f"http://{address}/api/v1/session",
+        data=json.dumps({"username": "admin", "password": password}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(login, timeout=30) as response:
+        token = json.load(response)["token"]
+    query = urllib.parse.urlencode({"appNamespace": ARGOCD_NAMESPACE, "kind": kind, "name": name,
+                                    "namespace": namespace})  # fmt: skip
+    request = urllib.request.Request(
+        f"http://{address}/api/v1/applications/{app}/managed-resources?{query}",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        items = json.load(response).get("items") or []
+    for item in items:
+        if item.get("kind") == kind and item.get("name") == name and item.get("liveState"):
+            return json.loads(item["liveState"])  # type: ignore[no-any-return]
+    return None
 
 
 def flux_summary(ctl: Controllers) -> str:

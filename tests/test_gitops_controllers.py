@@ -31,6 +31,7 @@ from tests.gitopsfleet import (
     annotate,
     applications,
     applied_at,
+    argocd_live_state,
     compare,
     condition,
     get,
@@ -353,6 +354,15 @@ def test_a_controller_owned_field_survives_the_next_sync_and_a_declared_one_is_p
     write(pinned, new_ami, "kubectl-edit")  # by hand: a pinned MachineSet's AMI is nodefleet's
     write(managed, {"spec": {"replicas": 7}}, "kubectl-edit")  # by hand: replicas are nodefleet's
     name = "nodefleet-dev-dev"
+    if tool == "argocd":
+        # With RespectIgnoreDifferences, a sync takes the ignored AMI from Argo CD's cache of the cluster: a
+        # sync requested before the cache holds the MCO's write would put the AMI Argo CD saw last back. A user
+        # syncs what Argo CD shows; so does the test, once Argo CD shows the write.
+        def seen() -> bool:
+            live = argocd_live_state(ctl, name, "MachineSet", managed, "openshift-machine-api") or {}
+            return bool(live.get("spec", {}).get("replicas") == 7)
+
+        wait_for(f"Argo CD's comparison of {name} showing the writes", seen, ctl, tool)
     token = _sync_now(ctl, tool, name)
     wait_for(
         f"{name} synced again ({token}) and healthy",
