@@ -46,10 +46,19 @@ PROJECT_PARTS = (
 
 
 def nodefleet(
-    *args: str, cwd: Path = PROJECT, env: Mapping[str, str] | None = None, timeout: float = 300
+    *args: str,
+    cwd: Path = PROJECT,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+    fresh: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m nodefleet <args>`` in a process of its own, as a user runs it; ``env`` adds to the
-    environment."""
+    environment. The process is forked from the fork server ``fleet`` uses (:mod:`tests.forkcli`) where that
+    cannot differ from a fresh interpreter; ``fresh`` asks for a fresh interpreter regardless."""
+    from tests import forkcli
+
+    if not fresh and forkcli.forkable(args, cwd, env):
+        return forkcli.run(args, cwd, {**os.environ, **(env or {})}, timeout)
     return subprocess.run(
         [sys.executable, "-m", "nodefleet", *args],
         cwd=cwd,

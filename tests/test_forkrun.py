@@ -13,7 +13,7 @@ from tests.conftest import PROJECT, nodefleet
 
 @pytest.mark.parametrize("args", [("check", "--stack", "dev", "--json"), ("check", "--stack", "hosted")])
 def test_a_forked_command_says_what_a_fresh_process_says(args: tuple[str, ...]) -> None:
-    fresh = nodefleet(*args)
+    fresh = nodefleet(*args, fresh=True)
     forked = forkrun.run(args, cwd=PROJECT, env=dict(os.environ), timeout=600)
     assert forked is not None
     code, out, err = forked.code, forked.stdout, forked.stderr
