@@ -215,6 +215,8 @@ def _build(recipe: Recipe, out: Path) -> None:
 RUN_PREFIX = "nodefleet-gitops-"
 FLUX_NAMESPACE = "flux-system"
 ARGOCD_NAMESPACE = "argocd"
+#: The test cluster the controllers run against and keep their own objects on; it lives as long as they do.
+HUB = "gitops-hub"
 #: The field manager the fixture creates the controllers' own objects with (CRDs, settings, Secrets).
 INSTALLER = "nodefleet-gitops-fixture"
 STARTUP_TIMEOUT = 180.0
@@ -271,9 +273,10 @@ class Controllers:
         self.build_seconds: dict[str, float] = {}
         self.startup_seconds: dict[str, float] = {}
         self._tools: set[str] = set()
+        self._clusters = clusters
         try:
             self._start_git()
-            self.hub = clusters.cluster("gitops-hub")
+            self.hub = clusters.cluster(HUB)
             self.hub_client = self.hub.dynamic()
         except BaseException:
             self.close()
@@ -346,8 +349,13 @@ class Controllers:
         return "\n".join(out)
 
     def close(self) -> None:
+        """Stop the controllers, the Git server and Redis, and the hub with them: its CRDs and objects are the
+        controllers' own, so controllers started later in the session (another module on this worker) start on a
+        new hub, never on this one's leftovers."""
         for proc in reversed(list(self.processes.values())):
             stop_process(proc)
+        if HUB in self._clusters.clusters:
+            self._clusters.stop(HUB)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     # -- the Git server -------------------------------------------------------------------------------
