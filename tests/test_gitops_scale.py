@@ -40,7 +40,7 @@ pytestmark = pytest.mark.gitops
 
 PER_STACK, MANAGEMENT_CLUSTERS = 10, 4
 #: How many render folders the suite runs (``NODEFLEET_GITOPS_SCALE`` sets another: a multiple of 10, 50 or more).
-FOLDERS = 50
+FOLDERS = 200
 
 
 def folders() -> int:
