@@ -232,7 +232,10 @@ def _plain(node: yaml.Node) -> Any:
         if node.style:  # libyaml marks a plain scalar '', the Python parser None
             raise _NotPlain
         if tag == _TAG + "int" and _PLAIN_INT.match(text):
-            return int(text)
+            try:
+                return int(text)
+            except ValueError:  # more digits than Python converts: the strict reading says so
+                raise _NotPlain from None
         if tag == _TAG + "bool" and text in ("true", "false", "True", "False", "TRUE", "FALSE"):
             return text.lower() == "true"
         if tag == _TAG + "null":

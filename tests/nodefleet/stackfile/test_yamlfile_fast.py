@@ -20,6 +20,7 @@ CASES = [
     "a: '010'\nb: 1.5\nc: ~\nd: true\ne: [x, {f: -3}]\n",
     "a: [1\n",
     "a:\n" + "  " * 0 + "[" * 150 + "]" * 150 + "\n",
+    "a: " + "1" * 5000 + "\n",  # more digits than Python converts to an integer
 ]
 
 
