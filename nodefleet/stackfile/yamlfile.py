@@ -220,10 +220,13 @@ class _NotPlain(Exception):
 _TAG = "tag:yaml.org,2002:"
 
 
-def _plain(node: yaml.Node) -> Any:
+def _plain(node: yaml.Node, depth: int = 1) -> Any:
     """The value of a node graph of plain mappings, sequences and scalars, as the strict constructors build it,
     in one pass without their per-node dispatch: anything else (a duplicate key, a merge key, a number or
-    boolean spelt otherwise than plainly, another tag) raises :class:`_NotPlain`."""
+    boolean spelt otherwise than plainly, another tag, nesting deeper than :data:`nodefleet.files.MAX_DEPTH`,
+    ``depth`` being the node's own) raises :class:`_NotPlain`."""
+    if depth > files.MAX_DEPTH:
+        raise _NotPlain  # the strict reading says how deep, and where
     tag = node.tag
     if type(node) is yaml.ScalarNode:
         text = node.value
@@ -243,16 +246,48 @@ def _plain(node: yaml.Node) -> Any:
         raise _NotPlain
     if type(node) is yaml.MappingNode and tag == _TAG + "map":
         out: dict[Any, Any] = {}
+        below = depth + 1  # a key's level is its value's, which is checked
         for key_node, value_node in node.value:
             if type(key_node) is not yaml.ScalarNode or key_node.tag != _TAG + "str":
                 raise _NotPlain
             if key_node.value in out:
                 raise _NotPlain
-            out[key_node.value] = _plain(value_node)
+            out[key_node.value] = _plain(value_node, below)
         return out
     if type(node) is yaml.SequenceNode and tag == _TAG + "seq":
-        return [_plain(child) for child in node.value]
+        below = depth + 1
+        return [_plain(child, below) for child in node.value]
     raise _NotPlain
+
+
+#: A text without an anchor (``&``) has no alias: its node graph is a tree of at most about two nodes a
+#: character (an empty key and value after one ``?`` or ``:``), so up to this length it cannot expand past
+#: :data:`MAX_EXPANDED_VALUES`, and :func:`_plain` bounds its depth as it builds it.
+_TREE_CHARS = MAX_EXPANDED_VALUES // 4
+#: What :func:`_fast_value` gives for a text the fast reading leaves to the strict one.
+_UNREAD = object()
+
+
+def _fast_value(text: str, source: str) -> Any:
+    """The value libyaml and :func:`_plain` build from ``text`` (None for an empty document), or :data:`_UNREAD`
+    for a text the strict reading must build or judge: the same value, and for a broken file its message.
+
+    A text that cannot hold an alias is not walked for aliases and depth (about a sixth of the reading's time
+    at 10,000 stack files): :func:`_plain` refuses one nested too deep, for the strict reading to say so."""
+    tree = "&" not in text and len(text) <= _TREE_CHARS
+    try:
+        fastest = _CComposedStrictLoader if _CComposedStrictLoader and _c_safe(text) else _FastStrictLoader
+        node, loader = files.compose_bounded(text, source, fastest, expansion=not tree)
+    except (FileProblem, yaml.YAMLError):
+        return _UNREAD
+    if node is None:
+        return None
+    try:
+        return _plain(node)
+    except _NotPlain:
+        return _UNREAD  # built and judged by the strict constructors, on nodes they read as they expect
+    finally:
+        loader.dispose()
 
 
 #: Inside :func:`remembered_values`: per stack file (as messages name it), the :func:`_digest` of the text its
@@ -359,24 +394,11 @@ def load_yaml(text: str, source: str, *, fast: bool = False) -> Any:
         kept = _kept(source, digest) if digest else None
         if kept is not None:
             return kept
-        try:
-            fastest = (
-                _CComposedStrictLoader if _CComposedStrictLoader and _c_safe(text) else _FastStrictLoader
-            )
-            node, loader = files.compose_bounded(text, source, fastest)
-            if node is None:
-                return None
-            try:
-                value = _plain(node)
-                if digest:
-                    _keep(source, digest, value)
-                return value
-            except _NotPlain:
-                pass  # built and judged by the strict constructors below, on nodes they read as they expect
-            finally:
-                loader.dispose()
-        except (FileProblem, yaml.YAMLError):
-            pass
+        value = _fast_value(text, source)
+        if value is not _UNREAD:
+            if digest:
+                _keep(source, digest, value)
+            return value
     try:
         node, loader = files.compose_bounded(text, source, _StrictLoader)
         return files.construct(node, loader, source)
