@@ -6,7 +6,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-from collections.abc import Iterator
+import json
+import os
+import signal
+import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,8 +52,15 @@ def load(args: argparse.Namespace) -> tuple[str, dict[str, Any], str | None]:
 CACHED_FLEET = 100
 
 
+#: From this many stack files whose values the cache does not hold, a fleet read through it parses half of them
+#: in a forked process (:func:`_read_ahead`).
+FORKED_READ = 200
+#: ``1``: a fleet read never forks (every file parsed in the command's own process, as fewer files are).
+SERIAL_READ_ENV = "NODEFLEET_SERIAL_READ"
+
+
 @contextmanager
-def many_stacks(stacks_dir: Path | None = None) -> Iterator[None]:
+def many_stacks(stacks_dir: Path | None = None, files: Sequence[tuple[Path, str]] = ()) -> Iterator[None]:
     """Within the block, which reads and validates a whole fleet's stack files, Python's cycle collector does not
     run; after it, what the block kept (the fleet, alive to the command's end) is left out of its later passes.
 
@@ -59,19 +70,84 @@ def many_stacks(stacks_dir: Path | None = None) -> Iterator[None]:
     None of these values holds a reference cycle; memory is still freed as each value is let go.
 
     ``stacks_dir``: the stack files of that folder are read through the cache of their values
-    (:func:`nodefleet.stackfile.yamlfile.remembered_values`)."""
+    (:func:`nodefleet.stackfile.yamlfile.remembered_values`); ``files``, the (path, name in messages) of those the
+    block reads, lets a read that finds many of them not in the cache parse them on two cores first
+    (:func:`_read_ahead`)."""
     from nodefleet.stackfile.yamlfile import remembered_values
 
     with remembered_values(stacks_dir) if stacks_dir is not None else contextlib.nullcontext():
         if not gc.isenabled():
+            if stacks_dir is not None:
+                _read_ahead(files)
             yield
             return
         gc.disable()
         try:
+            if stacks_dir is not None:
+                _read_ahead(files)
             yield
         finally:
             gc.freeze()
             gc.enable()
+
+
+def _read_ahead(files: Sequence[tuple[Path, str]]) -> None:
+    """Put the values of the stack files ``files`` that the cache does not hold into it, half parsed in a forked
+    child while this process parses the other half, when they are at least :data:`FORKED_READ`: on two cores, a
+    cold read of a fleet takes little more than a warm one plus half the parsing (docs/measurements.md, "Fleet
+    commands at 10,000 stacks"). Every read then takes its value from the cache as a warm read does; a file
+    neither process reads whole (a broken one, one with a tag) is left to that read, which gives its message.
+
+    Only the libyaml reading of :func:`nodefleet.stackfile.yamlfile.plain_values` runs in the child, which
+    leaves by ``os._exit`` (no exit handler, no buffered output of this process written twice); a child that
+    fails or dies costs only time: this process reads those files itself. Never forked where another thread
+    runs (a fork copies no thread, and a lock one held would stay held in the child), nor with
+    ``NODEFLEET_SERIAL_READ=1``."""
+    if len(files) < FORKED_READ or os.environ.get(SERIAL_READ_ENV) == "1" or not hasattr(os, "fork"):
+        return
+    from nodefleet.stackfile.yamlfile import not_remembered, plain_values, read_ahead, remember
+
+    missing = not_remembered(read_ahead(files))
+    if len(missing) < FORKED_READ or threading.active_count() > 1:
+        return
+    theirs, mine = missing[: len(missing) // 2], missing[len(missing) // 2 :]
+    readable, writable = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(readable)
+        os.close(writable)
+        return
+    if pid == 0:  # the child: its values down the pipe, then gone without this process's exit code
+        code = 1
+        try:
+            os.close(readable)
+            data = json.dumps(plain_values(theirs)).encode()
+            with os.fdopen(writable, "wb") as out:
+                out.write(data)
+            code = 0
+        except BaseException:  # whatever it is, the parent reads these files itself
+            pass
+        finally:
+            os._exit(code)
+    os.close(writable)
+    try:
+        with os.fdopen(readable, "rb") as pipe:
+            remember(plain_values(mine))
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+        if os.waitstatus_to_exitcode(status) == 0:
+            values = json.loads(data)
+            if isinstance(values, list):
+                remember(values)
+    except (OSError, ValueError, RecursionError):
+        return  # a child that failed: its files are read here, one by one
+    finally:
+        if pid:  # interrupted before the child was reaped
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
 
 
 def stack_file_shown(args: argparse.Namespace) -> str:

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -294,6 +294,8 @@ def _fast_value(text: str, source: str) -> Any:
 #: value was read from and the value as JSON, from the cache and as read in the block; and whether it changed.
 _REMEMBERED: dict[str, list[str]] | None = None
 _CHANGED = False
+#: Inside :func:`remembered_values`: the texts :func:`read_ahead` read, by (path, name in messages), until read.
+_AHEAD: dict[tuple[str, str], str] | None = None
 #: Names what :func:`_plain` builds: change it when its values change, so that no earlier value is taken.
 _PLAIN_FORM = "plain-1"
 
@@ -323,7 +325,7 @@ def remembered_values(folder: Path) -> Iterator[None]:
     mappings of text keys, lists, text, integers, booleans and nulls, and parses about twenty times faster than
     YAML does, which at 10,000 stack files is seconds (docs/measurements.md, "Fleet commands at 10,000 stacks").
     Only values the strict reading accepted whole are kept; every other file is read as without the cache."""
-    global _REMEMBERED, _CHANGED
+    global _REMEMBERED, _CHANGED, _AHEAD
     if _REMEMBERED is not None:
         yield
         return
@@ -335,13 +337,13 @@ def remembered_values(folder: Path) -> Iterator[None]:
             kept = loaded if isinstance(loaded, dict) else {}
         except (OSError, ValueError, RecursionError):
             kept = {}
-    _REMEMBERED, _CHANGED = kept, False
+    _REMEMBERED, _CHANGED, _AHEAD = kept, False, {}
     try:
         yield
         if path is not None and _CHANGED:
             _write_cache(path, _REMEMBERED)
     finally:
-        _REMEMBERED, _CHANGED = None, False
+        _REMEMBERED, _CHANGED, _AHEAD = None, False, None
 
 
 def _write_cache(path: Path, values: dict[str, list[str]]) -> None:
@@ -373,9 +375,73 @@ def _keep(source: str, digest: str, value: Any) -> None:
         _CHANGED = True
 
 
+def read_ahead(paths: Iterable[tuple[str | os.PathLike[str], str]]) -> list[tuple[str, str]]:
+    """(name in messages, text) of each of the stack files ``paths`` (path, name in messages) that
+    :func:`read_text` reads (the others are left to their own read, which says why); inside a
+    :func:`remembered_values` block, each text is kept for that read to take, so that a fleet's files are read
+    from the disk once."""
+    out = []
+    for path, source in paths:
+        try:
+            text = read_text(path, source)
+        except (YAMLFileError, OSError):
+            continue
+        out.append((source, text))
+        if _AHEAD is not None:
+            _AHEAD[(os.fspath(path), source)] = text
+    return out
+
+
+def not_remembered(texts: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Of the (stack file as messages name it, text) pairs ``texts``, those whose value the cache of the
+    :func:`remembered_values` block does not hold (every one outside such a block)."""
+    if _REMEMBERED is None:
+        return list(texts)
+    remembered = _REMEMBERED
+    out = []
+    for source, text in texts:
+        entry = remembered.get(source)
+        if not isinstance(entry, list) or len(entry) != 2 or entry[0] != _digest(text):
+            out.append((source, text))
+    return out
+
+
+def plain_values(texts: Iterable[tuple[str, str]]) -> list[list[str]]:
+    """``[source, digest, value as JSON]`` for each of the (stack file as messages name it, text) pairs
+    ``texts`` whose value the fast reading of :func:`load_yaml` builds whole: what the cache keeps of it. A text
+    it leaves to the strict reading (a broken file, one with a tag, a duplicate key, a merge key) has none and
+    is read as before. Pure: for reading part of a fleet in another process."""
+    out = []
+    for source, text in texts:
+        value = _fast_value(text, source)
+        if value is not _UNREAD and value is not None:
+            out.append([source, _digest(text), json.dumps(value, separators=(",", ":"))])
+    return out
+
+
+def remember(values: Iterable[Any]) -> int:
+    """Keep the ``[source, digest, value as JSON]`` entries :func:`plain_values` gave in the cache of the
+    :func:`remembered_values` block, for its reads to take (nothing outside one); entries of another shape are
+    left out. The number kept."""
+    global _CHANGED
+    if _REMEMBERED is None:
+        return 0
+    kept = 0
+    for entry in values:
+        if isinstance(entry, list) and len(entry) == 3 and all(isinstance(part, str) for part in entry):
+            _REMEMBERED[entry[0]] = [entry[1], entry[2]]
+            kept += 1
+    _CHANGED = _CHANGED or kept > 0
+    return kept
+
+
 def read_text(path: str | os.PathLike[str], source: str | None = None, *, what: str = "stack file") -> str:
     """The UTF-8 text of the stack file (or project file) ``path``, read by :func:`nodefleet.files.read_text`;
     ``source`` names it in messages (default: the path), ``what`` the kind of file (the fleet registry)."""
+    if _AHEAD and what == "stack file" and source is not None:
+        ahead = _AHEAD.pop((os.fspath(path), source), None)
+        if ahead is not None:
+            return ahead
     try:
         return files.read_text(path, what=what, source=source)
     except FileProblem as exc:
