@@ -261,9 +261,10 @@ def _plain(node: yaml.Node, depth: int = 1) -> Any:
 
 
 #: A text without an anchor (``&``) has no alias: its node graph is a tree of at most about two nodes a
-#: character (an empty key and value after one ``?`` or ``:``), so up to this length it cannot expand past
-#: :data:`MAX_EXPANDED_VALUES`, and :func:`_plain` bounds its depth as it builds it.
-_TREE_CHARS = MAX_EXPANDED_VALUES // 4
+#: character (an empty key and value after one ``?`` or ``:``), so up to a quarter of
+#: :data:`nodefleet.files.MAX_EXPANDED_VALUES` characters it cannot expand past that bound, and :func:`_plain`
+#: bounds its depth as it builds it.
+_NODES_A_CHAR = 4
 #: What :func:`_fast_value` gives for a text the fast reading leaves to the strict one.
 _UNREAD = object()
 
@@ -274,7 +275,7 @@ def _fast_value(text: str, source: str) -> Any:
 
     A text that cannot hold an alias is not walked for aliases and depth (about a sixth of the reading's time
     at 10,000 stack files): :func:`_plain` refuses one nested too deep, for the strict reading to say so."""
-    tree = "&" not in text and len(text) <= _TREE_CHARS
+    tree = "&" not in text and len(text) * _NODES_A_CHAR <= files.MAX_EXPANDED_VALUES
     try:
         fastest = _CComposedStrictLoader if _CComposedStrictLoader and _c_safe(text) else _FastStrictLoader
         node, loader = files.compose_bounded(text, source, fastest, expansion=not tree)

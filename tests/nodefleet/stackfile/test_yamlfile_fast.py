@@ -82,3 +82,16 @@ def test_a_too_deep_text_without_an_anchor_gets_the_message_it_always_got() -> N
         "follow"
     )
     assert str(_read(text, fast=False)) == "refused: " + str(fast.value).replace("deep.yaml", "s.yaml")
+
+
+def test_a_long_text_without_an_anchor_is_still_bounded_in_values(monkeypatch) -> None:
+    # A tree expands to its node count: past the bound, as an alias bomb would, the fast reader refuses it with the
+    # strict reader's message. (At the real bound such a text is megabytes long; the bound is lowered here.)
+    monkeypatch.setattr(files, "MAX_EXPANDED_VALUES", 1000)
+    text = "a: [" + "1, " * 1000 + "1]\n"
+    fast = _read(text, fast=True)
+    assert str(fast).startswith(
+        "refused: s.yaml: line 1: its anchors and aliases expand to more than 1,000 values"
+    )
+    assert fast == _read(text, fast=False)
+    assert _read("a: [" + "1, " * 900 + "1]\n", fast=True) == {"a": [1] * 901}
