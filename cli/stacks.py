@@ -108,7 +108,7 @@ def _read_ahead(files: Sequence[tuple[Path, str]]) -> None:
     from nodefleet.stackfile.yamlfile import not_remembered, plain_values, read_ahead, remember
 
     missing = not_remembered(read_ahead(files))
-    if len(missing) < FORKED_READ or threading.active_count() > 1:
+    if len(missing) < FORKED_READ or not _only_thread():
         return
     theirs, mine = missing[: len(missing) // 2], missing[len(missing) // 2 :]
     readable, writable = os.pipe()
@@ -148,6 +148,16 @@ def _read_ahead(files: Sequence[tuple[Path, str]]) -> None:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
+
+
+def _only_thread() -> bool:
+    """Whether the main thread is this process's only one. Linux lists every thread in ``/proc/self/task``, those a
+    library starts outside :mod:`threading` too (gRPC's, a native pool's), which :func:`threading.active_count`
+    does not count; elsewhere that count is what there is."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return threading.active_count() == 1
 
 
 def stack_file_shown(args: argparse.Namespace) -> str:

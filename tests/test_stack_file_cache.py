@@ -112,7 +112,7 @@ def test_an_empty_cache_variable_keeps_nothing(tmp_path, monkeypatch):
 #: read, then ``read_stack_config(fast=True)`` each) in a fresh single-threaded interpreter, and prints what each
 #: read gave, how many values the cache held before the first read, and which processes ran their exit handlers.
 READ_FLEET = """
-import atexit, json, os, sys, threading
+import _thread, atexit, json, os, sys, threading
 from pathlib import Path
 from cli.stacks import many_stacks
 from mockruntime.run import read_stack_config
@@ -124,6 +124,11 @@ print("reading", end=" ")  # buffered (stdout is a pipe): a child that flushed i
 if mode == "thread":
     stop = threading.Event()
     threading.Thread(target=stop.wait, daemon=True).start()
+if mode == "unlisted-thread":  # a thread started outside the threading module, as a library's own would be
+    held = _thread.allocate_lock()
+    held.acquire()
+    _thread.start_new_thread(held.acquire, ())
+    assert threading.active_count() == 1
 if mode == "child-dies":
     parent, real = os.getpid(), yamlfile.plain_values
     def dying(texts):
@@ -227,6 +232,8 @@ def test_a_fleet_read_does_not_fork_beside_another_thread_and_survives_a_child_t
     threaded = _read_fleet(stacks, tmp_path / "threaded", "thread", tmp_path)
     assert threaded["before"] == 0  # read one file at a time, as without the fork
     assert threaded["read"] == serial["read"]
+    unlisted = _read_fleet(stacks, tmp_path / "unlisted", "unlisted-thread", tmp_path)
+    assert unlisted["before"] == 0 and unlisted["read"] == serial["read"]
     orphaned = _read_fleet(stacks, tmp_path / "orphaned", "child-dies", tmp_path)
     # Only this process's half was parsed ahead; the child's files were read one by one, to the same values.
     assert 0 < orphaned["before"] <= (GOOD + 1 + len(BROKEN)) // 2 + 1
