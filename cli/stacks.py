@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import gc
 import json
 import os
@@ -52,8 +53,8 @@ def load(args: argparse.Namespace) -> tuple[str, dict[str, Any], str | None]:
 CACHED_FLEET = 100
 
 
-#: From this many stack files whose values the cache does not hold, a fleet read through it parses half of them
-#: in a forked process (:func:`_read_ahead`).
+#: From this many stack files whose values the cache does not hold, a fleet read through it parses them on two
+#: cores (:func:`_read_ahead`).
 FORKED_READ = 200
 #: ``1``: a fleet read never forks (every file parsed in the command's own process, as fewer files are).
 SERIAL_READ_ENV = "NODEFLEET_SERIAL_READ"
@@ -71,83 +72,133 @@ def many_stacks(stacks_dir: Path | None = None, files: Sequence[tuple[Path, str]
 
     ``stacks_dir``: the stack files of that folder are read through the cache of their values
     (:func:`nodefleet.stackfile.yamlfile.remembered_values`); ``files``, the (path, name in messages) of those the
-    block reads, lets a read that finds many of them not in the cache parse them on two cores first
+    block reads in that order, lets a read that finds many of them not in the cache parse them on two cores
     (:func:`_read_ahead`)."""
     from nodefleet.stackfile.yamlfile import remembered_values
 
     with remembered_values(stacks_dir) if stacks_dir is not None else contextlib.nullcontext():
-        if not gc.isenabled():
-            if stacks_dir is not None:
-                _read_ahead(files)
-            yield
-            return
+        collecting = gc.isenabled()
         gc.disable()
         try:
-            if stacks_dir is not None:
-                _read_ahead(files)
-            yield
+            with _read_ahead(files if stacks_dir is not None else ()):
+                yield
         finally:
-            gc.freeze()
-            gc.enable()
+            if collecting:
+                gc.freeze()
+                gc.enable()
 
 
-def _read_ahead(files: Sequence[tuple[Path, str]]) -> None:
-    """Put the values of the stack files ``files`` that the cache does not hold into it, half parsed in a forked
-    child while this process parses the other half, when they are at least :data:`FORKED_READ`: on two cores, a
-    cold read of a fleet takes little more than a warm one plus half the parsing (docs/measurements.md, "Fleet
-    commands at 10,000 stacks"). Every read then takes its value from the cache as a warm read does; a file
-    neither process reads whole (a broken one, one with a tag) is left to that read, which gives its message.
+@contextmanager
+def _read_ahead(files: Sequence[tuple[Path, str]]) -> Iterator[None]:
+    """Within the block, the values of the stack files ``files`` (in the order the block reads them) that the
+    cache does not hold, when they are at least :data:`FORKED_READ`, are parsed on two cores: a forked child
+    parses them from the last one back and hands in each value as the cache's entry, while this process reads
+    from the first one on as without it, until it reaches the files the child has done and takes those from the
+    cache as a warm read does (docs/measurements.md, "Fleet commands at 10,000 stacks"). A file the child cannot
+    read whole (a broken one, one with a tag) is left to this process's read, which gives its message: every value
+    and message is the serial read's.
 
     Only the libyaml reading of :func:`nodefleet.stackfile.yamlfile.plain_values` runs in the child, which
-    leaves by ``os._exit`` (no exit handler, no buffered output of this process written twice); a child that
-    fails or dies costs only time: this process reads those files itself. Never forked where another thread
-    runs (a fork copies no thread, and a lock one held would stay held in the child), nor with
-    ``NODEFLEET_SERIAL_READ=1``."""
+    leaves by ``os._exit`` (no exit handler, no buffered output of this process written twice) and is stopped
+    once it is no longer needed; a child that fails or dies costs only time: this process reads those files
+    itself. Never forked where another thread runs (a fork copies no thread, and a lock one held would stay held
+    in the child), nor with ``NODEFLEET_SERIAL_READ=1``."""
     if len(files) < FORKED_READ or os.environ.get(SERIAL_READ_ENV) == "1" or not hasattr(os, "fork"):
+        yield
         return
-    from nodefleet.stackfile.yamlfile import not_remembered, plain_values, read_ahead, remember
+    from nodefleet.stackfile.yamlfile import before_reads, not_remembered, plain_values, read_ahead, remember
 
     missing = not_remembered(read_ahead(files))
     if len(missing) < FORKED_READ or not _only_thread():
+        yield
         return
-    theirs, mine = missing[: len(missing) // 2], missing[len(missing) // 2 :]
     readable, writable = os.pipe()
+    with contextlib.suppress(AttributeError, OSError):  # Linux: room for the child to run ahead of the reads
+        fcntl.fcntl(writable, fcntl.F_SETPIPE_SZ, 1 << 20)
     try:
         pid = os.fork()
     except OSError:
         os.close(readable)
         os.close(writable)
+        yield
         return
-    if pid == 0:  # the child: its values down the pipe, then gone without this process's exit code
+    if pid == 0:  # the child: each value down the pipe as one JSON line, last file first, then gone
         code = 1
         try:
             os.close(readable)
-            data = json.dumps(plain_values(theirs)).encode()
-            with os.fdopen(writable, "wb") as out:
-                out.write(data)
+            with os.fdopen(writable, "wb", buffering=0) as out:
+                for source, text in reversed(missing):
+                    # An entry of the name alone: a file left to the parent's read, passed all the same.
+                    entry = plain_values([(source, text)]) or [[source]]
+                    out.write(json.dumps(entry[0]).encode() + b"\n")
             code = 0
         except BaseException:  # whatever it is, the parent reads these files itself
             pass
         finally:
             os._exit(code)
     os.close(writable)
+    os.set_blocking(readable, False)
+    child = _Child(pid, readable, remember)
+    before_reads(child.before_read)
     try:
-        with os.fdopen(readable, "rb") as pipe:
-            remember(plain_values(mine))
-            data = pipe.read()
-        _, status = os.waitpid(pid, 0)
-        pid = 0
-        if os.waitstatus_to_exitcode(status) == 0:
-            values = json.loads(data)
-            if isinstance(values, list):
-                remember(values)
-    except (OSError, ValueError, RecursionError):
-        return  # a child that failed: its files are read here, one by one
+        yield
     finally:
-        if pid:  # interrupted before the child was reaped
+        before_reads(None)
+        child.stop()
+
+
+class _Child:
+    """The parent's side of :func:`_read_ahead`: before each read, the entries the child has written so far are
+    kept in the cache; once a read finds its file among those the child has passed (every later file then is),
+    the child is stopped."""
+
+    def __init__(self, pid: int, readable: int, remember: Any) -> None:
+        self.pid, self.readable, self.remember = pid, readable, remember
+        self.passed: set[str] = set()
+        self.partial = b""
+
+    def before_read(self, source: str) -> None:
+        if self.pid and source not in self.passed:
+            self._take()
+        if self.pid and source in self.passed:
+            self.stop()
+
+    def _take(self) -> None:
+        chunks = [self.partial]
+        while True:
+            try:
+                chunk = os.read(self.readable, 1 << 20)
+            except BlockingIOError:
+                break
+            except OSError:
+                chunk = b""
+            if not chunk:  # the child is done, or dead: what it wrote is all there is
+                self.stop(kill=False)
+                break
+            chunks.append(chunk)
+        *lines, self.partial = b"".join(chunks).split(b"\n")
+        entries = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(entry, list) and entry and isinstance(entry[0], str):
+                self.passed.add(entry[0])
+                entries.append(entry)
+        self.remember(entries)
+
+    def stop(self, *, kill: bool = True) -> None:
+        """Reap the child; ``kill`` it first unless it has closed its end of the pipe (it is leaving then)."""
+        if self.pid:
+            pid, self.pid = self.pid, 0
+            if kill:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
+            with contextlib.suppress(OSError):
+                os.close(self.readable)
 
 
 def _only_thread() -> bool:

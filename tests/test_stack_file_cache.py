@@ -110,7 +110,7 @@ def test_an_empty_cache_variable_keeps_nothing(tmp_path, monkeypatch):
 
 #: Reads every stack file of a folder as a fleet command does (``cli.stacks.many_stacks`` with the files it will
 #: read, then ``read_stack_config(fast=True)`` each) in a fresh single-threaded interpreter, and prints what each
-#: read gave, how many values the cache held before the first read, and which processes ran their exit handlers.
+#: read gave, how many values a forked child handed in, and which processes ran their exit handlers.
 READ_FLEET = """
 import _thread, atexit, json, os, sys, threading
 from pathlib import Path
@@ -129,17 +129,25 @@ if mode == "unlisted-thread":  # a thread started outside the threading module, 
     held.acquire()
     _thread.start_new_thread(held.acquire, ())
     assert threading.active_count() == 1
-if mode == "child-dies":
-    parent, real = os.getpid(), yamlfile.plain_values
+if mode.startswith("child-dies"):
+    parent, real, done = os.getpid(), yamlfile.plain_values, []
     def dying(texts):
-        if os.getpid() != parent:
+        done.append(texts)
+        if os.getpid() != parent and len(done) > (0 if mode == "child-dies" else 20):
             os._exit(3)
         return real(texts)
     yamlfile.plain_values = dying
+handed_in, remember = [], yamlfile.remember
+yamlfile.remember = lambda values: handed_in.append(remember(values)) or handed_in[-1]
 files = sorted(folder.glob("Pulumi.*.yaml"))
 read = {}
 with many_stacks(folder, [(p, p.name) for p in files]):
-    before = len(yamlfile._REMEMBERED)
+    if mode == "child-finishes":  # the reads start once the child has handed in everything and left
+        import select
+        child = yamlfile._BEFORE_READ.__self__
+        while child.pid:
+            select.select([child.readable], [], [])
+            child.before_read("")
     for p in files:
         try:
             read[p.name] = read_stack_config(p, p.name, fast=True)
@@ -147,7 +155,7 @@ with many_stacks(folder, [(p, p.name) for p in files]):
             read[p.name] = f"refused: {exc}"
 if mode == "thread":
     stop.set()
-print(json.dumps({"before": before, "read": read, "pid": os.getpid()}))
+print(json.dumps({"handed_in": sum(handed_in), "read": read, "pid": os.getpid()}))
 """
 
 GOOD = 240
@@ -199,9 +207,9 @@ def test_a_cold_fleet_read_on_two_processes_gives_every_value_and_message_a_seri
     _fleet(stacks)
     serial = _read_fleet(stacks, tmp_path / "serial", "plain", tmp_path, NODEFLEET_SERIAL_READ="1")
     forked = _read_fleet(stacks, tmp_path / "forked", "plain", tmp_path)
-    assert serial["before"] == 0
-    # Every file the fast reading takes whole was parsed before the first read, half of them in the child.
-    assert forked["before"] == GOOD + 1
+    assert serial["handed_in"] == 0
+    # The child, from the last file back, handed in many values (this process read the first files meanwhile).
+    assert GOOD // 4 < forked["handed_in"] <= GOOD + 1
     assert forked["read"] == serial["read"]
     read = forked["read"]
     assert read["Pulumi.s007.yaml"]["nodefleet:fleet"]["clusters"][0]["name"] == "s007"
@@ -221,8 +229,11 @@ def test_a_cold_fleet_read_on_two_processes_gives_every_value_and_message_a_seri
     (serial_cache,) = _cache_files(tmp_path / "serial")
     (forked_cache,) = _cache_files(tmp_path / "forked")
     assert json.loads(forked_cache.read_text()) == json.loads(serial_cache.read_text())
+    # A child that gets to the end of its files leaves the same way as one stopped on the way.
+    finished = _read_fleet(stacks, tmp_path / "finished", "child-finishes", tmp_path)
+    assert finished["handed_in"] == GOOD + 1 and finished["read"] == serial["read"]
     warm = _read_fleet(stacks, tmp_path / "forked", "plain", tmp_path)
-    assert warm["before"] == GOOD + 1 and warm["read"] == serial["read"]
+    assert warm["handed_in"] == 0 and warm["read"] == serial["read"]  # nothing to parse: no child
 
 
 def test_a_fleet_read_does_not_fork_beside_another_thread_and_survives_a_child_that_dies(tmp_path):
@@ -230,11 +241,14 @@ def test_a_fleet_read_does_not_fork_beside_another_thread_and_survives_a_child_t
     _fleet(stacks)
     serial = _read_fleet(stacks, tmp_path / "serial", "plain", tmp_path, NODEFLEET_SERIAL_READ="1")
     threaded = _read_fleet(stacks, tmp_path / "threaded", "thread", tmp_path)
-    assert threaded["before"] == 0  # read one file at a time, as without the fork
+    assert threaded["handed_in"] == 0  # read one file at a time, as without the fork
     assert threaded["read"] == serial["read"]
     unlisted = _read_fleet(stacks, tmp_path / "unlisted", "unlisted-thread", tmp_path)
-    assert unlisted["before"] == 0 and unlisted["read"] == serial["read"]
+    assert unlisted["handed_in"] == 0 and unlisted["read"] == serial["read"]
+    # A child that dies at once, or after 20 files: what it did not hand in is read here, to the same values.
     orphaned = _read_fleet(stacks, tmp_path / "orphaned", "child-dies", tmp_path)
-    # Only this process's half was parsed ahead; the child's files were read one by one, to the same values.
-    assert 0 < orphaned["before"] <= (GOOD + 1 + len(BROKEN)) // 2 + 1
+    assert orphaned["handed_in"] == 0
     assert orphaned["read"] == serial["read"]
+    halfway = _read_fleet(stacks, tmp_path / "halfway", "child-dies-later", tmp_path)
+    assert 0 < halfway["handed_in"] <= 20
+    assert halfway["read"] == serial["read"]

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -297,6 +297,8 @@ _REMEMBERED: dict[str, list[str]] | None = None
 _CHANGED = False
 #: Inside :func:`remembered_values`: the texts :func:`read_ahead` read, by (path, name in messages), until read.
 _AHEAD: dict[tuple[str, str], str] | None = None
+#: Inside :func:`remembered_values`: called with a stack file's name before its value is looked for in the cache.
+_BEFORE_READ: Callable[[str], None] | None = None
 #: Names what :func:`_plain` builds: change it when its values change, so that no earlier value is taken.
 _PLAIN_FORM = "plain-1"
 
@@ -326,7 +328,7 @@ def remembered_values(folder: Path) -> Iterator[None]:
     mappings of text keys, lists, text, integers, booleans and nulls, and parses about twenty times faster than
     YAML does, which at 10,000 stack files is seconds (docs/measurements.md, "Fleet commands at 10,000 stacks").
     Only values the strict reading accepted whole are kept; every other file is read as without the cache."""
-    global _REMEMBERED, _CHANGED, _AHEAD
+    global _REMEMBERED, _CHANGED, _AHEAD, _BEFORE_READ
     if _REMEMBERED is not None:
         yield
         return
@@ -344,7 +346,7 @@ def remembered_values(folder: Path) -> Iterator[None]:
         if path is not None and _CHANGED:
             _write_cache(path, _REMEMBERED)
     finally:
-        _REMEMBERED, _CHANGED, _AHEAD = None, False, None
+        _REMEMBERED, _CHANGED, _AHEAD, _BEFORE_READ = None, False, None, None
 
 
 def _write_cache(path: Path, values: dict[str, list[str]]) -> None:
@@ -420,6 +422,15 @@ def plain_values(texts: Iterable[tuple[str, str]]) -> list[list[str]]:
     return out
 
 
+def before_reads(hook: Callable[[str], None] | None) -> None:
+    """Inside a :func:`remembered_values` block, have ``hook`` called with each stack file's name (as messages
+    name it) before a read looks for its value in the cache: for values another process is still handing in
+    (:func:`remember`); ``None`` stops it. Outside a block: nothing."""
+    global _BEFORE_READ
+    if _REMEMBERED is not None:
+        _BEFORE_READ = hook
+
+
 def remember(values: Iterable[Any]) -> int:
     """Keep the ``[source, digest, value as JSON]`` entries :func:`plain_values` gave in the cache of the
     :func:`remembered_values` block, for its reads to take (nothing outside one); entries of another shape are
@@ -457,6 +468,8 @@ def load_yaml(text: str, source: str, *, fast: bool = False) -> Any:
     pass (:func:`_plain`); a file it cannot read, or holding anything else, is parsed again by the strict
     loader, so every value and message is the same."""
     if fast:
+        if _BEFORE_READ is not None:
+            _BEFORE_READ(source)
         digest = _digest(text) if _REMEMBERED is not None else ""
         kept = _kept(source, digest) if digest else None
         if kept is not None:
