@@ -142,7 +142,7 @@ yamlfile.remember = lambda values: handed_in.append(remember(values)) or handed_
 files = sorted(folder.glob("Pulumi.*.yaml"))
 read = {}
 with many_stacks(folder, [(p, p.name) for p in files]):
-    if mode == "child-finishes":  # the reads start once the child has handed in everything and left
+    if mode in ("child-finishes", "child-dies-later"):  # the reads start once the child has left
         import select
         child = yamlfile._BEFORE_READ.__self__
         while child.pid:
@@ -208,8 +208,9 @@ def test_a_cold_fleet_read_on_two_processes_gives_every_value_and_message_a_seri
     serial = _read_fleet(stacks, tmp_path / "serial", "plain", tmp_path, NODEFLEET_SERIAL_READ="1")
     forked = _read_fleet(stacks, tmp_path / "forked", "plain", tmp_path)
     assert serial["handed_in"] == 0
-    # The child, from the last file back, handed in many values (this process read the first files meanwhile).
-    assert GOOD // 4 < forked["handed_in"] <= GOOD + 1
+    # How many values the child hands in before the reads meet it depends on how the two processes are scheduled:
+    # every share gives the same values. The child's own work is counted exactly once it has left (below).
+    assert 0 <= forked["handed_in"] <= GOOD + 1
     assert forked["read"] == serial["read"]
     read = forked["read"]
     assert read["Pulumi.s007.yaml"]["nodefleet:fleet"]["clusters"][0]["name"] == "s007"
@@ -250,5 +251,6 @@ def test_a_fleet_read_does_not_fork_beside_another_thread_and_survives_a_child_t
     assert orphaned["handed_in"] == 0
     assert orphaned["read"] == serial["read"]
     halfway = _read_fleet(stacks, tmp_path / "halfway", "child-dies-later", tmp_path)
-    assert 0 < halfway["handed_in"] <= 20
+    # From the last file back: tab, syntax and strict, which it leaves to the reads, then 17 values; the 21st kills it.
+    assert halfway["handed_in"] == 17
     assert halfway["read"] == serial["read"]
