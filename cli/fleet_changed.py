@@ -99,7 +99,9 @@ def changed_check(
 
     changed = changed_paths(args.changed_files)
     registry = registry_of(args.stacks_dir)
-    with many_stacks(args.stacks_dir if len(known) >= CACHED_FLEET else None):
+    with many_stacks(
+        args.stacks_dir if len(known) >= CACHED_FLEET else None, [(p, _relative(p)) for p in known.values()]
+    ):
         raw = _raw_fleets(known)
         stacks = []
         for name in known:
@@ -137,7 +139,9 @@ def across_fleet(args: argparse.Namespace, known: dict[str, Path], names: list[s
     from cli.stacks import CACHED_FLEET, many_stacks, registry_of
 
     registry = registry_of(args.stacks_dir)
-    with many_stacks(args.stacks_dir if len(known) >= CACHED_FLEET else None):
+    with many_stacks(
+        args.stacks_dir if len(known) >= CACHED_FLEET else None, [(p, _relative(p)) for p in known.values()]
+    ):
         return _judged_across(known, names, _raw_fleets(known), registry)[0]
 
 

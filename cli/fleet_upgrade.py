@@ -651,12 +651,16 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
             raise InputError(str(exc)) from None
         plan = state.the_plan()
     else:
+        from cli.fleet import _shown
         from cli.stacks import CACHED_FLEET, many_stacks
 
         # A fleet's stack files read through the cache of their values, as gitops and fleet check read them (what
         # they keep then left out of the cycle collector's passes); the plan's own reading (an edit made through
         # the round trip, read back) past it, with the collector on: ruamel's loaders hold reference cycles.
-        with many_stacks(Path(args.stacks_dir) if len(names) >= CACHED_FLEET else None):
+        with many_stacks(
+            Path(args.stacks_dir) if len(names) >= CACHED_FLEET else None,
+            [(known[n], _shown(known[n])) for n in names],
+        ):
             loaded = _read_stacks(known, names, registry)
         try:
             plan = _make_plan(args, loaded, names, target, registry)

@@ -148,9 +148,12 @@ def load_fleets(stacks_dir: Path, stacks: str | None, registry: Any = None) -> l
     registry = registry or registry_of(stacks_dir)
     out = []
     # A fleet of hundreds of stack files reads them through the cache of their values; a few read faster without.
-    with many_stacks(stacks_dir if len(names) >= CACHED_FLEET else None):
+    shown_as = {name: _shown(known[name]) for name in names}
+    with many_stacks(
+        stacks_dir if len(names) >= CACHED_FLEET else None, [(known[n], shown_as[n]) for n in names]
+    ):
         for name in names:
-            shown = _shown(known[name])
+            shown = shown_as[name]
             try:
                 config = read_stack_config(known[name], shown, fast=True)
                 out.append(

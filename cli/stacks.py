@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import gc
-from collections.abc import Iterator
+import json
+import os
+import signal
+import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,8 +53,15 @@ def load(args: argparse.Namespace) -> tuple[str, dict[str, Any], str | None]:
 CACHED_FLEET = 100
 
 
+#: From this many stack files whose values the cache does not hold, a fleet read through it parses them on two
+#: cores (:func:`_read_ahead`).
+FORKED_READ = 200
+#: ``1``: a fleet read never forks (every file parsed in the command's own process, as fewer files are).
+SERIAL_READ_ENV = "NODEFLEET_SERIAL_READ"
+
+
 @contextmanager
-def many_stacks(stacks_dir: Path | None = None) -> Iterator[None]:
+def many_stacks(stacks_dir: Path | None = None, files: Sequence[tuple[Path, str]] = ()) -> Iterator[None]:
     """Within the block, which reads and validates a whole fleet's stack files, Python's cycle collector does not
     run; after it, what the block kept (the fleet, alive to the command's end) is left out of its later passes.
 
@@ -59,19 +71,144 @@ def many_stacks(stacks_dir: Path | None = None) -> Iterator[None]:
     None of these values holds a reference cycle; memory is still freed as each value is let go.
 
     ``stacks_dir``: the stack files of that folder are read through the cache of their values
-    (:func:`nodefleet.stackfile.yamlfile.remembered_values`)."""
+    (:func:`nodefleet.stackfile.yamlfile.remembered_values`); ``files``, the (path, name in messages) of those the
+    block reads in that order, lets a read that finds many of them not in the cache parse them on two cores
+    (:func:`_read_ahead`)."""
     from nodefleet.stackfile.yamlfile import remembered_values
 
     with remembered_values(stacks_dir) if stacks_dir is not None else contextlib.nullcontext():
-        if not gc.isenabled():
-            yield
-            return
+        collecting = gc.isenabled()
         gc.disable()
         try:
-            yield
+            with _read_ahead(files if stacks_dir is not None else ()):
+                yield
         finally:
-            gc.freeze()
-            gc.enable()
+            if collecting:
+                gc.freeze()
+                gc.enable()
+
+
+@contextmanager
+def _read_ahead(files: Sequence[tuple[Path, str]]) -> Iterator[None]:
+    """Within the block, the values of the stack files ``files`` (in the order the block reads them) that the
+    cache does not hold, when they are at least :data:`FORKED_READ`, are parsed on two cores: a forked child
+    parses them from the last one back and hands in each value as the cache's entry, while this process reads
+    from the first one on as without it, until it reaches the files the child has done and takes those from the
+    cache as a warm read does (docs/measurements.md, "Fleet commands at 10,000 stacks"). A file the child cannot
+    read whole (a broken one, one with a tag) is left to this process's read, which gives its message: every value
+    and message is the serial read's.
+
+    Only the libyaml reading of :func:`nodefleet.stackfile.yamlfile.plain_values` runs in the child, which
+    leaves by ``os._exit`` (no exit handler, no buffered output of this process written twice) and is stopped
+    once it is no longer needed; a child that fails or dies costs only time: this process reads those files
+    itself. Never forked where another thread runs (a fork copies no thread, and a lock one held would stay held
+    in the child), nor with ``NODEFLEET_SERIAL_READ=1``."""
+    if len(files) < FORKED_READ or os.environ.get(SERIAL_READ_ENV) == "1" or not hasattr(os, "fork"):
+        yield
+        return
+    from nodefleet.stackfile.yamlfile import before_reads, not_remembered, plain_values, read_ahead, remember
+
+    missing = not_remembered(read_ahead(files))
+    if len(missing) < FORKED_READ or not _only_thread():
+        yield
+        return
+    readable, writable = os.pipe()
+    with contextlib.suppress(AttributeError, OSError):  # Linux: room for the child to run ahead of the reads
+        fcntl.fcntl(writable, fcntl.F_SETPIPE_SZ, 1 << 20)
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(readable)
+        os.close(writable)
+        yield
+        return
+    if pid == 0:  # the child: each value down the pipe as one JSON line, last file first, then gone
+        code = 1
+        try:
+            os.close(readable)
+            with os.fdopen(writable, "wb", buffering=0) as out:
+                for source, text in reversed(missing):
+                    # An entry of the name alone: a file left to the parent's read, passed all the same.
+                    entry = plain_values([(source, text)]) or [[source]]
+                    out.write(json.dumps(entry[0]).encode() + b"\n")
+            code = 0
+        except BaseException:  # whatever it is, the parent reads these files itself
+            pass
+        finally:
+            os._exit(code)
+    os.close(writable)
+    os.set_blocking(readable, False)
+    child = _Child(pid, readable, remember)
+    before_reads(child.before_read)
+    try:
+        yield
+    finally:
+        before_reads(None)
+        child.stop()
+
+
+class _Child:
+    """The parent's side of :func:`_read_ahead`: before each read, the entries the child has written so far are
+    kept in the cache; once a read finds its file among those the child has passed (every later file then is),
+    the child is stopped."""
+
+    def __init__(self, pid: int, readable: int, remember: Any) -> None:
+        self.pid, self.readable, self.remember = pid, readable, remember
+        self.passed: set[str] = set()
+        self.partial = b""
+
+    def before_read(self, source: str) -> None:
+        if self.pid and source not in self.passed:
+            self._take()
+        if self.pid and source in self.passed:
+            self.stop()
+
+    def _take(self) -> None:
+        chunks = [self.partial]
+        while True:
+            try:
+                chunk = os.read(self.readable, 1 << 20)
+            except BlockingIOError:
+                break
+            except OSError:
+                chunk = b""
+            if not chunk:  # the child is done, or dead: what it wrote is all there is
+                self.stop(kill=False)
+                break
+            chunks.append(chunk)
+        *lines, self.partial = b"".join(chunks).split(b"\n")
+        entries = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(entry, list) and entry and isinstance(entry[0], str):
+                self.passed.add(entry[0])
+                entries.append(entry)
+        self.remember(entries)
+
+    def stop(self, *, kill: bool = True) -> None:
+        """Reap the child; ``kill`` it first unless it has closed its end of the pipe (it is leaving then)."""
+        if self.pid:
+            pid, self.pid = self.pid, 0
+            if kill:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+            with contextlib.suppress(OSError):
+                os.close(self.readable)
+
+
+def _only_thread() -> bool:
+    """Whether the main thread is this process's only one. Linux lists every thread in ``/proc/self/task``, those a
+    library starts outside :mod:`threading` too (gRPC's, a native pool's), which :func:`threading.active_count`
+    does not count; elsewhere that count is what there is."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return threading.active_count() == 1
 
 
 def stack_file_shown(args: argparse.Namespace) -> str:

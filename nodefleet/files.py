@@ -547,11 +547,17 @@ def load_yaml_documents(text: str, source: str, *, loader: type[Any] = FastBound
     return documents
 
 
-def compose_bounded(text: str, source: str, loader: type[Any] = BoundedLoader) -> tuple[Any, Any]:
+def compose_bounded(
+    text: str, source: str, loader: type[Any] = BoundedLoader, *, expansion: bool = True
+) -> tuple[Any, Any]:
     """The node graph of one YAML document and the loader that composed it (to build the value with), after
     the depth and expansion checks; ``(None, None)`` for an empty document. Raises :class:`FileProblem` for
     the checks and for a character YAML does not allow (by line and column), ``yaml.MarkedYAMLError`` for
-    syntax."""
+    syntax.
+
+    ``expansion=False`` leaves out the walk over every node that finds aliases and measures depth, for a
+    caller that bounds the depth itself as it builds the value and hands in a text that cannot expand: one
+    without an anchor (``&``), whose graph is a tree of at most a few nodes a character."""
     try:
         instance = loader(text)
     except yaml.reader.ReaderError as exc:  # the reader checks every character before parsing
@@ -568,7 +574,8 @@ def compose_bounded(text: str, source: str, loader: type[Any] = BoundedLoader) -
         if node is None:
             instance.dispose()
             return None, None
-        _check_expansion(node, source)
+        if expansion:
+            _check_expansion(node, source)
     except BaseException:
         instance.dispose()
         raise

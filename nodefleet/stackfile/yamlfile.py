@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -220,10 +220,13 @@ class _NotPlain(Exception):
 _TAG = "tag:yaml.org,2002:"
 
 
-def _plain(node: yaml.Node) -> Any:
+def _plain(node: yaml.Node, depth: int = 1) -> Any:
     """The value of a node graph of plain mappings, sequences and scalars, as the strict constructors build it,
     in one pass without their per-node dispatch: anything else (a duplicate key, a merge key, a number or
-    boolean spelt otherwise than plainly, another tag) raises :class:`_NotPlain`."""
+    boolean spelt otherwise than plainly, another tag, nesting deeper than :data:`nodefleet.files.MAX_DEPTH`,
+    ``depth`` being the node's own) raises :class:`_NotPlain`."""
+    if depth > files.MAX_DEPTH:
+        raise _NotPlain  # the strict reading says how deep, and where
     tag = node.tag
     if type(node) is yaml.ScalarNode:
         text = node.value
@@ -232,7 +235,10 @@ def _plain(node: yaml.Node) -> Any:
         if node.style:  # libyaml marks a plain scalar '', the Python parser None
             raise _NotPlain
         if tag == _TAG + "int" and _PLAIN_INT.match(text):
-            return int(text)
+            try:
+                return int(text)
+            except ValueError:  # more digits than Python converts: the strict reading says so
+                raise _NotPlain from None
         if tag == _TAG + "bool" and text in ("true", "false", "True", "False", "TRUE", "FALSE"):
             return text.lower() == "true"
         if tag == _TAG + "null":
@@ -240,22 +246,59 @@ def _plain(node: yaml.Node) -> Any:
         raise _NotPlain
     if type(node) is yaml.MappingNode and tag == _TAG + "map":
         out: dict[Any, Any] = {}
+        below = depth + 1  # a key's level is its value's, which is checked
         for key_node, value_node in node.value:
             if type(key_node) is not yaml.ScalarNode or key_node.tag != _TAG + "str":
                 raise _NotPlain
             if key_node.value in out:
                 raise _NotPlain
-            out[key_node.value] = _plain(value_node)
+            out[key_node.value] = _plain(value_node, below)
         return out
     if type(node) is yaml.SequenceNode and tag == _TAG + "seq":
-        return [_plain(child) for child in node.value]
+        below = depth + 1
+        return [_plain(child, below) for child in node.value]
     raise _NotPlain
+
+
+#: A text without an anchor (``&``) has no alias: its node graph is a tree of at most about two nodes a
+#: character (an empty key and value after one ``?`` or ``:``), so up to a quarter of
+#: :data:`nodefleet.files.MAX_EXPANDED_VALUES` characters it cannot expand past that bound, and :func:`_plain`
+#: bounds its depth as it builds it.
+_NODES_A_CHAR = 4
+#: What :func:`_fast_value` gives for a text the fast reading leaves to the strict one.
+_UNREAD = object()
+
+
+def _fast_value(text: str, source: str) -> Any:
+    """The value libyaml and :func:`_plain` build from ``text`` (None for an empty document), or :data:`_UNREAD`
+    for a text the strict reading must build or judge: the same value, and for a broken file its message.
+
+    A text that cannot hold an alias is not walked for aliases and depth (about a sixth of the reading's time
+    at 10,000 stack files): :func:`_plain` refuses one nested too deep, for the strict reading to say so."""
+    tree = "&" not in text and len(text) * _NODES_A_CHAR <= files.MAX_EXPANDED_VALUES
+    try:
+        fastest = _CComposedStrictLoader if _CComposedStrictLoader and _c_safe(text) else _FastStrictLoader
+        node, loader = files.compose_bounded(text, source, fastest, expansion=not tree)
+    except (FileProblem, yaml.YAMLError):
+        return _UNREAD
+    if node is None:
+        return None
+    try:
+        return _plain(node)
+    except _NotPlain:
+        return _UNREAD  # built and judged by the strict constructors, on nodes they read as they expect
+    finally:
+        loader.dispose()
 
 
 #: Inside :func:`remembered_values`: per stack file (as messages name it), the :func:`_digest` of the text its
 #: value was read from and the value as JSON, from the cache and as read in the block; and whether it changed.
 _REMEMBERED: dict[str, list[str]] | None = None
 _CHANGED = False
+#: Inside :func:`remembered_values`: the texts :func:`read_ahead` read, by (path, name in messages), until read.
+_AHEAD: dict[tuple[str, str], str] | None = None
+#: Inside :func:`remembered_values`: called with a stack file's name before its value is looked for in the cache.
+_BEFORE_READ: Callable[[str], None] | None = None
 #: Names what :func:`_plain` builds: change it when its values change, so that no earlier value is taken.
 _PLAIN_FORM = "plain-1"
 
@@ -285,7 +328,7 @@ def remembered_values(folder: Path) -> Iterator[None]:
     mappings of text keys, lists, text, integers, booleans and nulls, and parses about twenty times faster than
     YAML does, which at 10,000 stack files is seconds (docs/measurements.md, "Fleet commands at 10,000 stacks").
     Only values the strict reading accepted whole are kept; every other file is read as without the cache."""
-    global _REMEMBERED, _CHANGED
+    global _REMEMBERED, _CHANGED, _AHEAD, _BEFORE_READ
     if _REMEMBERED is not None:
         yield
         return
@@ -297,13 +340,13 @@ def remembered_values(folder: Path) -> Iterator[None]:
             kept = loaded if isinstance(loaded, dict) else {}
         except (OSError, ValueError, RecursionError):
             kept = {}
-    _REMEMBERED, _CHANGED = kept, False
+    _REMEMBERED, _CHANGED, _AHEAD = kept, False, {}
     try:
         yield
         if path is not None and _CHANGED:
             _write_cache(path, _REMEMBERED)
     finally:
-        _REMEMBERED, _CHANGED = None, False
+        _REMEMBERED, _CHANGED, _AHEAD, _BEFORE_READ = None, False, None, None
 
 
 def _write_cache(path: Path, values: dict[str, list[str]]) -> None:
@@ -335,9 +378,82 @@ def _keep(source: str, digest: str, value: Any) -> None:
         _CHANGED = True
 
 
+def read_ahead(paths: Iterable[tuple[str | os.PathLike[str], str]]) -> list[tuple[str, str]]:
+    """(name in messages, text) of each of the stack files ``paths`` (path, name in messages) that
+    :func:`read_text` reads (the others are left to their own read, which says why); inside a
+    :func:`remembered_values` block, each text is kept for that read to take, so that a fleet's files are read
+    from the disk once."""
+    out = []
+    for path, source in paths:
+        try:
+            text = read_text(path, source)
+        except (YAMLFileError, OSError):
+            continue
+        out.append((source, text))
+        if _AHEAD is not None:
+            _AHEAD[(os.fspath(path), source)] = text
+    return out
+
+
+def not_remembered(texts: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Of the (stack file as messages name it, text) pairs ``texts``, those whose value the cache of the
+    :func:`remembered_values` block does not hold (every one outside such a block)."""
+    if _REMEMBERED is None:
+        return list(texts)
+    remembered = _REMEMBERED
+    out = []
+    for source, text in texts:
+        entry = remembered.get(source)
+        if not isinstance(entry, list) or len(entry) != 2 or entry[0] != _digest(text):
+            out.append((source, text))
+    return out
+
+
+def plain_values(texts: Iterable[tuple[str, str]]) -> list[list[str]]:
+    """``[source, digest, value as JSON]`` for each of the (stack file as messages name it, text) pairs
+    ``texts`` whose value the fast reading of :func:`load_yaml` builds whole: what the cache keeps of it. A text
+    it leaves to the strict reading (a broken file, one with a tag, a duplicate key, a merge key) has none and
+    is read as before. Pure: for reading part of a fleet in another process."""
+    out = []
+    for source, text in texts:
+        value = _fast_value(text, source)
+        if value is not _UNREAD and value is not None:
+            out.append([source, _digest(text), json.dumps(value, separators=(",", ":"))])
+    return out
+
+
+def before_reads(hook: Callable[[str], None] | None) -> None:
+    """Inside a :func:`remembered_values` block, have ``hook`` called with each stack file's name (as messages
+    name it) before a read looks for its value in the cache: for values another process is still handing in
+    (:func:`remember`); ``None`` stops it. Outside a block: nothing."""
+    global _BEFORE_READ
+    if _REMEMBERED is not None:
+        _BEFORE_READ = hook
+
+
+def remember(values: Iterable[Any]) -> int:
+    """Keep the ``[source, digest, value as JSON]`` entries :func:`plain_values` gave in the cache of the
+    :func:`remembered_values` block, for its reads to take (nothing outside one); entries of another shape are
+    left out. The number kept."""
+    global _CHANGED
+    if _REMEMBERED is None:
+        return 0
+    kept = 0
+    for entry in values:
+        if isinstance(entry, list) and len(entry) == 3 and all(isinstance(part, str) for part in entry):
+            _REMEMBERED[entry[0]] = [entry[1], entry[2]]
+            kept += 1
+    _CHANGED = _CHANGED or kept > 0
+    return kept
+
+
 def read_text(path: str | os.PathLike[str], source: str | None = None, *, what: str = "stack file") -> str:
     """The UTF-8 text of the stack file (or project file) ``path``, read by :func:`nodefleet.files.read_text`;
     ``source`` names it in messages (default: the path), ``what`` the kind of file (the fleet registry)."""
+    if _AHEAD and what == "stack file" and source is not None:
+        ahead = _AHEAD.pop((os.fspath(path), source), None)
+        if ahead is not None:
+            return ahead
     try:
         return files.read_text(path, what=what, source=source)
     except FileProblem as exc:
@@ -352,28 +468,17 @@ def load_yaml(text: str, source: str, *, fast: bool = False) -> Any:
     pass (:func:`_plain`); a file it cannot read, or holding anything else, is parsed again by the strict
     loader, so every value and message is the same."""
     if fast:
+        if _BEFORE_READ is not None:
+            _BEFORE_READ(source)
         digest = _digest(text) if _REMEMBERED is not None else ""
         kept = _kept(source, digest) if digest else None
         if kept is not None:
             return kept
-        try:
-            fastest = (
-                _CComposedStrictLoader if _CComposedStrictLoader and _c_safe(text) else _FastStrictLoader
-            )
-            node, loader = files.compose_bounded(text, source, fastest)
-            if node is None:
-                return None
-            try:
-                value = _plain(node)
-                if digest:
-                    _keep(source, digest, value)
-                return value
-            except _NotPlain:
-                pass  # built and judged by the strict constructors below, on nodes they read as they expect
-            finally:
-                loader.dispose()
-        except (FileProblem, yaml.YAMLError):
-            pass
+        value = _fast_value(text, source)
+        if value is not _UNREAD:
+            if digest:
+                _keep(source, digest, value)
+            return value
     try:
         node, loader = files.compose_bounded(text, source, _StrictLoader)
         return files.construct(node, loader, source)
