@@ -651,7 +651,6 @@ def run(args: argparse.Namespace, known: dict[str, Path], names: list[str]) -> i
             raise InputError(str(exc)) from None
         plan = state.the_plan()
     else:
-        from cli.fleet import _shown
         from cli.stacks import CACHED_FLEET, many_stacks
 
         # A fleet's stack files read through the cache of their values, as gitops and fleet check read them (what
