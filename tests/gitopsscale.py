@@ -204,20 +204,14 @@ def sizes(server: ApiServer, path: str) -> dict[str, int]:
     return {i["metadata"]["name"]: len(json.dumps(i, separators=(",", ":"))) for i in items(server, path)}
 
 
-def play_hypershift(
-    servers: dict[str, ApiServer], hosted: dict[str, list[dict[str, Any]]] | None = None
-) -> int:
+def play_hypershift(servers: dict[str, ApiServer], hosted: dict[str, list[dict[str, Any]]]) -> int:
     """Every HostedCluster and NodePool gets the status HyperShift writes once it is done (``healthy_status``),
-    unless it has it already; how many were written. ``hosted``: each server's HostedClusters as just read
-    (:func:`hosted_on`), listed again where not given."""
+    unless it has it already; how many were written. ``hosted``: each server's HostedClusters as the poll just
+    read them (:func:`hosted_on`)."""
     written = 0
     for name, server in servers.items():
         for plural in ("hostedclusters", "nodepools"):
-            lives = (
-                hosted[name]
-                if hosted is not None and plural == "hostedclusters"
-                else items(server, f"{HYPERSHIFT}/{plural}")
-            )
+            lives = hosted[name] if plural == "hostedclusters" else items(server, f"{HYPERSHIFT}/{plural}")
             for live in lives:
                 if _current(live):
                     continue
