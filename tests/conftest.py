@@ -280,6 +280,8 @@ def _release(*names: str) -> None:
         kept = _KEPT.pop(name, None)
         if kept is not None:
             kept.close()
+            if name == "test_clusters":
+                suite_times.servers_closed(kept.started, kept.reused)
 
 
 # trylast: after pytest's own teardown of the module's fixtures, which may still use them.

@@ -274,6 +274,7 @@ class Controllers:
         self.startup_seconds: dict[str, float] = {}
         self._tools: set[str] = set()
         self._clusters = clusters
+        clusters.watched = True  # the servers the tests register with these controllers are never reused
         try:
             self._start_git()
             self.hub = clusters.cluster(HUB)
@@ -356,6 +357,7 @@ class Controllers:
             stop_process(proc)
         if HUB in self._clusters.clusters:
             self._clusters.stop(HUB)
+        self._clusters.watched = False
         shutil.rmtree(self.folder, ignore_errors=True)
 
     # -- the Git server -------------------------------------------------------------------------------

@@ -30,7 +30,15 @@ DEFAULT = PROJECT / ".tools" / "suite-times" / "last.jsonl"
 ENV = "NODEFLEET_SUITE_TIMES"
 _PROPERTY = "nodefleet-fixture-setup"
 _TIERS = "nodefleet-tiers"
+_SERVERS = "nodefleet-api-servers"
 _pending: list[tuple[str, str, float]] = []
+#: API servers a worker's closed ``test_clusters`` started, and how many times it handed one on reset instead.
+_servers: list[tuple[int, int]] = []
+
+
+def servers_closed(started: int, reused: int) -> None:
+    """Record what a ``test_clusters`` fixture did with API servers (with the phase that closed it)."""
+    _servers.append((started, reused))
 
 
 def target() -> Path | None:
@@ -57,6 +65,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if _pending:
         report.user_properties.append((_PROPERTY, [[n, s, round(d, 3)] for n, s, d in _pending]))
         _pending.clear()
+    if _servers:
+        report.user_properties.append((_SERVERS, [sum(n for n, _ in _servers), sum(r for _, r in _servers)]))
+        _servers.clear()
     if call.when == "call":
         tiers = [t for t in ("gitops", "apiserver", "engine", "goref") if item.get_closest_marker(t)]
         report.user_properties.append((_TIERS, tiers))
@@ -80,6 +91,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     tiers = next((v for k, v in report.user_properties if k == _TIERS), None)
     if tiers:
         row["tiers"] = tiers
+    servers = next((v for k, v in report.user_properties if k == _SERVERS), None)
+    if servers:
+        row["apiServers"] = servers
     out.write(json.dumps(row) + "\n")
 
 
@@ -166,6 +180,13 @@ def tables(rows: list[dict[str, Any]], top: int = 25) -> str:
     for name, times in sorted(fixtures.items(), key=lambda kv: -sum(kv[1]))[:top]:
         if sum(times) >= 0.5:
             out.append(f"| `{name}` | {len(times)} | {sum(times):.0f} | {max(times):.1f} |")
+    servers = [r["apiServers"] for r in rows if "apiServers" in r]
+    if servers:
+        out += [
+            "",
+            f"Test API servers: {sum(s[0] for s in servers)} started, and {sum(s[1] for s in servers)} times one "
+            "a test gave back was reset and handed to the next instead of starting another.",
+        ]
     return "\n".join(out)
 
 

@@ -24,6 +24,6 @@ def test_an_api_server_whose_port_was_taken_meanwhile_starts_on_another(
         chosen = iter([port])
         real = testcluster.free_port
         monkeypatch.setattr(testcluster, "free_port", lambda: next(chosen, None) or real())
-        with test_clusters.fresh("port-taken") as server:
+        with test_clusters.fresh("port-taken", new=True) as server:
             assert server.port != port
             assert server.get("/readyz")[0] == 200

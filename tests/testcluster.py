@@ -21,6 +21,7 @@ next start.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import ctypes
@@ -189,6 +190,11 @@ class ApiServer:
     started_in: float = 0.0
     crds_in: float = 0.0
     crds: list[str] = field(default_factory=list)
+    #: Its keys' prefix in the session's etcd.
+    etcd_prefix: str = ""
+    #: Its keys as they were when it was new (key -> (mod_revision, value)): what :meth:`TestClusters.fresh`
+    #: resets it to before handing it to the next test.
+    clean: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -232,7 +238,15 @@ class TestClusters:
         (self.folder / "owner.pid").write_text(str(os.getpid()))
         self.etcd: subprocess.Popen[bytes] | None = None
         self.clusters: dict[str, ApiServer] = {}
+        #: Servers a test of :meth:`fresh` gave back, reset to new: the next :meth:`fresh` of their Karpenter set
+        #: takes one instead of starting a server (3.5 CPU-seconds each, about 40 times a run).
+        self.spares: list[ApiServer] = []
+        #: Set while GitOps controllers run against these servers (tests/gitopsctl.py): a server a controller
+        #: may still write to is stopped after its test, never handed to another.
+        self.watched = False
         self._started = 0
+        #: How many times :meth:`fresh` handed on a spare instead of starting a server.
+        self.reused = 0
         try:
             self._start_etcd()
         except BaseException:
@@ -308,6 +322,7 @@ class TestClusters:
     def _start_apiserver(self, name: str, karpenter_set: str) -> ApiServer:
         index = self._started
         self._started += 1
+        prefix = f"/cluster-{index}"
         folder = self.folder / f"c{index}"
         (folder / "certs").mkdir(parents=True)
         token = secrets.token_hex(24)
@@ -321,7 +336,7 @@ class TestClusters:
             [
                 str(self.apiserver_binary),
                 f"--etcd-servers={self.etcd_url}",
-                f"--etcd-prefix=/cluster-{index}",
+                f"--etcd-prefix={prefix}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
                 f"--secure-port={port}",
@@ -346,6 +361,7 @@ class TestClusters:
             token=token,
             process=proc,
             kubeconfig=folder / "kubeconfig",
+            etcd_prefix=prefix,
         )
         self.clusters[f"starting-{index}"] = server  # stopped by close() even if the start fails
         try:
@@ -366,24 +382,102 @@ class TestClusters:
             t1 = time.monotonic()
             server.crds = install_crds(server, karpenter_set)
             server.crds_in = time.monotonic() - t1
+            server.clean = self._keys(server, values=True)
         finally:
             del self.clusters[f"starting-{index}"]
             self.clusters[name] = server
         return server
 
     @contextlib.contextmanager
-    def fresh(self, name: str, karpenter_set: str | None = None) -> Iterator[ApiServer]:
-        """A cluster of its own for one test (for tests that change what others read), stopped after it."""
+    def fresh(self, name: str, karpenter_set: str | None = None, new: bool = False) -> Iterator[ApiServer]:
+        """A cluster of its own for one test (for tests that change what others read): a new server, or one an
+        earlier test gave back (the last given back first), reset to the state of a new one (:meth:`reset`); ``new``: always a new one
+        (tests of the start itself). After the test it is reset and kept for the next, or stopped when GitOps
+        controllers may still write to it."""
         if name in self.clusters:
             raise ValueError(f"test cluster {name!r} exists already")
-        server = self.cluster(name, karpenter_set)
+        chosen = karpenter_set or load_index().default_karpenter or ""
+        spare = None if new else next((s for s in reversed(self.spares) if s.karpenter_set == chosen), None)
+        if spare is not None:
+            self.spares.remove(spare)
+            spare.name = name
+            self.clusters[name] = spare
+            self.reused += 1
+            server = spare
+        else:
+            server = self.cluster(name, karpenter_set)
+        watched = self.watched
         try:
             yield server
         finally:
-            self.stop(name)
+            self.clusters.pop(name, None)
+            if watched or self.watched or not self._reset_or_stop(server):
+                self._stop(server)
+
+    def _reset_or_stop(self, server: ApiServer) -> bool:
+        """Reset ``server`` and keep it as a spare; False (the caller stops it) if it cannot be."""
+        if server.process.poll() is not None or not server.clean:
+            return False
+        try:
+            self.reset(server)
+        except (OSError, RuntimeError, ValueError):
+            return False
+        self.spares.append(server)
+        return True
+
+    # -- resetting a server to new ------------------------------------------------------------------------
+    #: Keys the API server's own controllers keep writing (its identity lease, the endpoint lease, the
+    #: APIServices the CRD registration controller creates and removes with each CRD): left to them.
+    _OWN = ("/leases/", "/masterleases/", "/apiregistration.k8s.io/apiservices/")
+
+    def reset(self, server: ApiServer) -> None:
+        """Put ``server``'s objects back as they were when it was new, in etcd, under the running API server:
+        every key written since is deleted (namespaces, their objects, CRDs a test created, RBAC, events),
+        every key changed or deleted since is written back, and the API server's watch caches, CRD handlers
+        and admission informers follow from etcd's watch, as they follow any write. A reset that changed a
+        CRD waits until the CRD serves again."""
+        now = self._keys(server, values=False)
+        own = tuple(server.etcd_prefix + p for p in self._OWN)
+        gone = [k for k in now if k not in server.clean and not k.startswith(own)]
+        changed = [
+            k
+            for k, (revision, _) in server.clean.items()
+            if not k.startswith(own) and now.get(k, ("", ""))[0] != revision
+        ]
+        ops: list[dict[str, Any]] = [{"requestDeleteRange": {"key": k}} for k in gone]
+        ops += [{"requestPut": {"key": k, "value": server.clean[k][1]}} for k in changed]
+        for i in range(0, len(ops), 100):  # etcd's --max-txn-ops is 128
+            self._etcd("/v3/kv/txn", {"success": ops[i : i + 100]})
+        refreshed = self._keys(server, values=False)
+        for k in changed:  # the new revision of what was written back: the next reset compares with it
+            server.clean[k] = (refreshed[k][0], server.clean[k][1])
+        crds = [k for k in gone + changed if "/apiextensions.k8s.io/customresourcedefinitions/" in _key(k)]
+        if crds:
+            _wait_served(server, [json.loads(base64.b64decode(server.clean[k][1]))["spec"] for k in changed
+                                  if k in crds])  # fmt: skip
+
+    def _keys(self, server: ApiServer, values: bool) -> dict[str, tuple[str, str]]:
+        """``server``'s keys in etcd (base64, as etcd's JSON gateway gives them): (mod_revision, value or "")."""
+        start = (server.etcd_prefix + "/").encode()
+        end = start[:-1] + bytes([start[-1] + 1])
+        answer = self._etcd(
+            "/v3/kv/range",
+            {"key": _b64(start), "range_end": _b64(end), "keys_only": not values},
+        )
+        return {kv["key"]: (kv["mod_revision"], kv.get("value", "")) for kv in answer.get("kvs") or []}
+
+    def _etcd(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            self.etcd_url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer: dict[str, Any] = json.loads(response.read())
+        return answer
 
     def stop(self, name: str) -> None:
-        server = self.clusters.pop(name)
+        self._stop(self.clusters.pop(name))
+
+    def _stop(self, server: ApiServer) -> None:
         stop_process(server.controllers)
         stop_process(server.process)
         shutil.rmtree(server.folder, ignore_errors=True)
@@ -424,12 +518,38 @@ class TestClusters:
             time.sleep(0.1)
         raise RuntimeError(f"kube-apiserver was not ready in {STARTUP_TIMEOUT:.0f}s:\n{log_tail(log)}")
 
+    @property
+    def started(self) -> int:
+        """How many API servers this session started."""
+        return self._started
+
     def close(self) -> None:
-        for server in list(self.clusters.values()):
+        for server in [*self.clusters.values(), *self.spares]:
             stop_process(server.controllers)
             stop_process(server.process)
         stop_process(self.etcd)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _key(key: str) -> str:
+    return base64.b64decode(key).decode(errors="replace")
+
+
+def _wait_served(server: ApiServer, specs: list[dict[str, Any]], timeout: float = 60) -> None:
+    """Wait until every CRD of ``specs`` lists its objects again (a CRD written back by a reset is served
+    after the API server's CRD handler has read it)."""
+    deadline = time.monotonic() + timeout
+    for spec in specs:
+        version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+        path = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1"
+        while server.get(path)[0] != 200:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{spec['names']['plural']}.{spec['group']} not served after a reset")
+            time.sleep(0.1)
 
 
 def _kubeconfig(server: ApiServer) -> str:

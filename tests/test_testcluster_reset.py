@@ -1,0 +1,115 @@
+"""A test API server one test gave back is the next test's only after a reset to new (tests/testcluster.py):
+what the first test created, changed or deleted is as it was when the server started, the shipped CRDs
+serve and validate, and a server GitOps controllers could still write to is never handed on."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.testcluster import ApiServer, TestClusters, install_crd_documents
+
+pytestmark = pytest.mark.apiserver
+
+WIDGETS = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                },
+            }
+        ],
+    },
+}
+POOLS = "/apis/hypershift.openshift.io/v1beta1/namespaces/default/nodepools"
+EMPTY_POOL = {
+    "apiVersion": "hypershift.openshift.io/v1beta1",
+    "kind": "NodePool",
+    "metadata": {"name": "p"},
+    "spec": {},
+}
+NODEPOOLS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/nodepools.hypershift.openshift.io"
+
+
+def _call(server: ApiServer, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
+    from tests.gitopsscale import _request
+
+    content = "application/merge-patch+json" if method == "PATCH" else "application/json"
+    status, answer = _request(server, method, path, body, content)
+    return status, json.loads(answer or b"{}")
+
+
+def _dirty(server: ApiServer) -> None:
+    """What tests do to a server of their own: objects in a namespace of theirs, a label on a namespace the
+    server made, a CRD of their own with an object, a shipped CRD deleted."""
+    assert _call(server, "POST", "/api/v1/namespaces", {"metadata": {"name": "mine"}})[0] == 201
+    cm = {"metadata": {"name": "settings"}, "data": {"a": "b"}}
+    assert _call(server, "POST", "/api/v1/namespaces/mine/configmaps", cm)[0] == 201
+    assert (
+        _call(server, "PATCH", "/api/v1/namespaces/default", {"metadata": {"labels": {"x": "y"}}})[0] == 200
+    )
+    install_crd_documents(server, [WIDGETS])
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    assert _call(server, "POST", "/apis/example.com/v1/namespaces/mine/widgets", widget)[0] == 201
+    assert _call(server, "DELETE", NODEPOOLS)[0] == 200
+
+
+def test_a_server_given_back_is_reset_to_new_before_the_next_test_gets_it(
+    test_clusters: TestClusters,
+) -> None:
+    with test_clusters.fresh("reset-first", new=True) as first:
+        started = first.process.pid
+        uid = _call(first, "GET", "/api/v1/namespaces/default")[1]["metadata"]["uid"]
+        refused = _call(first, "POST", POOLS, EMPTY_POOL)
+        assert refused[0] == 422
+        _dirty(first)
+    assert first in test_clusters.spares
+    with test_clusters.fresh("reset-second") as second:
+        assert second is first and second.process.pid == started and second.name == "reset-second"
+        assert _call(second, "GET", "/api/v1/namespaces/mine")[0] == 404
+        assert (
+            _call(
+                second, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com"
+            )[0]
+            == 404
+        )
+        default = _call(second, "GET", "/api/v1/namespaces/default")[1]["metadata"]
+        assert default["uid"] == uid and "x" not in default.get("labels", {})
+        # The deleted CRD is back, served, and validates as before: an empty NodePool is refused by its schema.
+        assert _call(second, "GET", NODEPOOLS)[0] == 200
+        assert _call(second, "GET", "/apis/hypershift.openshift.io/v1beta1/nodepools")[0] == 200
+        assert _call(second, "POST", POOLS, EMPTY_POOL) == refused
+        # What the first test made can be made again.
+        assert _call(second, "POST", "/api/v1/namespaces", {"metadata": {"name": "mine"}})[0] == 201
+        assert install_crd_documents(second, [WIDGETS]) == ["widgets.example.com"]
+
+
+def test_a_server_given_back_while_gitops_controllers_run_is_stopped(test_clusters: TestClusters) -> None:
+    """Flux or Argo CD may still apply to a server registered with them: it is never another test's."""
+    test_clusters.watched = True
+    try:
+        with test_clusters.fresh("reset-watched", new=True) as watched:
+            pass
+    finally:
+        test_clusters.watched = False
+    assert watched not in test_clusters.spares and watched.process.poll() is not None
+
+
+def test_a_server_of_another_karpenter_set_is_not_handed_out(test_clusters: TestClusters) -> None:
+    with test_clusters.fresh("reset-default", new=True) as default:
+        pass
+    with test_clusters.fresh("reset-hosted", karpenter_set="hypershift/1.13") as hosted:
+        assert hosted is not default and hosted.karpenter_set == "hypershift/1.13"
+    assert default in test_clusters.spares and hosted in test_clusters.spares
