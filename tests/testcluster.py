@@ -451,10 +451,9 @@ class TestClusters:
         refreshed = self._keys(server, values=False)
         for k in changed:  # the new revision of what was written back: the next reset compares with it
             server.clean[k] = (refreshed[k][0], server.clean[k][1])
-        crds = [k for k in gone + changed if "/apiextensions.k8s.io/customresourcedefinitions/" in _key(k)]
-        if crds:
-            _wait_served(server, [json.loads(base64.b64decode(server.clean[k][1]))["spec"] for k in changed
-                                  if k in crds])  # fmt: skip
+        restored = [k for k in changed if "/apiextensions.k8s.io/customresourcedefinitions/" in _key(k)]
+        if restored:
+            _wait_served(server, [json.loads(base64.b64decode(server.clean[k][1]))["spec"] for k in restored])
 
     def _keys(self, server: ApiServer, values: bool) -> dict[str, tuple[str, str]]:
         """``server``'s keys in etcd (base64, as etcd's JSON gateway gives them): (mod_revision, value or "")."""
