@@ -274,10 +274,10 @@ class Controllers:
         self.startup_seconds: dict[str, float] = {}
         self._tools: set[str] = set()
         self._clusters = clusters
-        clusters.watched = True  # the servers the tests register with these controllers are never reused
+        clusters.watched = True  # the servers the tests register with them are held until they stop
         try:
             self._start_git()
-            self.hub = clusters.cluster(HUB)
+            self.hub = clusters.lend(HUB)
             self.hub_client = self.hub.dynamic()
         except BaseException:
             self.close()
@@ -350,14 +350,15 @@ class Controllers:
         return "\n".join(out)
 
     def close(self) -> None:
-        """Stop the controllers, the Git server and Redis, and the hub with them: its CRDs and objects are the
-        controllers' own, so controllers started later in the session (another module on this worker) start on a
-        new hub, never on this one's leftovers."""
+        """Stop the controllers, the Git server and Redis; then give back the hub and let the test servers given
+        back meanwhile be handed on (:meth:`TestClusters.unwatch`): each is reset to new first, so controllers
+        started later in the session (another module on this worker) never see this run's CRDs and objects."""
         for proc in reversed(list(self.processes.values())):
             stop_process(proc)
-        if HUB in self._clusters.clusters:
-            self._clusters.stop(HUB)
-        self._clusters.watched = False
+        hub = getattr(self, "hub", None)
+        if hub is not None and self._clusters.clusters.get(HUB) is hub:
+            self._clusters.give_back(hub)
+        self._clusters.unwatch()
         shutil.rmtree(self.folder, ignore_errors=True)
 
     # -- the Git server -------------------------------------------------------------------------------

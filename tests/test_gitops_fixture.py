@@ -1,5 +1,6 @@
 """The GitOps controllers' fixture on a parallel worker: controllers started again later in the session (by
-another module that needs them) start on a hub of their own, not on the leftovers of the ones before."""
+another module that needs them) start on a hub of their own or on the one before reset to new, never on the
+leftovers of the ones before."""
 
 from __future__ import annotations
 

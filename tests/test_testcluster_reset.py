@@ -1,6 +1,6 @@
 """A test API server one test gave back is the next test's only after a reset to new (tests/testcluster.py):
 what the first test created, changed or deleted is as it was when the server started, the shipped CRDs
-serve and validate, and a server GitOps controllers could still write to is never handed on."""
+serve and validate, and a server GitOps controllers could still write to is handed on only after they stop."""
 
 from __future__ import annotations
 
@@ -96,15 +96,25 @@ def test_a_server_given_back_is_reset_to_new_before_the_next_test_gets_it(
         assert install_crd_documents(second, [WIDGETS]) == ["widgets.example.com"]
 
 
-def test_a_server_given_back_while_gitops_controllers_run_is_stopped(test_clusters: TestClusters) -> None:
-    """Flux or Argo CD may still apply to a server registered with them: it is never another test's."""
+def test_a_server_given_back_while_gitops_controllers_run_is_held_until_they_stop(
+    test_clusters: TestClusters,
+) -> None:
+    """Flux or Argo CD may still apply to a server registered with them: it is no other test's until the
+    controllers have stopped (tests/gitopsctl.py), and then it is reset before it is handed on."""
     test_clusters.watched = True
     try:
         with test_clusters.fresh("reset-watched", new=True) as watched:
-            pass
+            _dirty(watched)
+        assert watched in test_clusters.held and watched not in test_clusters.spares
+        with test_clusters.fresh("reset-while-watched") as other:
+            assert other is not watched
+        # Untouched while held: what a controller applied after the test is still there.
+        assert _call(watched, "GET", "/api/v1/namespaces/mine")[0] == 200
     finally:
-        test_clusters.watched = False
-    assert watched not in test_clusters.spares and watched.process.poll() is not None
+        test_clusters.unwatch()
+    assert not test_clusters.held and watched in test_clusters.spares and watched.process.poll() is None
+    assert _call(watched, "GET", "/api/v1/namespaces/mine")[0] == 404
+    assert _call(watched, "GET", NODEPOOLS)[0] == 200
 
 
 def test_a_server_of_another_karpenter_set_is_not_handed_out(test_clusters: TestClusters) -> None:

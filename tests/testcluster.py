@@ -241,9 +241,12 @@ class TestClusters:
         #: Servers a test of :meth:`fresh` gave back, reset to new: the next :meth:`fresh` of their Karpenter set
         #: takes one instead of starting a server (3.5 CPU-seconds each, about 40 times a run).
         self.spares: list[ApiServer] = []
-        #: Set while GitOps controllers run against these servers (tests/gitopsctl.py): a server a controller
-        #: may still write to is stopped after its test, never handed to another.
+        #: Set while GitOps controllers run against these servers (tests/gitopsctl.py): a server given back
+        #: meanwhile, which a controller may still write to, is held (:attr:`held`) until they stop.
         self.watched = False
+        #: Servers given back while GitOps controllers ran: reset and handed on by :meth:`unwatch`, once the
+        #: controllers have stopped and nothing writes to them any more.
+        self.held: list[ApiServer] = []
         self._started = 0
         #: How many times :meth:`fresh` handed on a spare instead of starting a server.
         self.reused = 0
@@ -390,28 +393,46 @@ class TestClusters:
 
     @contextlib.contextmanager
     def fresh(self, name: str, karpenter_set: str | None = None, new: bool = False) -> Iterator[ApiServer]:
-        """A cluster of its own for one test (for tests that change what others read): a new server, or one an
-        earlier test gave back (the last given back first), reset to the state of a new one (:meth:`reset`); ``new``: always a new one
-        (tests of the start itself). After the test it is reset and kept for the next, or stopped when GitOps
-        controllers may still write to it."""
+        """A cluster of its own for one test (for tests that change what others read), from :meth:`lend`, given
+        back (:meth:`give_back`) after the test."""
+        server = self.lend(name, karpenter_set, new)
+        try:
+            yield server
+        finally:
+            self.give_back(server)
+
+    def lend(self, name: str, karpenter_set: str | None = None, new: bool = False) -> ApiServer:
+        """A server called ``name`` for one user until :meth:`give_back`: one an earlier user gave back (the last
+        given back first), reset to the state of a new one (:meth:`reset`), or a new one; ``new``: always a new
+        one (tests of the start itself)."""
         if name in self.clusters:
             raise ValueError(f"test cluster {name!r} exists already")
         chosen = karpenter_set or load_index().default_karpenter or ""
         spare = None if new else next((s for s in reversed(self.spares) if s.karpenter_set == chosen), None)
-        if spare is not None:
-            self.spares.remove(spare)
-            spare.name = name
-            self.clusters[name] = spare
-            self.reused += 1
-            server = spare
-        else:
-            server = self.cluster(name, karpenter_set)
-        watched = self.watched
-        try:
-            yield server
-        finally:
-            self.clusters.pop(name, None)
-            if watched or self.watched or not self._reset_or_stop(server):
+        if spare is None:
+            return self.cluster(name, karpenter_set)
+        self.spares.remove(spare)
+        spare.name = name
+        self.clusters[name] = spare
+        self.reused += 1
+        return spare
+
+    def give_back(self, server: ApiServer) -> None:
+        """The end of a :meth:`lend`: the server is reset and kept for the next user, held while GitOps
+        controllers run (:meth:`unwatch` resets it when they stop), or stopped if it cannot be reset."""
+        if self.clusters.get(server.name) is server:
+            del self.clusters[server.name]
+        if self.watched:
+            self.held.append(server)
+        elif not self._reset_or_stop(server):
+            self._stop(server)
+
+    def unwatch(self) -> None:
+        """The GitOps controllers have stopped: the servers given back while they ran are reset and handed on."""
+        self.watched = False
+        held, self.held = self.held, []
+        for server in held:
+            if not self._reset_or_stop(server):
                 self._stop(server)
 
     def _reset_or_stop(self, server: ApiServer) -> bool:
@@ -523,7 +544,7 @@ class TestClusters:
         return self._started
 
     def close(self) -> None:
-        for server in [*self.clusters.values(), *self.spares]:
+        for server in [*self.clusters.values(), *self.spares, *self.held]:
             stop_process(server.controllers)
             stop_process(server.process)
         stop_process(self.etcd)
