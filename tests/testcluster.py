@@ -156,10 +156,11 @@ def log_tail(log: Path, n: int = 30) -> str:
         return ""
 
 
-def remove_stale_runs(prefix: str = RUN_PREFIX) -> list[Path]:
-    """Remove the folders (``$TMPDIR/<prefix>*``) of runs whose test process is gone (a run that was killed)."""
+def remove_stale_runs(prefix: str = RUN_PREFIX, where: str | None = None) -> list[Path]:
+    """Remove the folders (``$TMPDIR/<prefix>*``, or ``where/<prefix>*``) of runs whose test process is gone (a
+    run that was killed)."""
     removed = []
-    for folder in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
+    for folder in Path(where or tempfile.gettempdir()).glob(f"{prefix}*"):
         try:
             owner = int((folder / "owner.pid").read_text())
             os.kill(owner, 0)
