@@ -168,8 +168,11 @@ def remove_stale_runs(prefix: str = RUN_PREFIX, where: str | None = None) -> lis
         except ProcessLookupError:
             pass
         except (OSError, ValueError):
-            if time.time() - folder.stat().st_mtime < 600:
-                continue  # being set up right now
+            try:
+                if time.time() - folder.stat().st_mtime < 600:
+                    continue  # being set up right now
+            except FileNotFoundError:
+                continue  # its own run removed it meanwhile (another worker's session that just ended)
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
