@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _kubernetes_versions(mock: object, policy_config: dict[str, object] | None) -> dict[tuple[str, str], int]:
     """How many custom resources crd-schema judges by which Kubernetes version, and why (the cluster each lands
-    on, or the policy config's override), in the order the program declares them."""
+    on, or the policy config's override), sorted by version and reason: the order the mock runtime registers
+    resources in follows which outputs resolve first, so it can differ from one run to the next."""
     from policies.crd_schema import kubernetes_for
 
     setting = (policy_config or {}).get("crd-schema")
@@ -94,7 +95,7 @@ def _kubernetes_versions(mock: object, policy_config: dict[str, object] | None) 
             continue  # not a custom resource: crd-schema does not judge it
         key = kubernetes_for(reg.type, reg.inputs, override)
         out[key] = out.get(key, 0) + 1
-    return out
+    return dict(sorted(out.items()))
 
 
 def _refuse_tree_collisions(stack: LoadedStack) -> None:
