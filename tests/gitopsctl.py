@@ -241,7 +241,7 @@ def in_memory() -> str | None:
         stat = os.statvfs(shm)
     except OSError:
         return None
-    if not any(line.split()[1:3] == [shm, "tmpfs"] for line in mounts if len(line.split()) > 2):
+    if not any(line.split()[1:3] == [shm, "tmpfs"] for line in mounts):
         return None
     if not os.access(shm, os.W_OK) or stat.f_bavail * stat.f_frsize < 1 << 30:
         return None
