@@ -1,6 +1,8 @@
 """Where a test run's time goes: every phase of every test and every fixture set up wider than a test.
 
-Each worker records, per test phase (setup, call, teardown), its duration and, for the setup phase, the
+Each worker records, per test phase (setup, call, teardown), its duration, the CPU time it spent itself and
+the CPU time of the processes it started that ended in the phase (with their own children: an engine run, an
+API server when it is stopped) or were forked by the command-line fork server, and, for the setup phase, the
 fixtures of module, class, package or session scope it set up and what each took (an API server, the GitOps
 controllers, a corpus sent once). The records travel with the test reports to the process that runs the
 session, which writes them, one JSON line per phase, to ``.tools/suite-times/last.jsonl`` (``NODEFLEET_SUITE_TIMES``
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 from collections import defaultdict
@@ -31,6 +34,7 @@ ENV = "NODEFLEET_SUITE_TIMES"
 _PROPERTY = "nodefleet-fixture-setup"
 _TIERS = "nodefleet-tiers"
 _SERVERS = "nodefleet-api-servers"
+_CPU = "nodefleet-cpu"
 _pending: list[tuple[str, str, float]] = []
 #: API servers a worker's closed ``test_clusters`` started, and how many times it handed one on reset instead.
 _servers: list[tuple[int, int]] = []
@@ -39,6 +43,35 @@ _servers: list[tuple[int, int]] = []
 def servers_closed(started: int, reused: int) -> None:
     """Record what a ``test_clusters`` fixture did with API servers (with the phase that closed it)."""
     _servers.append((started, reused))
+
+
+def _cpu() -> tuple[float, float]:
+    """CPU seconds (user and system) of this process, and of the processes it started: those it has reaped, and
+    the fork server of :mod:`tests.forkcli` (which lives until the worker ends) with what it has reaped."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, reaped.ru_utime + reaped.ru_stime + _fork_server_cpu()
+
+
+def _fork_server_cpu() -> float:
+    import multiprocessing.forkserver
+
+    pid = getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
+    if not pid:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
+
+#: CPU times at the start of the current phase.
+_mark: list[tuple[float, float]] = []
+
+
+def pytest_runtest_logstart(nodeid: str, location: object) -> None:
+    _mark[:] = [_cpu()]
 
 
 def target() -> Path | None:
@@ -62,6 +95,12 @@ def pytest_fixture_setup(
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any]:
     outcome = yield
     report = outcome.get_result()
+    now = _cpu()
+    if _mark:
+        report.user_properties.append(
+            (_CPU, [round(now[0] - _mark[0][0], 2), round(now[1] - _mark[0][1], 2)])
+        )
+    _mark[:] = [now]
     if _pending:
         report.user_properties.append((_PROPERTY, [[n, s, round(d, 3)] for n, s, d in _pending]))
         _pending.clear()
@@ -94,6 +133,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     servers = next((v for k, v in report.user_properties if k == _SERVERS), None)
     if servers:
         row["apiServers"] = servers
+    cpu = next((v for k, v in report.user_properties if k == _CPU), None)
+    if cpu:
+        row["cpu"], row["reapedCpu"] = cpu
     out.write(json.dumps(row) + "\n")
 
 
@@ -137,6 +179,13 @@ def _tier(rows: Iterable[dict[str, Any]]) -> str:
     return "pure"
 
 
+def _cpus(rows: list[dict[str, Any]]) -> str:
+    """The two CPU columns of the file table (blank for a record written before they were kept)."""
+    if not any("cpu" in r for r in rows):
+        return " | "
+    return f"{sum(r.get('cpu', 0) for r in rows):.0f} | {sum(r.get('reapedCpu', 0) for r in rows):.0f}"
+
+
 def tables(rows: list[dict[str, Any]], top: int = 25) -> str:
     """The run's wall time and use of its workers, then per file and per wide fixture, as Markdown."""
     if not rows:
@@ -157,25 +206,38 @@ def tables(rows: list[dict[str, Any]], top: int = 25) -> str:
         f"{tests} tests, {wall / 60:.1f} min from the first test's start to the last one's end, on "
         f"{len(by_worker)} worker(s) busy {', '.join(f'{w} {s / 60:.1f} min' for w, s in sorted(by_worker.items()))}.",
         "",
-        "| file | tier | tests | seconds | of which wide fixtures' set-up |",
-        "|---|---|---:|---:|---:|",
+        "| file | tier | tests | seconds | of which wide fixtures' set-up | CPU s: worker | CPU s: its processes |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     files = sorted(by_file.items(), key=lambda kv: -sum(r["seconds"] for r in kv[1]))
     for name, file_rows in files[:top]:
         setup = sum(f[2] for r in file_rows for f in r.get("fixtures", ()))
         total = sum(r["seconds"] for r in file_rows)
         count = len({r["test"] for r in file_rows})
-        out.append(f"| `{name}` | {_tier(file_rows)} | {count} | {total:.0f} | {setup:.0f} |")
+        out.append(
+            f"| `{name}` | {_tier(file_rows)} | {count} | {total:.0f} | {setup:.0f} | {_cpus(file_rows)} |"
+        )
     rest = files[top:]
     if rest:
-        total = sum(r["seconds"] for _, file_rows in rest for r in file_rows)
-        count = len({r["test"] for _, file_rows in rest for r in file_rows})
-        out.append(f"| {len(rest)} other files | | {count} | {total:.0f} | |")
+        rows_rest = [r for _, file_rows in rest for r in file_rows]
+        total = sum(r["seconds"] for r in rows_rest)
+        count = len({r["test"] for r in rows_rest})
+        out.append(f"| {len(rest)} other files | | {count} | {total:.0f} | | {_cpus(rows_rest)} |")
     per_tier: dict[str, float] = defaultdict(float)
     for _, file_rows in files:
         per_tier[_tier(file_rows)] += sum(r["seconds"] for r in file_rows)
-    out += ["", "| tier | seconds of test time |", "|---|---:|"]
-    out += [f"| {t} | {s:.0f} |" for t, s in sorted(per_tier.items(), key=lambda kv: -kv[1])]
+    out += [
+        "",
+        "| tier | seconds of test time | CPU s: workers | CPU s: its processes |",
+        "|---|---:|---:|---:|",
+    ]
+    tier_rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for _, file_rows in files:
+        tier_rows[_tier(file_rows)] += file_rows
+    out += [
+        f"| {t} | {s:.0f} | {_cpus(tier_rows[t])} |"
+        for t, s in sorted(per_tier.items(), key=lambda kv: -kv[1])
+    ]
     out += ["", "| fixture wider than a test | set-ups | seconds | longest |", "|---|---:|---:|---:|"]
     for name, times in sorted(fixtures.items(), key=lambda kv: -sum(kv[1]))[:top]:
         if sum(times) >= 0.5:
