@@ -116,12 +116,13 @@ base = Path.cwd().parent
 
 def snapshot():
     out = {}
+    skip = len(str(base)) + 1  # a path's part below base, cut rather than computed: this runs twice a command
     for root, dirs, files in os.walk(base):
         dirs[:] = [d for d in dirs if d != '__pycache__']
         for f in files:
-            p = os.path.join(root, f)
+            p = root + '/' + f
             st = os.lstat(p)
-            out[os.path.relpath(p, base)] = (st.st_size, st.st_mtime_ns)
+            out[p[skip:]] = (st.st_size, st.st_mtime_ns)
     return out
 
 results = {}
