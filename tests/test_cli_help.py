@@ -69,15 +69,18 @@ def test_debug_is_accepted_after_the_command_as_before_it() -> None:
 
 
 def test_debug_after_the_command_prints_the_traceback_of_an_internal_error(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
 ) -> None:
     import cli.check
 
     def broken(args: argparse.Namespace) -> int:
         raise RuntimeError("boom")
 
-    # main() builds its parser, and so binds check.run, after the patch.
+    # The parser binds check.run when it is built (once per process): built again after the patch, and again
+    # by the next test that needs it.
     monkeypatch.setattr(cli.check, "run", broken)
+    _parser.cache_clear()
+    request.addfinalizer(_parser.cache_clear)
     assert main(["check", "--stack", "dev", "--debug"]) == 3
     err = capsys.readouterr().err
     assert "Traceback" in err and "internal error: RuntimeError: boom" in err
