@@ -463,11 +463,11 @@ class TestClusters:
         CRD waits until the CRD serves again."""
         now = self._keys(server, values=False)
         own = tuple(server.etcd_prefix + p for p in self._OWN)
-        gone = [k for k in now if k not in server.clean and not k.startswith(own)]
+        gone = [k for k in now if k not in server.clean and not _key(k).startswith(own)]
         changed = [
             k
             for k, (revision, _) in server.clean.items()
-            if not k.startswith(own) and now.get(k, ("", ""))[0] != revision
+            if not _key(k).startswith(own) and now.get(k, ("", ""))[0] != revision
         ]
         ops: list[dict[str, Any]] = [{"requestDeleteRange": {"key": k}} for k in gone]
         ops += [{"requestPut": {"key": k, "value": server.clean[k][1]}} for k in changed]
