@@ -123,3 +123,45 @@ def test_a_server_of_another_karpenter_set_is_not_handed_out(test_clusters: Test
     with test_clusters.fresh("reset-hosted", karpenter_set="hypershift/1.13") as hosted:
         assert hosted is not default and hosted.karpenter_set == "hypershift/1.13"
     assert default in test_clusters.spares and hosted in test_clusters.spares
+
+
+def test_a_new_server_starts_on_a_copy_of_a_new_ones_keys_not_on_what_was_done_to_it(
+    test_clusters: TestClusters,
+) -> None:
+    """A server started after the first of its Karpenter set starts on the keys that one had when it was new (its
+    CRDs are not created again through the API): the same CRDs, served and validating, none of what a test did to
+    the first since, and the server's own state (its identity lease) its own."""
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    with test_clusters.fresh("seed-first", new=True) as first:
+        refused = _call(first, "POST", POOLS, EMPTY_POOL)
+        pools_uid = _call(first, "GET", NODEPOOLS)[1]["metadata"]["uid"]
+        names = sorted(c["metadata"]["name"] for c in _call(first, "GET", crds)[1]["items"])
+        _dirty(first)
+        with test_clusters.fresh("seed-second", new=True) as second:
+            assert second is not first and second.etcd_prefix != first.etcd_prefix
+            assert sorted(c["metadata"]["name"] for c in _call(second, "GET", crds)[1]["items"]) == names
+            assert sorted(second.crds) == sorted(first.crds)
+            # Copied, not created again: the same object, down to its uid.
+            assert _call(second, "GET", NODEPOOLS)[1]["metadata"]["uid"] == pools_uid
+            assert _call(second, "GET", NODEPOOLS)[0] == 200
+            assert _call(second, "POST", POOLS, EMPTY_POOL) == refused
+            assert _call(second, "GET", "/api/v1/namespaces/mine")[0] == 404
+            assert "x" not in _call(second, "GET", "/api/v1/namespaces/default")[1]["metadata"].get(
+                "labels", {}
+            )
+            # The identity lease of the API server is its own: the first one's was not copied.
+            assert _identity(second) and _identity(second) != _identity(first)
+            # It is a server like any other: what the first test made can be made on it.
+            assert _call(second, "POST", "/api/v1/namespaces", {"metadata": {"name": "mine"}})[0] == 201
+            assert install_crd_documents(second, [WIDGETS]) == ["widgets.example.com"]
+
+
+def _identity(server: ApiServer) -> list[str]:
+    """The holders of the API servers' identity leases ``server`` holds (one: itself; the name of the lease is the
+    machine's, the holder the process's)."""
+    leases = _call(server, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases")[1]["items"]
+    return [
+        lease["spec"]["holderIdentity"]
+        for lease in leases
+        if lease["metadata"].get("labels", {}).get("apiserver.kubernetes.io/identity") == "kube-apiserver"
+    ]

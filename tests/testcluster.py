@@ -252,6 +252,9 @@ class TestClusters:
         #: controllers have stopped and nothing writes to them any more.
         self.held: list[ApiServer] = []
         self._started = 0
+        #: The first server of each Karpenter set, as it was new: (etcd prefix, its keys, its CRDs' names). A later
+        #: server of the set starts on a copy of those keys instead of creating its CRDs through the API.
+        self._seeds: dict[str, tuple[str, dict[str, tuple[str, str]], list[str]]] = {}
         #: How many times :meth:`fresh` handed on a spare instead of starting a server.
         self.reused = 0
         try:
@@ -338,6 +341,9 @@ class TestClusters:
         subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
         port = free_port()
         log = folder / "kube-apiserver.log"
+        seed = self._seeds.get(karpenter_set)
+        if seed is not None:
+            self._copy_keys(seed[0], seed[1], prefix)
         t0 = time.monotonic()
         proc = start_process(
             [
@@ -387,9 +393,15 @@ class TestClusters:
             server.kubeconfig.write_text(_kubeconfig(server))
             server.controllers = self._start_controllers(server)
             t1 = time.monotonic()
-            server.crds = install_crds(server, karpenter_set)
+            if seed is None:
+                server.crds = install_crds(server, karpenter_set)
+            else:
+                server.crds = list(seed[2])
+                _wait_served(server, [_parsed(path)["spec"] for path in crd_files(karpenter_set)])
             server.crds_in = time.monotonic() - t1
             server.clean = self._keys(server, values=True)
+            if seed is None:
+                self._seeds[karpenter_set] = (prefix, dict(server.clean), list(server.crds))
         finally:
             del self.clusters[f"starting-{index}"]
             self.clusters[name] = server
@@ -479,6 +491,21 @@ class TestClusters:
         restored = [k for k in changed if "/apiextensions.k8s.io/customresourcedefinitions/" in _key(k)]
         if restored:
             _wait_served(server, [json.loads(base64.b64decode(server.clean[k][1]))["spec"] for k in restored])
+
+    def _copy_keys(self, source: str, keys: dict[str, tuple[str, str]], prefix: str) -> None:
+        """Write ``keys`` (a new server's, under the etcd prefix ``source``) under ``prefix``, for a server about to
+        start there: the objects its bootstrap makes and the CRDs, without the leases and APIServices of the
+        server they came from (:attr:`_OWN`)."""
+        own = tuple(source + p for p in self._OWN)
+        ops: list[dict[str, Any]] = []
+        for key, (_, value) in keys.items():
+            name = _key(key)
+            if not name.startswith(own):
+                ops.append(
+                    {"requestPut": {"key": _b64((prefix + name[len(source) :]).encode()), "value": value}}
+                )
+        for i in range(0, len(ops), 100):  # etcd's --max-txn-ops is 128
+            self._etcd("/v3/kv/txn", {"success": ops[i : i + 100]})
 
     def _keys(self, server: ApiServer, values: bool) -> dict[str, tuple[str, str]]:
         """``server``'s keys in etcd (base64, as etcd's JSON gateway gives them): (mod_revision, value or "")."""
