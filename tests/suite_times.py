@@ -285,7 +285,11 @@ def main(argv: list[str] | None = None) -> int:
         DURATIONS.write_text(json.dumps(durations(rows), indent=0, sort_keys=True) + "\n")
         print(f"wrote {DURATIONS.relative_to(PROJECT)}")
         return 0
-    print(tables(rows, args.top))
+    try:
+        print(tables(rows, args.top))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
