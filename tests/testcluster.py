@@ -472,8 +472,9 @@ class TestClusters:
         every key written since is deleted (namespaces, their objects, CRDs a test created, RBAC, events),
         every key changed or deleted since is written back, and the API server's watch caches, CRD handlers
         and admission informers follow from etcd's watch, as they follow any write. A reset that changed a
-        CRD waits until the CRD serves again."""
-        now = self._keys(server, values=False)
+        CRD waits until the CRD serves again. A CRD the test deleted is first let finish its deletion (the API
+        server removes its objects, then the CRD): written back while terminating, it would be deleted after."""
+        now = self._settled_keys(server)
         own = tuple(server.etcd_prefix + p for p in self._OWN)
         gone = [k for k in now if k not in server.clean and not _key(k).startswith(own)]
         changed = [
@@ -486,11 +487,38 @@ class TestClusters:
         for i in range(0, len(ops), 100):  # etcd's --max-txn-ops is 128
             self._etcd("/v3/kv/txn", {"success": ops[i : i + 100]})
         refreshed = self._keys(server, values=False)
+        lost = [_key(k) for k in changed if k not in refreshed]
+        if lost:  # deleted again after it was written back: the server is stopped rather than handed on
+            raise RuntimeError(f"keys written back by a reset were deleted again: {', '.join(lost)}")
         for k in changed:  # the new revision of what was written back: the next reset compares with it
             server.clean[k] = (refreshed[k][0], server.clean[k][1])
         restored = [k for k in changed if "/apiextensions.k8s.io/customresourcedefinitions/" in _key(k)]
         if restored:
             _wait_served(server, [json.loads(base64.b64decode(server.clean[k][1]))["spec"] for k in restored])
+
+    def _settled_keys(self, server: ApiServer, timeout: float = 60) -> dict[str, tuple[str, str]]:
+        """``server``'s keys (:meth:`_keys`) once no CRD of it is being deleted: a CRD changed since the server was
+        new is read, and while one carries a ``deletionTimestamp`` the keys are read again."""
+        crds = f"{server.etcd_prefix}/apiextensions.k8s.io/customresourcedefinitions/"
+        deadline = time.monotonic() + timeout
+        while True:
+            now = self._keys(server, values=False)
+            changed = [
+                k
+                for k, (revision, _) in now.items()
+                if _key(k).startswith(crds) and server.clean.get(k, ("", ""))[0] != revision
+            ]
+            terminating = [k for k in changed if self._crd_terminating(k)]
+            if not terminating:
+                return now
+            if time.monotonic() > deadline:
+                names = ", ".join(_key(k).removeprefix(crds) for k in terminating)
+                raise RuntimeError(f"CRDs still being deleted after {timeout:.0f}s: {names}")
+            time.sleep(0.1)
+
+    def _crd_terminating(self, key: str) -> bool:
+        kvs = self._etcd("/v3/kv/range", {"key": key}).get("kvs") or []
+        return bool(kvs) and "deletionTimestamp" in json.loads(base64.b64decode(kvs[0]["value"]))["metadata"]
 
     def _copy_keys(self, source: str, keys: dict[str, tuple[str, str]], prefix: str) -> None:
         """Write ``keys`` (a new server's, under the etcd prefix ``source``) under ``prefix``, for a server about to
