@@ -484,8 +484,7 @@ class TestClusters:
         ]
         ops: list[dict[str, Any]] = [{"requestDeleteRange": {"key": k}} for k in gone]
         ops += [{"requestPut": {"key": k, "value": server.clean[k][1]}} for k in changed]
-        for i in range(0, len(ops), 100):  # etcd's --max-txn-ops is 128
-            self._etcd("/v3/kv/txn", {"success": ops[i : i + 100]})
+        self._txn(ops)
         refreshed = self._keys(server, values=False)
         lost = [_key(k) for k in changed if k not in refreshed]
         if lost:  # deleted again after it was written back: the server is stopped rather than handed on
@@ -532,7 +531,11 @@ class TestClusters:
                 ops.append(
                     {"requestPut": {"key": _b64((prefix + name[len(source) :]).encode()), "value": value}}
                 )
-        for i in range(0, len(ops), 100):  # etcd's --max-txn-ops is 128
+        self._txn(ops)
+
+    def _txn(self, ops: list[dict[str, Any]]) -> None:
+        """Run etcd operations, in transactions of at most 100 (etcd's ``--max-txn-ops`` is 128)."""
+        for i in range(0, len(ops), 100):
             self._etcd("/v3/kv/txn", {"success": ops[i : i + 100]})
 
     def _keys(self, server: ApiServer, values: bool) -> dict[str, tuple[str, str]]:
