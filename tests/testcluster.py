@@ -440,7 +440,13 @@ class TestClusters:
             del self.clusters[server.name]
         if self.watched:
             self.held.append(server)
-        elif not self._reset_or_stop(server):
+            return
+        try:
+            kept = self._reset_or_stop(server)
+        except BaseException:  # in no list any more: close() would not stop it
+            self._stop(server)
+            raise
+        if not kept:
             self._stop(server)
 
     def unwatch(self) -> None:
