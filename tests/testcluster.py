@@ -497,14 +497,14 @@ class TestClusters:
             raise RuntimeError(f"keys written back by a reset were deleted again: {', '.join(lost)}")
         for k in changed:  # the new revision of what was written back: the next reset compares with it
             server.clean[k] = (refreshed[k][0], server.clean[k][1])
-        restored = [k for k in changed if "/apiextensions.k8s.io/customresourcedefinitions/" in _key(k)]
+        restored = [k for k in changed if _key(k).startswith(server.etcd_prefix + _CRDS)]
         if restored:
             _wait_served(server, [json.loads(base64.b64decode(server.clean[k][1]))["spec"] for k in restored])
 
     def _settled_keys(self, server: ApiServer, timeout: float = 60) -> dict[str, tuple[str, str]]:
         """``server``'s keys (:meth:`_keys`) once no CRD of it is being deleted: a CRD changed since the server was
         new is read, and while one carries a ``deletionTimestamp`` the keys are read again."""
-        crds = f"{server.etcd_prefix}/apiextensions.k8s.io/customresourcedefinitions/"
+        crds = server.etcd_prefix + _CRDS
         deadline = time.monotonic() + timeout
         while True:
             now = self._keys(server, values=False)
@@ -617,6 +617,10 @@ class TestClusters:
             stop_process(server.process)
         stop_process(self.etcd)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+#: Where a server's CRDs are in etcd, below its prefix.
+_CRDS = "/apiextensions.k8s.io/customresourcedefinitions/"
 
 
 def _b64(data: bytes) -> str:
