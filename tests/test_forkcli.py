@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
+from multiprocessing import forkserver
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cli import forkrun
 from tests import forkcli
 from tests.conftest import PROJECT, nodefleet
 
@@ -71,3 +77,47 @@ def test_what_could_differ_from_a_fresh_interpreter_runs_in_one(
 def test_a_forked_command_past_its_timeout_is_killed_as_subprocess_run_kills_it() -> None:
     with pytest.raises(subprocess.TimeoutExpired):
         forkcli.run(["check", "--stack", "hosted"], PROJECT, {}, timeout=0.001)
+
+
+def _timeless(report: dict[str, Any]) -> dict[str, Any]:
+    """A ``fleet --json`` report without what differs between any two runs: times and CPU seconds."""
+    stacks = [{k: v for k, v in stack.items() if k not in {"seconds", "cpu"}} for stack in report["stacks"]]
+    return {**{k: v for k, v in report.items() if k != "wallSeconds"}, "stacks": stacks}
+
+
+def test_a_forked_fleet_command_reports_what_a_fresh_one_reports() -> None:
+    argv = ("fleet", "check", "--stacks", "dev,hosted,karpenter", "--json")
+    fresh = nodefleet(*argv, fresh=True)
+    forked = nodefleet(*argv)
+    assert forked.returncode == fresh.returncode == 0, forked.stderr
+    assert _timeless(json.loads(forked.stdout)) == _timeless(json.loads(fresh.stdout))
+    assert [s["exit"] for s in json.loads(forked.stdout)["stacks"]] == [0, 0, 0]
+
+
+def _parent_pid(send: Connection) -> None:
+    send.send(os.getppid())
+
+
+def _stack_parent(send: Connection) -> None:
+    """What a ``fleet`` command in a forked command line does for each stack: a process from
+    :func:`cli.forkrun._ctx`; it says whose child that process is."""
+    forkcli.share_fork_server()
+    ctx = forkrun._ctx()
+    receive, inner = ctx.Pipe(duplex=False)
+    stack = ctx.Process(target=_parent_pid, args=(inner,))
+    stack.start()
+    inner.close()
+    send.send(receive.recv())
+    stack.join()
+
+
+def test_a_fleet_command_in_a_forked_command_line_forks_its_stacks_from_the_same_server() -> None:
+    ctx = forkrun._ctx()
+    receive, send = ctx.Pipe(duplex=False)
+    command_line = ctx.Process(target=_stack_parent, args=(send,))
+    command_line.start()
+    send.close()
+    parent = receive.recv()
+    command_line.join()
+    assert command_line.exitcode == 0
+    assert parent == forkserver._forkserver._forkserver_pid  # not a server of its own
