@@ -104,7 +104,7 @@ def _until_applied(
 ) -> dict[str, Any]:
     """Seconds from ``since`` until each folder reports ``commit`` applied and healthy, with its wave."""
     done: dict[str, float] = {}
-    deadline = since + fleet.DEADLINE
+    deadline = since + importlib.import_module("tests.patience").STALL
     while len(done) < len(DESTINATIONS) and time.monotonic() < deadline:
         fleet.play_controllers(*servers.values())
         for name, ok in _applied(fleet, ctl, tool, commit).items():

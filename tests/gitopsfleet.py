@@ -5,8 +5,9 @@ share.
 ``origin`` is the fixture's Git server: ``publish`` runs ``scripts/pipeline publish`` (``fleet render`` of every
 stack into a fresh tree, committed to ``nodefleet-rendered`` and pushed) and ``gitops`` runs ``python -m
 nodefleet gitops``, exactly as a user does. The rest reads what the tools report (Flux's ``Ready`` and
-``lastAppliedRevision``, Argo CD's sync revision and health), waits for it with generous deadlines and the
-controllers' logs in the failure message, and compares what landed with what was rendered.
+``lastAppliedRevision``, Argo CD's sync revision and health), waits for it as long as the tools advance
+(tests/patience.py), with the controllers' logs in the failure message, and compares what landed with what was
+rendered.
 """
 
 from __future__ import annotations
@@ -34,10 +35,9 @@ from nodefleet.apiserver.store import load_index
 from tests.applymode import missing_from
 from tests.conftest import copy_project
 from tests.gitopsctl import ARGOCD_NAMESPACE, FLUX_NAMESPACE, Controllers
+from tests.patience import Patience
 from tests.testcluster import PROJECT, ApiServer
 
-#: Every condition the tests wait for gets this long: the controllers share two busy cores with the suite.
-DEADLINE = 300.0
 BRANCH = "nodefleet-rendered"
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com"}  # fmt: skip
@@ -250,26 +250,48 @@ def applied_at(ctl: Controllers, tool: str, commit: str) -> dict[str, bool]:
     return out
 
 
-def wait_for(
-    what: str,
-    check: Callable[[], Any],
-    ctl: Controllers,
-    tool: str,
-    deadline: float = DEADLINE,
-) -> Any:
-    """Poll ``check`` until it returns something true; its value. Fails after ``deadline`` seconds naming
-    ``what``, with the tool's objects and the tails of its controllers' logs."""
-    end = time.monotonic() + deadline
+def wait_for(what: str, check: Callable[[], Any], ctl: Controllers, tool: str) -> Any:
+    """Poll ``check`` until it returns something true; its value. Fails naming ``what``, with the tool's objects
+    and the tails of its controllers' logs, once the tool's objects (:func:`progress`) stop changing for
+    :data:`tests.patience.STALL` seconds: a slower machine makes each step slower, not the wait wrong."""
+    patience = Patience()
     while True:
         value = check()
         if value:
             return value
-        if time.monotonic() > end:
+        if patience.over(lambda: progress(ctl, tool)):
             summary = flux_summary(ctl) if tool == "flux" else argocd_summary(ctl)
             names = ["source-controller", "kustomize-controller"] if tool == "flux" else [
                 "argocd-repo-server", "argocd-application-controller", "argocd-applicationset-controller"]  # fmt: skip
-            raise AssertionError(f"{what}: not within {deadline:.0f}s.\n{summary}\n{ctl.tails(names, 40)}")
+            raise AssertionError(f"{what}: {patience}.\n{summary}\n{ctl.tails(names, 40)}")
         time.sleep(0.5)
+
+
+def progress(ctl: Controllers, tool: str) -> frozenset[tuple[Any, ...]]:
+    """What the tool reports of its work, without the times it writes on every reconcile: each Kustomization's
+    ``Ready`` status and reason and applied revision; each Application's sync status and revision, health and
+    operation phase, and each ApplicationSet's step statuses. It changes while the tool advances."""
+    if tool == "flux":
+        return frozenset(
+            (
+                name,
+                ready.get("status"),
+                ready.get("reason"),
+                (k.get("status") or {}).get("lastAppliedRevision"),
+            )
+            for name, k in kustomizations(ctl).items()
+            for ready in [condition(k, "Ready")]
+        )
+    out: set[tuple[Any, ...]] = set()
+    for name, a in applications(ctl).items():
+        status = a.get("status") or {}
+        sync, health = status.get("sync") or {}, status.get("health") or {}
+        out.add((name, sync.get("status"), str(sync.get("revision")), health.get("status"),
+                 (status.get("operationState") or {}).get("phase")))  # fmt: skip
+    for s in listed(ctl.hub_client, "argoproj.io/v1alpha1", "ApplicationSet", ARGOCD_NAMESPACE):
+        for step in (s.get("status") or {}).get("applicationStatus") or []:
+            out.add((s["metadata"]["name"], step.get("application"), step.get("status"), step.get("step")))
+    return frozenset(out)
 
 
 def refresh_flux(ctl: Controllers, name: str = "nodefleet-rendered") -> None:

@@ -39,12 +39,12 @@ import yaml
 from tests.gitopsctl import ARGOCD_NAMESPACE, FLUX_NAMESPACE, Controllers
 from tests.gitopsfleet import (
     BRANCH,
-    DEADLINE,
     Repo,
     _current,
     git,
     healthy_status,
 )
+from tests.patience import STALL, Patience
 from tests.testcluster import ApiServer, TestClusters
 
 #: The wave of each generated stack, by its place in the fleet: the canary first, then early, main, last.
@@ -175,11 +175,13 @@ def _request(
     server: ApiServer, method: str, path: str, body: Any = None, content_type: str = "application/json"
 ) -> tuple[int, bytes]:
     """One request with the admin token: (status, body). A 429 (a new CRD's watch cache still filling: "storage
-    is (re)initializing") is tried again after the time the API server asks for, as clients do."""
+    is (re)initializing") is tried again after the time the API server asks for, as clients do; a request whose
+    answer timed out (the API server busy with the controllers' writes), again at once: every request here is
+    idempotent (GET, PUT with a resourceVersion, DELETE, a merge patch)."""
     context = ssl.create_default_context(cafile=str(server.folder / "certs" / "apiserver.crt"))
     data = None if body is None else json.dumps(body).encode()
     headers = {"Authorization": f"Bearer {server.token}", "Content-Type": content_type}
-    end = time.monotonic() + DEADLINE
+    end = time.monotonic() + STALL
     while True:
         request = urllib.request.Request(server.url + path, data=data, headers=headers, method=method)
         try:
@@ -189,6 +191,9 @@ def _request(
             if e.code != 429 or time.monotonic() > end:
                 return int(e.code), bytes(e.read())
             time.sleep(float(e.headers.get("Retry-After") or 1))
+        except TimeoutError:
+            if time.monotonic() > end:
+                raise
 
 
 def items(server: ApiServer, path: str) -> list[dict[str, Any]]:
@@ -366,13 +371,15 @@ def roll_out(ctl: Controllers, clusters: TestClusters, fleet: Fleet, tool: str) 
             _annotate(hub, "/apis/argoproj.io/v1alpha1", "applicationsets", ARGOCD_NAMESPACE,
                       doc["metadata"]["name"], {"argocd.argoproj.io/application-set-refresh": "true"})  # fmt: skip
     healthy_ever: set[str] = set()
-    end = t0 + DEADLINE * 2
+    applied_ever: set[str] = set()
+    patience = Patience()
     while True:
         result.polls += 1
         hosted = hosted_on(servers)  # read first: what is on a server now was applied before what follows
         applied = on_servers(hosted)
         report = healthy(hub, tool, commit)
         healthy_ever |= {n for n, ok in report.items() if ok}
+        applied_ever |= set(applied)
         for cluster, where in applied.items():
             folder = by_cluster[cluster]
             waited = [g.name for g in fleet.folders
@@ -388,11 +395,11 @@ def roll_out(ctl: Controllers, clusters: TestClusters, fleet: Fleet, tool: str) 
         if report and all(report.values()) and all(f.name in report for f in fleet.folders):
             result.seconds = now
             break
-        if time.monotonic() > end:
+        if patience.over((len(report), len(healthy_ever), len(applied_ever))):
             missing = sorted(n for n, ok in report.items() if not ok)
             raise AssertionError(
-                f"{tool}: {len(missing)} of {len(report)} not applied at {commit[:12]} and healthy within "
-                f"{end - t0:.0f}s: {missing[:10]}\n{ctl.tails(None, 15)}"
+                f"{tool}: {len(missing)} of {len(report)} not applied at {commit[:12]} and healthy, "
+                f"{patience}: {missing[:10]}\n{ctl.tails(None, 15)}"
             )
         play_hypershift(servers, hosted)
         time.sleep(POLL)
@@ -435,11 +442,11 @@ def remove(ctl: Controllers, fleet: Fleet, tool: str) -> None:
         _request(hub, "DELETE", f"/api/v1/namespaces/{namespace}/secrets/{secret}")
     for server in fleet.servers.values():
         _request(server, "DELETE", f"/api/v1/namespaces/{NAMESPACE}")
-    end = time.monotonic() + DEADLINE
-    while any(
-        _request(s, "GET", f"/api/v1/namespaces/{NAMESPACE}")[0] != 404 for s in fleet.servers.values()
-    ):
-        assert time.monotonic() < end, f"namespace {NAMESPACE} not gone from the management clusters"
+    patience = Patience()
+    while left := {n: s for n, s in fleet.servers.items() if _request(s, "GET", f"/api/v1/namespaces/{NAMESPACE}")[0] != 404}:  # fmt: skip
+        assert not patience.over(lambda: (tuple(left), sum(map(len, hosted_on(left).values())))), (
+            f"namespace {NAMESPACE} not gone from {sorted(left)}: {patience}"
+        )
         time.sleep(POLL)
 
 

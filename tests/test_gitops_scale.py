@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.gitopsctl import Controllers
-from tests.gitopsfleet import DEADLINE, TOOL_MANAGER, managers
+from tests.gitopsfleet import TOOL_MANAGER, managers
 from tests.gitopsscale import (
     APPLICATION_SETS,
     GIT_REPOSITORIES,
@@ -34,6 +34,7 @@ from tests.gitopsscale import (
     remove,
     roll_out,
 )
+from tests.patience import Patience
 from tests.testcluster import TestClusters
 
 pytestmark = pytest.mark.gitops
@@ -150,17 +151,17 @@ def _argocd_shards(ctl: Controllers, fleet: Fleet) -> None:
     """One ApplicationSet per management cluster, its RollingSync status naming exactly that cluster's
     Applications, each Healthy, at steps in wave order. The ApplicationSet controller writes an Application's
     step status on its own reconcile after the Application's health, so the last may still say Progressing when
-    every Application is Healthy: read until none does, within the deadline."""
+    every Application is Healthy: read until none does, or until the steps stop changing (tests/patience.py)."""
     waves = _waves(fleet)
-    end = time.monotonic() + DEADLINE
+    patience = Patience()
     while True:
         appsets = {a["metadata"]["name"]: a for a in items(ctl.hub, APPLICATION_SETS)}
-        states = {
-            s.get("status")
-            for a in appsets.values()
+        steps = sorted(
+            (name, s.get("application", ""), s.get("status", ""))
+            for name, a in appsets.items()
             for s in (a.get("status") or {}).get("applicationStatus") or []
-        }
-        if states == {"Healthy"} or time.monotonic() > end:
+        )
+        if {status for _, _, status in steps} == {"Healthy"} or patience.over(tuple(steps)):
             break
         time.sleep(2)
     assert set(appsets) == {f"nodefleet-{m}" for m in fleet.servers}

@@ -31,7 +31,6 @@ from nodefleet.render.health import HEALTH_RULES, health
 from tests.applymode import HOSTED_KARPENTER
 from tests.gitopsctl import ARGOCD_NAMESPACE, Controllers
 from tests.gitopsfleet import (
-    DEADLINE,
     GIT_ENV,
     Repo,
     _current,
@@ -45,6 +44,7 @@ from tests.gitopsfleet import (
     release_version,
     wait_for,
 )
+from tests.patience import STALL, Patience
 from tests.testcluster import PROJECT, ApiServer, TestClusters
 
 pytestmark = pytest.mark.gitops
@@ -192,12 +192,14 @@ def _upgrade(fleet: Fleet, ctl: Controllers, *, holding: tuple[str, ...] = (), t
         argv, cwd=fleet.repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     seen = ""
-    end = time.monotonic() + timeout + DEADLINE
+    patience = Patience(stall=timeout + STALL)  # the command waits up to ``timeout`` on a wave by itself
     try:
         while proc.poll() is None:
-            assert time.monotonic() < end, "fleet upgrade did not finish"
             fleet.readings.append(_read(fleet))
             tip = git(fleet.bare, "rev-parse", BRANCH)
+            assert not patience.over((tip, tuple(sorted(fleet.readings[-1].items())))), (
+                f"fleet upgrade did not finish: {patience}"
+            )
             if tip != seen:  # what a Git webhook does
                 (refresh_flux if fleet.tool == "flux" else refresh_argocd)(ctl)
                 seen = tip
