@@ -1,8 +1,8 @@
 """Where a test run's time goes: every phase of every test and every fixture set up wider than a test.
 
 Each worker records, per test phase (setup, call, teardown), its duration, the CPU time it spent itself and
-the CPU time of the processes it started that ended in the phase (with their own children: an engine run, an
-API server when it is stopped) or were forked by the command-line fork server, and, for the setup phase, the
+the CPU time the processes it started spent in the phase (with their own children: an engine run, an API
+server a fixture keeps, what the command-line fork server forks), and, for the setup phase, the
 fixtures of module, class, package or session scope it set up and what each took (an API server, the GitOps
 controllers, a corpus sent once). The records travel with the test reports to the process that runs the
 session, which writes them, one JSON line per phase, to ``.tools/suite-times/last.jsonl`` (``NODEFLEET_SUITE_TIMES``
@@ -47,23 +47,36 @@ def servers_closed(started: int, reused: int) -> None:
 
 def _cpu() -> tuple[float, float]:
     """CPU seconds (user and system) of this process, and of the processes it started: those it has reaped, and
-    the fork server of :mod:`tests.forkcli` (which lives until the worker ends) with what it has reaped."""
+    those still running (an API server, etcd or a controller a fixture keeps, the command line's fork server),
+    each with what it has reaped. A process counts in the phases it runs in: when it is reaped, what it had
+    spent moves from the one sum to the other."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime, reaped.ru_utime + reaped.ru_stime + _fork_server_cpu()
+    return own.ru_utime + own.ru_stime, reaped.ru_utime + reaped.ru_stime + _running_cpu(os.getpid())
 
 
-def _fork_server_cpu() -> float:
-    import multiprocessing.forkserver
-
-    pid = getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
-    if not pid:
-        return 0.0
+def _running_cpu(pid: int) -> float:
+    """CPU seconds of ``pid``'s running children, each with the children it has reaped (``utime stime cutime
+    cstime`` of ``/proc/<child>/stat``), found through each of its threads' ``children`` file. The children's
+    own running children are not walked (reading every thread of every Go server took about 100 ms a phase):
+    the servers and controllers are the worker's children, and what they start they reap."""
+    ticks = 0
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return 0.0
-    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+    for thread in threads:
+        try:
+            children = Path(f"/proc/{pid}/task/{thread}/children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 #: CPU times at the start of the current phase.
