@@ -442,8 +442,12 @@ def remove(ctl: Controllers, fleet: Fleet, tool: str) -> None:
         _request(hub, "DELETE", f"/api/v1/namespaces/{namespace}/secrets/{secret}")
     for server in fleet.servers.values():
         _request(server, "DELETE", f"/api/v1/namespaces/{NAMESPACE}")
+
+    def holding() -> dict[str, ApiServer]:
+        return {n: s for n, s in fleet.servers.items() if _request(s, "GET", f"/api/v1/namespaces/{NAMESPACE}")[0] != 404}  # fmt: skip
+
     patience = Patience()
-    while left := {n: s for n, s in fleet.servers.items() if _request(s, "GET", f"/api/v1/namespaces/{NAMESPACE}")[0] != 404}:  # fmt: skip
+    while left := holding():
         assert not patience.over(lambda: (tuple(left), sum(map(len, hosted_on(left).values())))), (
             f"namespace {NAMESPACE} not gone from {sorted(left)}: {patience}"
         )

@@ -2,9 +2,9 @@
 
 A rollout through Flux or Argo CD is many steps (a folder applied, a folder healthy, a wave's step begun), each
 slower on a slower machine or beside a busier suite. A fixed total for all of them fails a rollout that is still
-advancing: Argo CD at 200 folders took 192 s on one two-core machine, 392 s on a machine half as fast per core,
-and more than 600 s on that machine beside the rest of the suite, 187 of its 200 folders healthy at the bound
-and the rest following. :class:`Patience` fails a wait only when the state it is shown has not changed for
+advancing: Argo CD at 200 folders took 192 s on one two-core machine, 286 s alone on a machine half as fast per
+core, and more than 600 s on that machine in CI beside the rest of the suite, 187 of its 200 folders healthy at
+the bound and the rest following. :class:`Patience` fails a wait only when the state it is shown has not changed for
 ``stall`` seconds (the controllers stopped), or after ``ceiling`` seconds in all (a state that keeps changing
 without ever reaching the condition, so that a wait always ends).
 """
