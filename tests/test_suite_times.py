@@ -4,13 +4,10 @@ the phases it works in, not to the one that stops it."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-from tests.conftest import PROJECT
+from tests.test_parallel_suite import _run
 
 #: A process kept by a module fixture, as an API server is: it spends about a CPU-second each time it is asked,
 #: and answers with what it spent.
@@ -60,15 +57,7 @@ def test_a_kept_process_is_charged_to_the_phase_it_works_in_not_to_the_teardown_
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "test_kept.py").write_text(textwrap.dedent(TESTS))
     log = tmp_path / "times.jsonl"
-    env = {**os.environ, "PYTHONPATH": str(PROJECT), "NODEFLEET_SUITE_TIMES": str(log)}
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q", "test_kept.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    run = _run(tmp_path, "test_kept.py", env={"NODEFLEET_SUITE_TIMES": str(log)})
     assert run.returncode == 0, run.stdout + run.stderr
     spent = float((tmp_path / "spent.txt").read_text())
     rows = {(r["test"].split("::")[1], r["phase"]): r["reapedCpu"] for r in map(json.loads, log.open())}
