@@ -281,7 +281,7 @@ def _release(*names: str) -> None:
         if kept is not None:
             kept.close()
             if name == "test_clusters":
-                suite_times.servers_closed(kept.started, kept.reused)
+                suite_times.servers_closed(kept.started, kept.reused, kept.reaped)
 
 
 # trylast: after pytest's own teardown of the module's fixtures, which may still use them.

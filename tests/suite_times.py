@@ -36,13 +36,14 @@ _TIERS = "nodefleet-tiers"
 _SERVERS = "nodefleet-api-servers"
 _CPU = "nodefleet-cpu"
 _pending: list[tuple[str, str, float]] = []
-#: API servers a worker's closed ``test_clusters`` started, and how many times it handed one on reset instead.
-_servers: list[tuple[int, int]] = []
+#: API servers a worker's closed ``test_clusters`` started, how many times it handed one on reset instead, and
+#: how many spares it stopped unused.
+_servers: list[tuple[int, int, int]] = []
 
 
-def servers_closed(started: int, reused: int) -> None:
+def servers_closed(started: int, reused: int, reaped: int = 0) -> None:
     """Record what a ``test_clusters`` fixture did with API servers (with the phase that closed it)."""
-    _servers.append((started, reused))
+    _servers.append((started, reused, reaped))
 
 
 def _cpu() -> tuple[float, float]:
@@ -118,7 +119,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.user_properties.append((_PROPERTY, [[n, s, round(d, 3)] for n, s, d in _pending]))
         _pending.clear()
     if _servers:
-        report.user_properties.append((_SERVERS, [sum(n for n, _ in _servers), sum(r for _, r in _servers)]))
+        report.user_properties.append((_SERVERS, [sum(column) for column in zip(*_servers, strict=True)]))
         _servers.clear()
     if call.when == "call":
         tiers = [t for t in ("gitops", "apiserver", "engine", "goref") if item.get_closest_marker(t)]
@@ -260,7 +261,13 @@ def tables(rows: list[dict[str, Any]], top: int = 25) -> str:
         out += [
             "",
             f"Test API servers: {sum(s[0] for s in servers)} started, and {sum(s[1] for s in servers)} times one "
-            "a test gave back was reset and handed to the next instead of starting another.",
+            "a test gave back was reset and handed to the next instead of starting another"
+            # Logs written before spares were reaped have two numbers.
+            + (
+                f"; {sum(s[2] for s in servers)} spares were stopped, unused for a minute."
+                if all(len(s) > 2 for s in servers)
+                else "."
+            ),
         ]
     return "\n".join(out)
 

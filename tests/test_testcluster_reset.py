@@ -1,15 +1,18 @@
 """A test API server one test gave back is the next test's only after a reset to new (tests/testcluster.py):
 what the first test created, changed or deleted is as it was when the server started, the shipped CRDs
-serve and validate, and a server GitOps controllers could still write to is handed on only after they stop."""
+serve and validate, a server GitOps controllers could still write to is handed on only after they stop, and a
+spare nobody lends for a minute is stopped."""
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.testcluster import ApiServer, TestClusters, install_crd_documents
+from tests.testcluster import SPARE_IDLE, ApiServer, TestClusters, install_crd_documents
 
 pytestmark = pytest.mark.apiserver
 
@@ -41,6 +44,15 @@ EMPTY_POOL = {
     "spec": {},
 }
 NODEPOOLS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/nodepools.hypershift.openshift.io"
+
+
+@pytest.fixture(autouse=True)
+def _no_reaping(test_clusters: TestClusters) -> Iterator[None]:
+    """The tests below read which servers are spares: the worker's reaper must not stop one meanwhile, however
+    long the machine keeps this test waiting. The test of the reaping calls :meth:`TestClusters.reap` itself."""
+    test_clusters.spare_idle = math.inf
+    yield
+    test_clusters.spare_idle = SPARE_IDLE
 
 
 def _call(server: ApiServer, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
@@ -189,3 +201,29 @@ def test_a_server_given_back_right_after_a_shipped_crd_was_deleted_comes_back_wi
             assert _call(server, "DELETE", crd)[0] == 200
         assert server in test_clusters.spares
         assert _call(server, "GET", crd)[0] == 200 and _call(server, "GET", sets)[1]["items"] == []
+
+
+def test_a_spare_nobody_lends_for_a_minute_is_stopped_and_the_next_test_gets_a_new_server(
+    test_clusters: TestClusters,
+) -> None:
+    """A spare costs its idle CPU for as long as it is kept: one not lent within :data:`SPARE_IDLE` seconds of
+    being given back is stopped and its folder removed; one lent before is handed on as it was. The clock is the
+    test's: ``reap`` is given the time to judge by."""
+    with test_clusters.fresh("reap-first", new=True) as first:
+        pass
+    given_back = first.spare_since
+    test_clusters.spare_idle = SPARE_IDLE
+    # Spares given back by earlier tests may go too; this one is judged by when it was given back.
+    assert first not in test_clusters.reap(now=given_back + SPARE_IDLE - 1)
+    assert first in test_clusters.spares and first.process.poll() is None
+    reaped = test_clusters.reaped
+    stopped = test_clusters.reap(now=given_back + SPARE_IDLE + 1)
+    assert first in stopped and first not in test_clusters.spares
+    assert test_clusters.reaped == reaped + len(stopped)
+    assert first.process.poll() is not None and (
+        first.controllers is None or first.controllers.poll() is not None
+    )
+    assert not first.folder.exists()
+    with test_clusters.fresh("reap-second") as second:
+        assert second is not first and second.process.poll() is None
+        assert _call(second, "GET", NODEPOOLS)[0] == 200

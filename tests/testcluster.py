@@ -35,6 +35,7 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -64,6 +65,13 @@ RUN_PREFIX = "nodefleet-apiserver-"
 INSTALLER = "nodefleet-testcluster"
 #: A bound on a start, not a wait: four workers on two busy cores start API servers at once.
 STARTUP_TIMEOUT = 180.0
+#: A spare nobody has lent for this long is stopped. An idle server costs about 2 CPU-seconds a minute (its
+#: kube-apiserver 1.98 and controller manager 0.09, measured on a machine where a start costs 2.1 to 3.5), so a
+#: spare kept longer than a minute costs more than the start it would save; a worker that runs one server's
+#: tests after a module of several kept all the others idle for the rest of its stretch of API-server tests.
+SPARE_IDLE = 60.0
+#: How often the worker's reaper looks for such spares.
+REAP_EVERY = 5.0
 
 
 def missing() -> str | None:
@@ -199,6 +207,8 @@ class ApiServer:
     #: Its keys as they were when it was new (key -> (mod_revision, value)): what :meth:`TestClusters.fresh`
     #: resets it to before handing it to the next test.
     clean: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: When it was last given back and kept as a spare (the monotonic clock).
+    spare_since: float = 0.0
 
     @property
     def url(self) -> str:
@@ -257,6 +267,13 @@ class TestClusters:
         self._seeds: dict[str, tuple[str, dict[str, tuple[str, str]], list[str]]] = {}
         #: How many times :meth:`fresh` handed on a spare instead of starting a server.
         self.reused = 0
+        #: How many spares were stopped after :data:`SPARE_IDLE` seconds without a lend (:meth:`reap`).
+        self.reaped = 0
+        self.spare_idle = SPARE_IDLE
+        #: Guards :attr:`spares`, which the reaper's thread shortens while the tests' thread lends.
+        self._spares_lock = threading.Lock()
+        self._closing = threading.Event()
+        self._reaper: threading.Thread | None = None
         try:
             self._start_etcd()
         except BaseException:
@@ -424,10 +441,14 @@ class TestClusters:
         if name in self.clusters:
             raise ValueError(f"test cluster {name!r} exists already")
         chosen = karpenter_set or load_index().default_karpenter or ""
-        spare = None if new else next((s for s in reversed(self.spares) if s.karpenter_set == chosen), None)
+        with self._spares_lock:
+            spare = (
+                None if new else next((s for s in reversed(self.spares) if s.karpenter_set == chosen), None)
+            )
+            if spare is not None:
+                self.spares.remove(spare)
         if spare is None:
             return self.cluster(name, karpenter_set)
-        self.spares.remove(spare)
         spare.name = name
         self.clusters[name] = spare
         self.reused += 1
@@ -465,8 +486,30 @@ class TestClusters:
             self.reset(server)
         except (OSError, RuntimeError, ValueError):
             return False
-        self.spares.append(server)
+        server.spare_since = time.monotonic()
+        with self._spares_lock:
+            self.spares.append(server)
+        if self._reaper is None:
+            self._reaper = threading.Thread(target=self._reap_idle, name="spare-reaper", daemon=True)
+            self._reaper.start()
         return True
+
+    def reap(self, now: float | None = None) -> list[ApiServer]:
+        """Stop the spares given back more than :attr:`spare_idle` seconds before ``now`` (default: the
+        monotonic clock now); the ones stopped. The reaper's thread calls it every :data:`REAP_EVERY` seconds."""
+        now = time.monotonic() if now is None else now
+        with self._spares_lock:
+            idle = [s for s in self.spares if now - s.spare_since > self.spare_idle]
+            for server in idle:
+                self.spares.remove(server)
+        for server in idle:
+            self._stop(server)
+        self.reaped += len(idle)
+        return idle
+
+    def _reap_idle(self) -> None:
+        while not self._closing.wait(REAP_EVERY):
+            self.reap()
 
     # -- resetting a server to new ------------------------------------------------------------------------
     #: Keys the API server's own controllers keep writing (its identity lease, the endpoint lease, the
@@ -612,6 +655,9 @@ class TestClusters:
         return self._started
 
     def close(self) -> None:
+        self._closing.set()
+        if self._reaper is not None:
+            self._reaper.join()
         for server in [*self.clusters.values(), *self.spares, *self.held]:
             stop_process(server.controllers)
             stop_process(server.process)
