@@ -433,7 +433,8 @@ class Controllers:
                 ).read()
                 names.append(crd["metadata"]["name"])
         wait_established(api, names)
-        self.hub_client = self.hub.dynamic()  # discovery again: the new kinds
+        self.hub_client = self.hub.dynamic()
+        self.hub_client.resources.invalidate_cache()  # discovery again: the new kinds
         self.apply([namespace(runtime_namespace)], manager=INSTALLER)
 
     # -- Flux -----------------------------------------------------------------------------------------
