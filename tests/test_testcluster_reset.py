@@ -207,8 +207,8 @@ def test_a_spare_nobody_lends_for_a_minute_is_stopped_and_the_next_test_gets_a_n
     test_clusters: TestClusters,
 ) -> None:
     """A spare costs its idle CPU for as long as it is kept: one not lent within :data:`SPARE_IDLE` seconds of
-    being given back is stopped and its folder removed; one lent before is handed on as it was. The clock is the
-    test's: ``reap`` is given the time to judge by."""
+    being given back is stopped and its folder removed; one given back less than that before is kept. The clock
+    is the test's: ``reap`` is given the time to judge by."""
     with test_clusters.fresh("reap-first", new=True) as first:
         pass
     given_back = first.spare_since
