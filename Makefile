@@ -4,6 +4,9 @@ STACK ?= dev
 # controllers rather than compute (docs/testing.md has the measurements behind the default).
 JOBS ?= 4
 PY := venv/bin/python
+# mypy's cache, outside the checkout as the test parts' are (tests/goref.py): a fresh clone (CI's) is checked warm,
+# instead of from nothing (docs/measurements.md). mypy checks each cached module against its source's hash.
+MYPY_CACHE := $(or $(NODEFLEET_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nodefleet)/mypy
 
 .PHONY: help setup parts demo test lint check render preview up clean
 
@@ -29,7 +32,7 @@ test: parts setup ## every test, on JOBS parallel workers; engine tests that nee
 	$(PY) -m pytest -n $(JOBS)
 
 lint: setup ## ruff and mypy (strict on the domain package)
-	$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(PY) -m mypy
+	$(PY) -m ruff check . && $(PY) -m ruff format --check . && $(PY) -m mypy --cache-dir "$(MYPY_CACHE)"
 
 check: setup ## credential-free check of STACK: program under the mock runtime + the policy pack
 	$(PY) -m nodefleet check --stack $(STACK)
