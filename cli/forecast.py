@@ -7,10 +7,13 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cli.exits import EXIT_OK, InputError
 from cli.stacks import load_stack
-from nodefleet.drift.forecast import Forecast, Item, Snapshot
+
+if TYPE_CHECKING:  # the parser imports this module on every run; the forecast itself only where it runs
+    from nodefleet.drift.forecast import Forecast, Item, Snapshot
 
 
 def run(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ PRELOAD = (
     "cli.check",
     "cli.render",
     "cli.forecast",
+    "nodefleet.drift.forecast",  # the parser imports cli.forecast without it
     "mockruntime.run",
     "mockruntime.evaluate",
     "mockruntime.rendering",

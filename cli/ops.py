@@ -123,7 +123,7 @@ _UPGRADE_DESCRIPTION = (
 
 def _register_fleet(sub: Any) -> None:
     """``fleet`` and its commands, each with its own options (``fleet check --help`` shows check's)."""
-    from cli import fleet, fleet_upgrade
+    from cli import fleet, fleet_upgrade_options
 
     s = sub.add_parser(
         "fleet",
@@ -150,7 +150,7 @@ def _register_fleet(sub: Any) -> None:
             name, help=_FLEET_COMMANDS[name], description=_UPGRADE_DESCRIPTION if name == "upgrade" else None
         )
         made.append(c)
-        c.set_defaults(run=fleet_upgrade.fleet_command)
+        c.set_defaults(run=fleet_upgrade_options.fleet_command)
         c.add_argument("--stacks", help="comma-separated stack names (default: every stack)")
         c.add_argument(
             "--stacks-dir",
@@ -202,7 +202,7 @@ def _register_fleet(sub: Any) -> None:
             _policy_config(c)
         if name == "upgrade":
             fleet.add_gate_arguments(c, gated_by_default=False, upgrade=True)
-            fleet_upgrade.add_arguments(c)
+            fleet_upgrade_options.add_arguments(c)
         else:
             fleet.add_gate_arguments(c, gated_by_default=name in fleet.GATED)
     # The commands share one runner: every option any of them has is an attribute of every one's arguments.
