@@ -1,6 +1,6 @@
-"""The options of ``fleet upgrade`` and the runner of every ``fleet`` command, apart from :mod:`cli.fleet_upgrade`:
-the command line builds its whole parser on every run, and the upgrade's planning (the stack-file models, the
-drift rules) is imported only by the commands that use it.
+"""The options of ``fleet upgrade``, apart from :mod:`cli.fleet_upgrade`: the command line builds its whole parser
+on every run, and the upgrade's planning (the stack-file models, the drift rules) is imported only by the command
+that uses it.
 """
 
 from __future__ import annotations
@@ -79,15 +79,3 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="print the whole plan and write nothing (but the cache of stack-file values gitops and fleet check "
         "keep too, NODEFLEET_CACHE_DIR); exit 0 only when the plan is possible",
     )
-
-
-def fleet_command(args: argparse.Namespace) -> int:
-    """``fleet <command>``: ``upgrade`` here, every other command in :func:`cli.fleet.run`."""
-    from cli import fleet
-
-    if args.fleet_command != "upgrade":
-        return fleet.run(args)
-    from cli import fleet_upgrade
-
-    known, names = fleet.selected(args)
-    return fleet_upgrade.run(args, known, names)

@@ -121,6 +121,19 @@ _UPGRADE_DESCRIPTION = (
 )
 
 
+def _fleet_command(args: argparse.Namespace) -> int:
+    """``fleet <command>``: ``upgrade`` in :mod:`cli.fleet_upgrade`, imported only here, every other command in
+    :func:`cli.fleet.run`."""
+    from cli import fleet
+
+    if args.fleet_command != "upgrade":
+        return fleet.run(args)
+    from cli import fleet_upgrade
+
+    known, names = fleet.selected(args)
+    return fleet_upgrade.run(args, known, names)
+
+
 def _register_fleet(sub: Any) -> None:
     """``fleet`` and its commands, each with its own options (``fleet check --help`` shows check's)."""
     from cli import fleet, fleet_upgrade_options
@@ -150,7 +163,7 @@ def _register_fleet(sub: Any) -> None:
             name, help=_FLEET_COMMANDS[name], description=_UPGRADE_DESCRIPTION if name == "upgrade" else None
         )
         made.append(c)
-        c.set_defaults(run=fleet_upgrade_options.fleet_command)
+        c.set_defaults(run=_fleet_command)
         c.add_argument("--stacks", help="comma-separated stack names (default: every stack)")
         c.add_argument(
             "--stacks-dir",
