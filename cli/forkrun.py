@@ -43,7 +43,9 @@ PRELOAD = (
     # CPU to import, once here instead of in every hosted stack's process.
     "pulumi_kubernetes.core.v1",
     # What `check` itself imports on its way (the parser registers every command; a custom resource's
-    # definition), about 0.15 s of CPU per stack; then what every stack reads alike (:mod:`cli.forkwarm`).
+    # definition), about 0.15 s of CPU per stack; `fleet upgrade`'s run, which the parser no longer imports but a
+    # command line forked from this server may run (tests/forkcli.py); then what every stack reads alike
+    # (:mod:`cli.forkwarm`).
     "cli.ops",
     "cli.fleet",
     "cli.fleet_upgrade",
