@@ -233,12 +233,13 @@ class ApiServer:
             self._dynamic = DynamicClient(self.api_client())
         return self._dynamic
 
-    def get(self, path: str) -> tuple[int, bytes]:
-        """GET ``path`` with the admin token, as (status, body)."""
+    def get(self, path: str, timeout: float = 30) -> tuple[int, bytes]:
+        """GET ``path`` with the admin token, as (status, body); ``TimeoutError`` when no answer came within
+        ``timeout`` seconds."""
         context = ssl.create_default_context(cafile=str(self.folder / "certs" / "apiserver.crt"))
         request = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {self.token}"})
         try:
-            with urllib.request.urlopen(request, context=context, timeout=5) as response:
+            with urllib.request.urlopen(request, context=context, timeout=timeout) as response:
                 return int(response.status), bytes(response.read())
         except urllib.error.HTTPError as e:
             return int(e.code), bytes(e.read())
@@ -650,7 +651,7 @@ class TestClusters:
                 )
             if cafile.exists():
                 with contextlib.suppress(OSError, ssl.SSLError):
-                    status, _ = server.get("/readyz")
+                    status, _ = server.get("/readyz", timeout=5)
                     if status == 200:
                         return
             time.sleep(0.1)
@@ -684,16 +685,26 @@ def _key(key: str) -> str:
     return base64.b64decode(key).decode(errors="replace")
 
 
-def _wait_served(server: ApiServer, specs: list[dict[str, Any]], timeout: float = 60) -> None:
+def _wait_served(server: ApiServer, specs: list[dict[str, Any]], timeout: float = 120) -> None:
     """Wait until every CRD of ``specs`` lists its objects again (a CRD written back by a reset is served
-    after the API server's CRD handler has read it)."""
+    after the API server's CRD handler has read it), at most ``timeout`` seconds in all.
+
+    The first list of a CRD builds its handler (its schema's CEL rules compiled), which took over 5 seconds
+    in a CI run with a dozen servers busy on two cores: a list that has not answered yet is waited for, up to
+    the deadline, like one that answers 404."""
     deadline = time.monotonic() + timeout
     for spec in specs:
         version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+        plural = f"{spec['names']['plural']}.{spec['group']}"
         path = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1"
-        while server.get(path)[0] != 200:
+        while True:
+            try:
+                if server.get(path, timeout=max(deadline - time.monotonic(), 1))[0] == 200:
+                    break
+            except TimeoutError:
+                pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{spec['names']['plural']}.{spec['group']} not served after a reset")
+                raise RuntimeError(f"{plural} not served {timeout:g}s after a reset or a start")
             time.sleep(0.1)
 
 
