@@ -15,7 +15,7 @@ a hosted cluster serves HyperShift's Karpenter set while a standalone one serves
 gets nodefleet's shipped CRDs (HyperShift's, the MCO's, the Machine API's, its Karpenter set's) and a generated
 admin kubeconfig (a bearer token in the ``system:masters`` group, the server's own self-signed CA). Everything
 is stopped and its folder removed at the end, also on a failed or interrupted run; the processes die with the
-test process even when it is killed (``PR_SET_PDEATHSIG``), and folders a killed run left are removed by the
+test process however it ends (``PR_SET_PDEATHSIG``, SIGKILL), and folders a killed run left are removed by the
 next start.
 """
 
@@ -121,10 +121,13 @@ def port_taken(log: Path) -> bool:
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask Linux to send the child SIGTERM when the test process dies, however it dies."""
+    """Ask Linux to send the child SIGKILL when the test process dies, however it dies. Not SIGTERM: an API
+    server whose test process died with an exception began its graceful termination on SIGTERM and was still
+    running, with parent pid 1, hours later (its etcd had stopped first); nothing these processes hold needs
+    an orderly exit once their test process is gone, and the next run removes their folders."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     os.setsid()  # a Ctrl-C to pytest's process group reaches pytest, which stops us in order
 
 
