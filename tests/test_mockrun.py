@@ -239,20 +239,33 @@ def test_a_registration_that_fails_while_another_is_in_flight_reports_its_error_
     from mockruntime import run as runmod
 
     ended: list[str] = []
-    original = runmod._EchoMocks.new_resource
+    original, cancel_pending = runmod._EchoMocks.new_resource, runmod._cancel_pending
+    cleanup, returned = threading.Event(), threading.Event()
 
     def new_resource(self: Any, args: Any) -> Any:
         if args.name == "refused":
             raise ValueError("the refused registration")
-        threading.Event().wait(0.3)  # the other registration's failure overtakes this one
+        # In flight until the run, failed by the other registration, has begun its cleanup, and then until
+        # the run returns: a run that waits for it never does, and the wait ends by itself after a second.
+        assert cleanup.wait(60), "the run never began its cleanup"
+        returned.wait(1)
         try:
             return original(self, args)
         finally:
             ended.append(args.name)
 
+    def cancelling(loop: Any) -> None:
+        cleanup.set()
+        cancel_pending(loop)
+
     monkeypatch.setattr(runmod._EchoMocks, "new_resource", new_resource)
+    monkeypatch.setattr(runmod, "_cancel_pending", cancelling)
     (tmp_path / "Pulumi.yaml").write_text("name: fails-test\nruntime: python\n")
     (tmp_path / "__main__.py").write_text(FAILS_WHILE_REGISTERING)
-    with pytest.raises(Exception, match="the refused registration"):
-        run_program("qa", {}, project_dir=tmp_path)
-    assert ended == ["slow"]
+    try:
+        with pytest.raises(Exception, match="the refused registration"):
+            run_program("qa", {}, project_dir=tmp_path)
+        at_return = list(ended)
+    finally:
+        returned.set()
+    assert at_return == ["slow"]
