@@ -165,9 +165,11 @@ class ProcessSampler:
             try:
                 if pid not in self.seen and not self._descends(pid):
                     continue
-                if pid not in self.seen:
+                if pid not in self.seen or self.seen[pid].role == "other":
+                    # Read again while "other": one seen between its fork and its exec still has its parent's
+                    # command line, and would never be counted as the provider it becomes.
                     argv = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
-                    self.seen[pid] = _Seen(process_role(argv))
+                    self.seen.setdefault(pid, _Seen("other")).role = process_role(argv)
                 stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
                 status = (proc / "status").read_text()
                 rollup = (proc / "smaps_rollup").read_text()

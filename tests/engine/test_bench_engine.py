@@ -3,9 +3,12 @@ records the Kubernetes provider processes a preview starts."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,22 +26,63 @@ def test_provider_counts_grow_one_per_standalone_cluster() -> None:
     assert rows["stale-boot-images"].clusters == 1
 
 
+def _stand_in_cli(exe: Path) -> subprocess.Popen[bytes]:
+    """A stand-in CLI that starts two providers, in a session of its own so that both go with it."""
+    return subprocess.Popen(["sh", "-c", f'"{exe}" 600 & "{exe}" 600 & wait'], start_new_session=True)
+
+
+def _stop(cli: subprocess.Popen[bytes]) -> None:
+    os.killpg(cli.pid, signal.SIGKILL)
+    cli.wait()
+
+
+def _until(what: str, done: Callable[[], bool]) -> None:
+    """Wait until ``done()``, however busy the machine; fail after a minute."""
+    deadline = time.monotonic() + 60
+    while not done():
+        assert time.monotonic() < deadline, f"not seen within a minute: {what}"
+        time.sleep(0.05)
+
+
 def test_the_sampler_finds_provider_processes_below_the_cli_only(tmp_path: Path) -> None:
     exe = tmp_path / PROVIDER_EXE
     exe.symlink_to("/bin/sleep")  # a process whose argv[0] names the provider binary
-    # A stand-in CLI that starts two providers; a third provider outside its process tree must not count.
-    cli = subprocess.Popen(["sh", "-c", f'"{exe}" 3 & "{exe}" 3 & wait'])
-    stranger = subprocess.Popen([str(exe), "3"])
+    # A third provider outside the stand-in CLI's process tree must not count.
+    cli = _stand_in_cli(exe)
+    stranger = subprocess.Popen([str(exe), "600"])
     try:
         with ProcessSampler(cli.pid, interval=0.05) as sampler:
-            time.sleep(1.0)
+            _until("two providers alive together", lambda: sampler.max_concurrent >= 2)
         assert sampler.max_concurrent == 2
         assert len(sampler.peak_kb) == 2 and stranger.pid not in sampler.peak_kb
         assert all(kb > 0 for kb in sampler.peak_kb.values())
     finally:
-        for p in (cli, stranger):
-            p.kill()
-            p.wait()
+        _stop(cli)
+        stranger.kill()
+        stranger.wait()
+
+
+def test_a_process_seen_before_its_exec_is_counted_as_what_it_becomes(tmp_path: Path) -> None:
+    """Between its fork and its exec a provider still has its parent's command line: first seen then, it is
+    still counted as a provider once it is one."""
+    exe = tmp_path / PROVIDER_EXE
+    exe.symlink_to("/bin/sleep")
+    shell = subprocess.Popen(
+        ["sh", "-c", f'read go; exec "{exe}" 600'], stdin=subprocess.PIPE, start_new_session=True
+    )
+    assert shell.stdin is not None
+    try:
+        sampler = ProcessSampler(os.getpid())  # sampled by hand, not by its thread
+        sampler.sample()
+        assert sampler.seen[shell.pid].role == "other" and sampler.max_concurrent == 0
+        shell.stdin.write(b"go\n")
+        shell.stdin.close()
+        cmdline = Path(f"/proc/{shell.pid}/cmdline")
+        _until("the exec", lambda: cmdline.read_bytes().startswith(str(exe).encode()))
+        sampler.sample()
+        assert sampler.seen[shell.pid].role == "kubernetes provider" and sampler.max_concurrent == 1
+    finally:
+        _stop(shell)
 
 
 def test_each_process_of_a_preview_is_given_its_role() -> None:
@@ -59,10 +103,10 @@ def test_each_process_of_a_preview_is_given_its_role() -> None:
 def test_the_tree_memory_is_the_summed_pss_of_processes_alive_together(tmp_path: Path) -> None:
     exe = tmp_path / PROVIDER_EXE
     exe.symlink_to("/bin/sleep")
-    cli = subprocess.Popen(["sh", "-c", f'"{exe}" 2 & "{exe}" 2 & wait'])
+    cli = _stand_in_cli(exe)
     try:
         with ProcessSampler(cli.pid, interval=0.05) as sampler:
-            time.sleep(1.0)
+            _until("two providers alive together", lambda: sampler.max_concurrent >= 2)
         providers = [s for s in sampler.seen.values() if s.role == "kubernetes provider"]
         assert len(providers) == 2
         # PSS splits the shared pages of the two sleeps (and the shell): the tree's total is below RSS summed.
@@ -70,8 +114,7 @@ def test_the_tree_memory_is_the_summed_pss_of_processes_alive_together(tmp_path:
         assert sampler.provider_private_mb() > 0
         assert sampler.cpu_seconds_by_role().keys() <= {"cli", "kubernetes provider", "other"}
     finally:
-        cli.kill()
-        cli.wait()
+        _stop(cli)
 
 
 @pytest.mark.parametrize("size", ["0", "-3", "ten"])
