@@ -207,32 +207,34 @@ def test_two_renders_of_one_directory_take_turns(tmp_path: Path) -> None:
 
     def slow_recover(root: Path) -> bool:
         holding.set()
-        release.wait(10)
+        release.wait(60)
         return real_recover(root)
 
     errors: list[BaseException] = []
     waited: list[bool] = []
 
-    def first() -> None:
+    def render(**options: Any) -> None:
         try:
-            write_tree(tmp_path, "dev", plan)
+            write_tree(tmp_path, "dev", plan, **options)
         except BaseException as e:  # pragma: no cover - reported below
             errors.append(e)
 
     render_tree._recover = slow_recover  # type: ignore[assignment]
     try:
-        t = threading.Thread(target=first)
+        t = threading.Thread(target=render)
         t.start()
-        assert holding.wait(10)
+        assert holding.wait(60)
         render_tree._recover = real_recover  # type: ignore[assignment]
+        # The first holds the lock until released: a second render that gives up soon says so.
         with pytest.raises(RenderTreeError, match=r"another nodefleet render of .* is still running"):
             write_tree(tmp_path, "dev", plan, lock_timeout=0.2, on_wait=lambda: waited.append(True))
         assert waited == [True]
-        second = threading.Thread(target=lambda: write_tree(tmp_path, "dev", plan, lock_timeout=10))
+        second = threading.Thread(target=render, kwargs={"lock_timeout": 60})
         second.start()
         release.set()
-        t.join(10)
-        second.join(10)
+        t.join(60)
+        second.join(60)
+        assert not t.is_alive() and not second.is_alive()
     finally:
         render_tree._recover = real_recover  # type: ignore[assignment]
         release.set()
