@@ -110,7 +110,9 @@ class Sender:
             base += f"/namespaces/{namespace}"
         return f"{base}/{plural}" + (f"/{name}" if name else "")
 
-    def _wait_served(self, file: str, version: str, timeout: float = 30) -> None:
+    def _wait_served(self, file: str, version: str, timeout: float = 120) -> None:
+        """Until the CRD lists its objects: the API server builds its handler (the CEL rules compiled) on the
+        first request, which took over 5 s in CI on two busy cores (tests/testcluster.py's wait)."""
         import time
 
         deadline = time.monotonic() + timeout
