@@ -698,7 +698,7 @@ def _wait_served(server: ApiServer, specs: list[dict[str, Any]], timeout: float 
     deadline = time.monotonic() + timeout
     for spec in specs:
         version = next(v["name"] for v in spec["versions"] if v.get("served", True))
-        plural = f"{spec['names']['plural']}.{spec['group']}"
+        crd = f"{spec['names']['plural']}.{spec['group']}"
         path = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1"
         while True:
             try:
@@ -707,7 +707,7 @@ def _wait_served(server: ApiServer, specs: list[dict[str, Any]], timeout: float 
             except TimeoutError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{plural} not served {timeout:g}s after a reset or a start")
+                raise RuntimeError(f"{crd} not served {timeout:g}s after a reset or a start")
             time.sleep(0.1)
 
 
